@@ -1,0 +1,93 @@
+#pragma once
+// A Compressor is a compression operator C(.) together with its bit coding: it turns a float vector
+// into bytes and back. Modelled on leveldb's FilterPolicy: a stable name tied to the encoding, encode
+// *appends* to a byte buffer, decode returns a status and never trusts its input.
+//
+// Contract (every implementation, checked by tests/compress):
+//  - encode is deterministic in (v, ctx): its randomness comes only from the counter-based stream
+//    keyed by ctx (kernels/cpu/philox.hpp), so a rerun reproduces the same bytes.
+//  - decode is deterministic in (bytes, ctx) and is what *both* the sender and the receivers apply:
+//    the sender decodes its own message, so DCD-PSGD replicas stay equal to their owners bit for bit.
+//  - decode validates: truncated, oversized, random or bit-flipped input yields errc::corrupt; it
+//    never reads or writes out of bounds and never aborts.
+// Thread safety: a compressor is immutable after construction; encode/decode may run concurrently.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "core/status.hpp"
+
+namespace qgossip {
+
+// The codec on the wire (header field `codec`). Frozen: never renumber, only append.
+enum class codec_id : std::uint16_t {
+  identity = 1,  // raw little-endian float32
+  qsgd = 2,      // QSGD / QSGDinf, dense fixed-width packing
+};
+
+// Keys of the random stream for one encode, and what the decoder needs to regenerate shared
+// randomness (dithered quantization). The receiver fills it from the wire header.
+struct codec_context {
+  std::uint64_t seed = 0;       // the run's seed
+  std::uint32_t rank = 0;       // the sender's rank
+  std::uint64_t iteration = 0;  // the round
+  std::uint32_t stream = 0;     // tells apart several encodes by one sender in one round
+};
+
+class compressor {
+ public:
+  virtual ~compressor() = default;
+
+  // Stable, human-readable, and tied to the encoding: "qsgd" for every parameter set. Change the
+  // name (and codec_id) when the encoding changes.
+  virtual std::string_view name() const = 0;
+  virtual codec_id id() const = 0;
+  // A 32-bit fingerprint of every parameter that shapes the bytes (levels, bucket, norm, ...).
+  // It travels in the wire header; a receiver whose tag differs rejects the message.
+  virtual std::uint32_t params_tag() const = 0;
+  // The canonical inline spec, e.g. "qsgd:levels=127,bucket=512,norm=l2" (parse_codec_spec round-trips).
+  virtual std::string describe() const = 0;
+
+  // True when E[decode(encode(v))] = v.
+  virtual bool unbiased() const = 0;
+  // alpha^2 of ALGORITHMS.md: an upper bound on E||C(v) - v||^2 / ||v||^2 for any v of n values
+  // (+infinity when there is none). Used to report the DCD-PSGD convergence condition.
+  virtual double relative_error_bound(std::size_t n) const = 0;
+  // Most bytes encode() can append for n values, so buffers are sized once.
+  virtual std::size_t max_encoded_bytes(std::size_t n) const = 0;
+
+  // Appends the encoding of v to out.
+  virtual void encode(std::span<const float> v, const codec_context& ctx, std::vector<std::byte>& out) const = 0;
+  // Decodes exactly out.size() values from in, which must be exactly one encoding.
+  virtual status decode(std::span<const std::byte> in, const codec_context& ctx, std::span<float> out) const = 0;
+};
+
+// A codec named with its parameters, as the run YAML (`compressor: {name: qsgd, levels: 127}`) and
+// the inline form (`qsgd:levels=127,bucket=512`) both produce. Values stay strings until the
+// factory parses them, so one factory serves the config loader and the `codec` command.
+struct codec_spec {
+  std::string name;
+  std::vector<std::pair<std::string, std::string>> params;  // in the order given
+};
+
+// "qsgd:levels=15,bucket=512,norm=l2" -> {qsgd, {{levels,15},{bucket,512},{norm,l2}}}.
+// Throws config_error on a malformed string.
+codec_spec parse_codec_spec(std::string_view text);
+
+// What a layer-aware codec needs from the model: offsets of layer starts in the flat parameter
+// vector plus the total at the end ({0, 7850} for softmax regression on 784x10). Empty = one layer.
+using layer_bounds = std::vector<std::size_t>;
+
+// Builds the compressor for spec. Throws config_error naming the codec and parameter for an unknown
+// name, an unknown parameter (with the list of valid ones), or a value out of range.
+std::unique_ptr<compressor> make_compressor(const codec_spec& spec, const layer_bounds& layers = {});
+
+// Names of every registered codec, for --help and error hints.
+std::vector<std::string> codec_names();
+
+}  // namespace qgossip

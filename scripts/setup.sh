@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs the Debian packages qgossip needs, only those missing. Idempotent; silent when nothing is missing.
+# Usage: scripts/setup.sh            (as root, or with sudo available)
+set -euo pipefail
+pkgs=(build-essential cmake ninja-build pkg-config git
+      libzmq3-dev cppzmq-dev libasio-dev libeigen3-dev libyaml-cpp-dev doctest-dev zlib1g-dev
+      libcli11-dev libbenchmark-dev libsodium-dev python3 python3-matplotlib dataset-fashion-mnist
+      iproute2)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+((${#missing[@]} == 0)) && exit 0
+echo "setup: installing ${missing[*]}" >&2
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq >/dev/null
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
