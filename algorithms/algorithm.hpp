@@ -1,0 +1,68 @@
+#pragma once
+// An Algorithm is one node's optimizer state and update rule for decentralized training
+// (ALGORITHMS.md): D-PSGD, naive compressed D-PSGD, DCD-PSGD, ECD-PSGD. It owns the node's model
+// x and any copies of its neighbours' state (DCD replicas, ECD estimates). It does no I/O and
+// starts no threads; the node loop drives it, one synchronous round t = 1, 2, ... at a time:
+//
+//   v = outgoing(grad at model(), lr, t)     the vector to compress and send (x, z, ...)
+//   absorb_own(D(C(v)), t)                   the node's own message as receivers will decode it
+//   absorb(j, D(C(v_j)), t)                  once per neighbour j, in any order
+//   finish(t)                                completes x_{t+1}
+//
+// Every update that combines several vectors does so in a fixed order (self, then neighbours by
+// ascending rank), so a seeded run reproduces bit for bit. Not thread-safe.
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace qgossip {
+
+// Node i's row of the mixing matrix W: W_ii and W_ij for j in N(i), neighbours ascending.
+struct mixing_row {
+  int rank = 0;
+  double self_weight = 1.0;
+  std::vector<int> neighbours;
+  std::vector<double> weights;  // weights[k] = W_{rank, neighbours[k]}
+};
+
+// A copy of another node's state held here, by that node's rank (rank == own rank: the node's own
+// estimate, as its neighbours hold it).
+struct held_copy {
+  int rank;
+  std::span<const float> values;
+};
+
+class algorithm {
+ public:
+  virtual ~algorithm() = default;
+
+  virtual std::string_view name() const = 0;
+  // True when the algorithm's messages go through the configured compressor; false for the
+  // full-precision reference (D-PSGD), which always sends raw floats.
+  virtual bool compresses() const = 0;
+  // The node's model x_t, where the stochastic gradient is taken.
+  virtual std::span<const float> model() const = 0;
+
+  // Round t (1-based). grad = a stochastic gradient at model(), lr = the step size gamma.
+  // Returns the vector to compress and send; valid until the next call on this object.
+  virtual std::span<const float> outgoing(std::span<const float> grad, float lr, std::uint64_t t) = 0;
+  // The node's own message after encode+decode: what every receiver will apply.
+  virtual void absorb_own(std::span<const float> decoded, std::uint64_t t) = 0;
+  // Neighbour `from`'s decoded message for round t. REQUIRES: from is a neighbour, called once per
+  // neighbour per round.
+  virtual void absorb(int from, std::span<const float> decoded, std::uint64_t t) = 0;
+  virtual void finish(std::uint64_t t) = 0;
+
+  // What "copies" means for this algorithm ("replica", "estimate") or "" when it holds none.
+  virtual std::string_view copies_kind() const = 0;
+  virtual std::vector<held_copy> held_copies() const = 0;
+};
+
+// Builds the named algorithm ("dpsgd", "naive", "dcd", "ecd") for node row.rank, starting at x0
+// (the same on every node). Throws config_error for an unknown name.
+std::unique_ptr<algorithm> make_algorithm(std::string_view name, const mixing_row& row, std::span<const float> x0);
+
+}  // namespace qgossip

@@ -1,0 +1,7 @@
+add_library(qgossip_algorithms STATIC
+  algorithm.cpp
+  dpsgd.cpp
+  dcd_psgd.cpp
+  ecd_psgd.cpp
+)
+target_link_libraries(qgossip_algorithms PUBLIC qgossip_core)

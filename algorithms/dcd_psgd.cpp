@@ -1,0 +1,46 @@
+#include "algorithms/dcd_psgd.hpp"
+
+#include <algorithm>
+
+#include "algorithms/mixing.hpp"
+#include "algorithms/neighbour_index.hpp"
+
+namespace qgossip {
+
+dcd_psgd::dcd_psgd(const mixing_row& row, std::span<const float> x0)
+    : row_(row), x_(x0.begin(), x0.end()), z_(x0.size()),
+      replicas_(row.neighbours.size(), std::vector<float>(x0.begin(), x0.end())),
+      received_(row.neighbours.size()) {}
+
+std::span<const float> dcd_psgd::outgoing(std::span<const float> grad, float lr, std::uint64_t) {
+  // z = (W_ii x + sum_j W_ij x^_j - gamma g) - x, built in z_.
+  mixing::scale(z_, static_cast<float>(row_.self_weight), x_);
+  for (std::size_t k = 0; k < replicas_.size(); ++k)
+    mixing::axpy(z_, static_cast<float>(row_.weights[k]), replicas_[k]);
+  mixing::axpy(z_, -lr, grad);
+  mixing::axpy(z_, -1.0f, x_);
+  std::fill(received_.begin(), received_.end(), false);
+  return z_;
+}
+
+void dcd_psgd::absorb_own(std::span<const float> decoded, std::uint64_t) { mixing::add(x_, decoded); }
+
+void dcd_psgd::absorb(int from, std::span<const float> decoded, std::uint64_t) {
+  std::size_t k = neighbour_index(row_, from);
+  QG_ENFORCE(!received_[k], "two messages from rank " << from << " in one round");
+  mixing::add(replicas_[k], decoded);
+  received_[k] = true;
+}
+
+void dcd_psgd::finish(std::uint64_t t) {
+  for (std::size_t k = 0; k < received_.size(); ++k)
+    QG_ENFORCE(received_[k], "round " << t << " finished without a message from rank " << row_.neighbours[k]);
+}
+
+std::vector<held_copy> dcd_psgd::held_copies() const {
+  std::vector<held_copy> out;
+  for (std::size_t k = 0; k < replicas_.size(); ++k) out.push_back({row_.neighbours[k], replicas_[k]});
+  return out;
+}
+
+}  // namespace qgossip

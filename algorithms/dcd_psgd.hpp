@@ -1,0 +1,37 @@
+#pragma once
+// DCD-PSGD, Tang et al. Algorithm 1 (difference compression). Node i keeps a replica x^_j of every
+// neighbour j and sends the compressed change of its own model:
+//   x_{t+1/2} = W_ii x_t + sum_j W_ij x^_j - gamma g_t
+//   z_t       = x_{t+1/2} - x_t
+//   x_{t+1}   = x_t + C(z_t)          (the decoded message, exactly as receivers apply it)
+//   on receipt from j:  x^_j += C(z_j)
+// Invariant (tested end to end): node i's replica of j equals j's own x bit for bit, every round.
+#include <vector>
+
+#include "algorithms/algorithm.hpp"
+
+namespace qgossip {
+
+class dcd_psgd final : public algorithm {
+ public:
+  dcd_psgd(const mixing_row& row, std::span<const float> x0);
+
+  std::string_view name() const override { return "dcd"; }
+  bool compresses() const override { return true; }
+  std::span<const float> model() const override { return x_; }
+  std::span<const float> outgoing(std::span<const float> grad, float lr, std::uint64_t t) override;
+  void absorb_own(std::span<const float> decoded, std::uint64_t t) override;
+  void absorb(int from, std::span<const float> decoded, std::uint64_t t) override;
+  void finish(std::uint64_t t) override;
+  std::string_view copies_kind() const override { return "replica"; }
+  std::vector<held_copy> held_copies() const override;
+
+ private:
+  mixing_row row_;
+  std::vector<float> x_;
+  std::vector<float> z_;
+  std::vector<std::vector<float>> replicas_;  // x^_j by neighbour index
+  std::vector<bool> received_;
+};
+
+}  // namespace qgossip

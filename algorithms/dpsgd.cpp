@@ -1,0 +1,36 @@
+#include "algorithms/dpsgd.hpp"
+
+#include <algorithm>
+
+#include "algorithms/mixing.hpp"
+#include "algorithms/neighbour_index.hpp"
+
+namespace qgossip {
+
+dpsgd::dpsgd(const mixing_row& row, std::span<const float> x0, bool compressed)
+    : row_(row), compressed_(compressed), x_(x0.begin(), x0.end()), step_(x0.size()),
+      inbox_(row.neighbours.size(), std::vector<float>(x0.size())), received_(row.neighbours.size()) {}
+
+std::span<const float> dpsgd::outgoing(std::span<const float> grad, float lr, std::uint64_t) {
+  mixing::scale(step_, lr, grad);
+  std::fill(received_.begin(), received_.end(), false);
+  return x_;
+}
+
+void dpsgd::absorb(int from, std::span<const float> decoded, std::uint64_t) {
+  std::size_t k = neighbour_index(row_, from);
+  QG_ENFORCE(!received_[k], "two messages from rank " << from << " in one round");
+  std::copy(decoded.begin(), decoded.end(), inbox_[k].begin());
+  received_[k] = true;
+}
+
+void dpsgd::finish(std::uint64_t t) {
+  for (std::size_t k = 0; k < received_.size(); ++k)
+    QG_ENFORCE(received_[k], "round " << t << " finished without a message from rank " << row_.neighbours[k]);
+  // Every input of the sum was fixed before this point, so x_ may be overwritten in place.
+  mixing::scale(x_, static_cast<float>(row_.self_weight), x_);
+  for (std::size_t k = 0; k < inbox_.size(); ++k) mixing::axpy(x_, static_cast<float>(row_.weights[k]), inbox_[k]);
+  mixing::axpy(x_, -1.0f, step_);
+}
+
+}  // namespace qgossip

@@ -1,0 +1,36 @@
+#pragma once
+// D-PSGD (full precision) and naive compressed D-PSGD (ALGORITHMS.md):
+//   x_{t+1}^i = W_ii x_t^i + sum_{j in N(i)} W_ij m_t^j - gamma g_t^i
+// where the message m^j is x_t^j itself (D-PSGD) or its compression C(x_t^j) (naive). Naive is
+// kept as the baseline the paper shows stalling (Fig. 1): the error of C(x) never shrinks.
+#include <vector>
+
+#include "algorithms/algorithm.hpp"
+
+namespace qgossip {
+
+class dpsgd final : public algorithm {
+ public:
+  // compressed = false: D-PSGD; true: naive compressed D-PSGD.
+  dpsgd(const mixing_row& row, std::span<const float> x0, bool compressed);
+
+  std::string_view name() const override { return compressed_ ? "naive" : "dpsgd"; }
+  bool compresses() const override { return compressed_; }
+  std::span<const float> model() const override { return x_; }
+  std::span<const float> outgoing(std::span<const float> grad, float lr, std::uint64_t t) override;
+  void absorb_own(std::span<const float>, std::uint64_t) override {}
+  void absorb(int from, std::span<const float> decoded, std::uint64_t t) override;
+  void finish(std::uint64_t t) override;
+  std::string_view copies_kind() const override { return ""; }
+  std::vector<held_copy> held_copies() const override { return {}; }
+
+ private:
+  mixing_row row_;
+  bool compressed_;
+  std::vector<float> x_;
+  std::vector<float> step_;                  // gamma * g_t, kept until finish()
+  std::vector<std::vector<float>> inbox_;    // m_t^j by neighbour index
+  std::vector<bool> received_;
+};
+
+}  // namespace qgossip

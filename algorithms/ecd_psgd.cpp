@@ -1,0 +1,56 @@
+#include "algorithms/ecd_psgd.hpp"
+
+#include <algorithm>
+
+#include "algorithms/mixing.hpp"
+#include "algorithms/neighbour_index.hpp"
+
+namespace qgossip {
+
+ecd_psgd::ecd_psgd(const mixing_row& row, std::span<const float> x0)
+    : row_(row), x_(x0.begin(), x0.end()), next_(x0.size()), z_(x0.size()), own_estimate_(x0.begin(), x0.end()),
+      estimates_(row.neighbours.size(), std::vector<float>(x0.begin(), x0.end())),
+      received_(row.neighbours.size()) {}
+
+std::span<const float> ecd_psgd::outgoing(std::span<const float> grad, float lr, std::uint64_t t) {
+  QG_ENFORCE(t >= 1, "ECD-PSGD rounds count from 1");
+  mixing::scale(next_, static_cast<float>(row_.self_weight), own_estimate_);
+  for (std::size_t k = 0; k < estimates_.size(); ++k)
+    mixing::axpy(next_, static_cast<float>(row_.weights[k]), estimates_[k]);
+  mixing::axpy(next_, -lr, grad);
+  // z = x + (t/2)(x_next - x): the same value as (1 - t/2)x + (t/2)x_next, without the
+  // cancellation of two large terms when t is large.
+  mixing::sub(z_, next_, x_);
+  mixing::scale(z_, 0.5f * static_cast<float>(t), z_);
+  mixing::add(z_, x_);
+  x_.swap(next_);
+  std::fill(received_.begin(), received_.end(), false);
+  return z_;
+}
+
+void ecd_psgd::update_estimate(std::vector<float>& estimate, std::span<const float> decoded, std::uint64_t t) const {
+  const float b = 2.0f / static_cast<float>(t);
+  mixing::blend(estimate, 1.0f - b, b, decoded);
+}
+
+void ecd_psgd::absorb_own(std::span<const float> decoded, std::uint64_t t) { update_estimate(own_estimate_, decoded, t); }
+
+void ecd_psgd::absorb(int from, std::span<const float> decoded, std::uint64_t t) {
+  std::size_t k = neighbour_index(row_, from);
+  QG_ENFORCE(!received_[k], "two messages from rank " << from << " in one round");
+  update_estimate(estimates_[k], decoded, t);
+  received_[k] = true;
+}
+
+void ecd_psgd::finish(std::uint64_t t) {
+  for (std::size_t k = 0; k < received_.size(); ++k)
+    QG_ENFORCE(received_[k], "round " << t << " finished without a message from rank " << row_.neighbours[k]);
+}
+
+std::vector<held_copy> ecd_psgd::held_copies() const {
+  std::vector<held_copy> out{{row_.rank, own_estimate_}};
+  for (std::size_t k = 0; k < estimates_.size(); ++k) out.push_back({row_.neighbours[k], estimates_[k]});
+  return out;
+}
+
+}  // namespace qgossip
