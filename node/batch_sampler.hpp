@@ -1,0 +1,49 @@
+#pragma once
+// Mini-batches over a node's shard. Each epoch is a fresh seeded permutation of the shard cut into
+// floor(|shard| / batch_size) batches of exactly batch_size indices; the |shard| mod batch_size
+// left-over examples differ from epoch to epoch, so none is skipped for good.
+// Epoch e's permutation depends only on (seed, e), never on the batches drawn before, so seek()
+// resumes a checkpointed run exactly. Pass a seed that already mixes in the rank if nodes must
+// draw different orders.
+// Thread-safety: none; one sampler per training loop.
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace qgossip {
+
+class batch_sampler {
+ public:
+  // REQUIRES (config_error otherwise): batch_size >= 1 and batch_size <= shard.size().
+  batch_sampler(std::span<const std::size_t> shard, std::size_t batch_size, std::uint64_t seed);
+
+  // The next batch: batch_size indices into the data set. The span stays valid until the next
+  // call to next() or seek().
+  [[nodiscard]] std::span<const std::size_t> next();
+
+  // Batches drawn so far, and the same in epochs: 2.5 after two and a half epochs' batches.
+  [[nodiscard]] std::uint64_t batches_drawn() const { return drawn_; }
+  [[nodiscard]] double epoch() const {
+    return static_cast<double>(drawn_) / static_cast<double>(batches_per_epoch_);
+  }
+  [[nodiscard]] std::size_t batches_per_epoch() const { return batches_per_epoch_; }
+  [[nodiscard]] std::size_t batch_size() const { return batch_size_; }
+  [[nodiscard]] std::size_t shard_size() const { return shard_.size(); }
+
+  // Continue as if `batches_drawn` batches had been drawn already (resume from a checkpoint).
+  void seek(std::uint64_t batches_drawn);
+
+ private:
+  void shuffle_for_epoch(std::uint64_t epoch);
+
+  std::vector<std::size_t> shard_;  // as given: every epoch permutes this, not the last order
+  std::vector<std::size_t> order_;  // the current epoch's permutation
+  std::size_t batch_size_;
+  std::size_t batches_per_epoch_;
+  std::uint64_t seed_;
+  std::uint64_t drawn_ = 0;
+  std::uint64_t order_epoch_ = ~std::uint64_t{0};  // which epoch order_ holds; none yet
+};
+
+}  // namespace qgossip

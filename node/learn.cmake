@@ -1,0 +1,14 @@
+# What a node learns on and with: data sets (Fashion-MNIST IDX reader, synthetic clusters),
+# partitioning, batch sampling, models (softmax regression, MLP) and the learning-rate schedule.
+add_library(qgossip_learn STATIC
+  batch_sampler.cpp
+  dataset.cpp
+  idx_reader.cpp
+  lr_schedule.cpp
+  mlp.cpp
+  model_factory.cpp
+  partition.cpp
+  softmax_regression.cpp
+  synthetic.cpp
+)
+target_link_libraries(qgossip_learn PUBLIC qgossip_core Eigen3::Eigen PRIVATE ZLIB::ZLIB)

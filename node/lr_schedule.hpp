@@ -1,0 +1,44 @@
+#pragma once
+// The learning rate as a function of the (fractional) epoch:
+//   constant:  lr
+//   step:      lr · gamma^floor(epoch / step_epochs)              (decay every step_epochs epochs)
+//   multistep: lr · gamma^(number of milestones <= epoch)         (decay at the given epochs)
+// then, for epoch < warmup_epochs, scaled by a linear warm-up from warmup_start to 1:
+//   factor = warmup_start + (1 − warmup_start) · epoch / warmup_epochs.
+// Warm-up is in epochs like the rest; a warm-up of w rounds is w / batches_per_epoch epochs.
+#include <string>
+#include <vector>
+
+namespace qgossip {
+
+enum class lr_kind { constant, step, multistep };
+
+// "constant" | "step" | "multistep"; config_error listing the choices otherwise.
+[[nodiscard]] lr_kind parse_lr_kind(const std::string& name);
+[[nodiscard]] const char* to_string(lr_kind kind);
+
+struct lr_schedule_spec {
+  lr_kind kind = lr_kind::constant;
+  double lr = 0.1;                   // base learning rate, > 0
+  double gamma = 0.1;                // decay factor for step/multistep, in (0, 1]
+  double step_epochs = 1.0;          // step: decay period in epochs, > 0
+  std::vector<double> milestones{};  // multistep: epochs, >= 0, strictly increasing, non-empty
+  double warmup_epochs = 0.0;        // >= 0; 0 disables warm-up
+  double warmup_start = 0.1;         // warm-up's initial factor, in [0, 1]
+};
+
+class lr_schedule {
+ public:
+  // Throws config_error naming the offending field (e.g. "lr_schedule.gamma must be in (0, 1],
+  // got 1.5"); NaN and infinities are rejected everywhere.
+  explicit lr_schedule(lr_schedule_spec spec);
+
+  // REQUIRES: epoch >= 0 (negative epochs are treated as 0).
+  [[nodiscard]] double lr_at(double epoch) const;
+  [[nodiscard]] const lr_schedule_spec& spec() const { return spec_; }
+
+ private:
+  lr_schedule_spec spec_;
+};
+
+}  // namespace qgossip
