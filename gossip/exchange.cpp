@@ -1,0 +1,296 @@
+#include "gossip/exchange.hpp"
+
+#include <algorithm>
+#include <numeric>
+
+#include "core/errors.hpp"
+
+namespace qgossip {
+namespace {
+
+reject_reason reason_of(wire_check c) {
+  switch (c) {
+    case wire_check::ok:
+    case wire_check::truncated:
+      return reject_reason::truncated;
+    case wire_check::magic:
+      return reject_reason::magic;
+    case wire_check::version:
+      return reject_reason::version;
+    case wire_check::payload_size:
+      return reject_reason::payload_size;
+    case wire_check::crc:
+      return reject_reason::crc;
+    case wire_check::reserved:
+      return reject_reason::reserved;
+    case wire_check::kind:
+      return reject_reason::kind;
+    case wire_check::run_id:
+      return reject_reason::run_id;
+    case wire_check::sender:
+      return reject_reason::sender;
+    case wire_check::codec:
+      return reject_reason::codec;
+    case wire_check::codec_tag:
+      return reject_reason::codec_tag;
+    case wire_check::count:
+      return reject_reason::count;
+  }
+  return reject_reason::malformed;
+}
+
+std::string describe(message_kind kind, std::uint64_t iteration) {
+  return std::string(to_string(kind)) + " message for iteration " + std::to_string(iteration);
+}
+
+}  // namespace
+
+std::string_view to_string(reject_reason reason) {
+  switch (reason) {
+    case reject_reason::malformed:
+      return "malformed";
+    case reject_reason::truncated:
+      return "truncated";
+    case reject_reason::magic:
+      return "magic";
+    case reject_reason::version:
+      return "version";
+    case reject_reason::payload_size:
+      return "payload_size";
+    case reject_reason::crc:
+      return "crc";
+    case reject_reason::reserved:
+      return "reserved";
+    case reject_reason::kind:
+      return "kind";
+    case reject_reason::run_id:
+      return "run_id";
+    case reject_reason::sender:
+      return "sender";
+    case reject_reason::codec:
+      return "codec";
+    case reject_reason::codec_tag:
+      return "codec_tag";
+    case reject_reason::count:
+      return "count";
+    case reject_reason::peer_mismatch:
+      return "peer_mismatch";
+    case reject_reason::gap:
+      return "gap";
+  }
+  return "unknown";
+}
+
+std::uint64_t exchange_stats::rejected_total() const {
+  return std::accumulate(rejected.begin(), rejected.end(), std::uint64_t{0});
+}
+
+exchange::exchange(transport& t, exchange_options options) : transport_(t), options_(std::move(options)) {
+  const auto& nb = options_.neighbours;
+  QG_ENFORCE(options_.rank >= 0, "rank=" << options_.rank);
+  QG_ENFORCE(std::adjacent_find(nb.begin(), nb.end(), std::greater_equal<>()) == nb.end(),
+             "neighbours of rank " << options_.rank << " must be sorted and unique");
+  QG_ENFORCE(!std::binary_search(nb.begin(), nb.end(), options_.rank),
+             "rank " << options_.rank << " is its own neighbour");
+  QG_ENFORCE(nb.empty() || nb.front() >= 0, "negative neighbour rank " << nb.front());
+  QG_ENFORCE(options_.first_deadline.count() > 0 && options_.round_deadline.count() > 0,
+             "first_deadline=" << options_.first_deadline.count()
+                               << "ms round_deadline=" << options_.round_deadline.count() << "ms");
+  expect_.run_id = options_.run_id;
+  expect_.senders = options_.neighbours;
+  expect_.max_payload_bytes = options_.max_payload_bytes;
+  delivered_.resize(nb.size());
+  buffered_.resize(nb.size());
+  filled_.resize(nb.size());
+  rejected_this_round_.resize(nb.size());
+}
+
+void exchange::note(const std::string& line) {
+  if (options_.log) options_.log("rank " + std::to_string(options_.rank) + ": " + line);
+}
+
+void exchange::reject(reject_reason reason, int peer, const std::string& detail) {
+  ++stats_.rejected[static_cast<std::size_t>(reason)];
+  const auto& nb = options_.neighbours;
+  auto it = std::lower_bound(nb.begin(), nb.end(), peer);
+  if (it != nb.end() && *it == peer) ++rejected_this_round_[static_cast<std::size_t>(it - nb.begin())];
+  note("rejected a message from transport peer " + std::to_string(peer) + " (" +
+       std::string(to_string(reason)) + "): " + detail);
+}
+
+status exchange::fail(status s) {
+  failed_ = s;
+  return s;
+}
+
+void exchange::expire_before(std::uint64_t iteration) {
+  for (std::size_t k = 0; k < buffered_.size(); ++k)
+    for (auto& per_kind : buffered_[k])
+      for (slot& s : per_kind)
+        if (s.used && s.header.iteration < iteration) {
+          s.used = false;
+          ++stats_.expired;
+          note("dropped the buffered " + describe(s.header.kind, s.header.iteration) + " from rank " +
+               std::to_string(options_.neighbours[k]) + ": this node ran no such round");
+        }
+}
+
+bool exchange::deliver(std::size_t k, const wire_header& h, std::vector<std::byte>& payload,
+                       const codec_expectation& codec, std::vector<inbound_message>& out) {
+  wire_check c = wire_check::ok;
+  if (status s = check_codec(h, codec, &c); !s) {
+    reject(reason_of(c), static_cast<int>(h.sender), describe(h.kind, h.iteration) + ": " + s.message());
+    return false;
+  }
+  out[k].header = h;
+  std::swap(out[k].payload, payload);  // the caller's old buffer goes back to the pool
+  delivered_[k][kind_index(h.kind)] = h.iteration;
+  filled_[k] = true;
+  --missing_;
+  ++stats_.messages_delivered;
+  return true;
+}
+
+void exchange::handle(message_kind kind, const codec_expectation& codec, std::vector<inbound_message>& out) {
+  wire_header h;
+  wire_check c = wire_check::ok;
+  if (status s = parse_header(rx_.header, rx_.payload, expect_, h, &c); !s) {
+    reject(reason_of(c), rx_.peer, s.message());
+    return;
+  }
+  if (rx_.peer != static_cast<std::int64_t>(h.sender)) {
+    reject(reject_reason::peer_mismatch, rx_.peer,
+           "the header names sender " + std::to_string(h.sender) + " but the link is from rank " +
+               std::to_string(rx_.peer));
+    return;
+  }
+  const auto& nb = options_.neighbours;
+  const auto k = static_cast<std::size_t>(std::lower_bound(nb.begin(), nb.end(), static_cast<int>(h.sender)) -
+                                          nb.begin());
+  const std::size_t ki = kind_index(h.kind);
+  const auto& last = delivered_[k][ki];
+  if (h.iteration < base_ || (last && h.iteration <= *last)) {
+    ++stats_.duplicates;
+    note("dropped a duplicate " + describe(h.kind, h.iteration) + " from rank " + std::to_string(h.sender) +
+         " (now at iteration " + std::to_string(base_) + ")");
+    return;
+  }
+  if (h.iteration > base_ + 1) {
+    reject(reject_reason::gap, rx_.peer,
+           describe(h.kind, h.iteration) + " while at iteration " + std::to_string(base_) +
+               ": a neighbour can be at most one round ahead");
+    return;
+  }
+  if (h.kind == kind && h.iteration == base_) {
+    deliver(k, h, rx_.payload, codec, out);
+    return;
+  }
+  // Early: for the next iteration, or for another kind's round of this one.
+  auto& slots = buffered_[k][ki];
+  for (const slot& s : slots)
+    if (s.used && s.header.iteration == h.iteration) {
+      ++stats_.duplicates;
+      note("dropped a duplicate " + describe(h.kind, h.iteration) + " from rank " + std::to_string(h.sender) +
+           " (already buffered)");
+      return;
+    }
+  // Used slots hold distinct iterations in {base_, base_ + 1} (older ones expired), so one is free.
+  auto free = std::find_if(slots.begin(), slots.end(), [](const slot& s) { return !s.used; });
+  QG_ENFORCE(free != slots.end(), "no free buffer slot for rank " << h.sender);
+  free->used = true;
+  free->header = h;
+  std::swap(free->payload, rx_.payload);
+}
+
+std::string exchange::silent_message(message_kind kind, std::uint64_t iteration,
+                                     std::chrono::milliseconds waited) const {
+  std::string who;
+  for (std::size_t k = 0; k < filled_.size(); ++k) {
+    if (filled_[k]) continue;
+    const int peer = options_.neighbours[k];
+    if (!who.empty()) who += ", ";
+    who += "rank " + std::to_string(peer);
+    const std::string address = transport_.peer_address(peer);
+    if (!address.empty()) who += " (" + address + "?)";
+    if (rejected_this_round_[k] > 0)
+      who += " [" + std::to_string(rejected_this_round_[k]) + " of its messages rejected, see the log]";
+  }
+  return std::string("no ") + (kind == message_kind::train ? "" : "probe ") + "message from " + who +
+         " for iteration " + std::to_string(iteration) + " within " + std::to_string(waited.count()) + " ms";
+}
+
+status exchange::round(message_kind kind, std::uint64_t iteration, const outgoing_message& msg,
+                       std::vector<inbound_message>& out) {
+  if (!failed_.is_ok())
+    return status::error(errc::invalid,
+                         "the exchange is unusable after a failed round (" + failed_.to_string() + ")");
+  if (kind != message_kind::train && kind != message_kind::probe)
+    return status::error(errc::invalid,
+                         "unknown message kind " + std::to_string(static_cast<unsigned>(kind)));
+  const auto& last = last_round_[kind_index(kind)];
+  if ((started_ && iteration < base_) || (last && iteration <= *last))
+    return status::error(errc::invalid, describe(kind, iteration) + " after iteration " +
+                                            std::to_string(last && *last > base_ ? *last : base_) +
+                                            ": rounds must not repeat or go back");
+  if (msg.payload.size() > options_.max_payload_bytes)
+    return status::error(errc::invalid, "payload of " + std::to_string(msg.payload.size()) +
+                                            " bytes exceeds max_payload_bytes " +
+                                            std::to_string(options_.max_payload_bytes));
+
+  const auto waited = started_ ? options_.round_deadline : options_.first_deadline;
+  const auto start = transport_clock::now();
+  const auto deadline = start + waited;
+  started_ = true;
+  base_ = iteration;
+  last_round_[kind_index(kind)] = iteration;
+  expire_before(iteration);
+
+  wire_header h;
+  h.kind = kind;
+  h.run_id = options_.run_id;
+  h.sender = static_cast<std::uint32_t>(options_.rank);
+  h.count = msg.count;
+  h.iteration = iteration;
+  h.codec = msg.codec;
+  h.codec_tag = msg.codec_tag;
+  h.payload_bytes = static_cast<std::uint32_t>(msg.payload.size());
+  encode_header(h, msg.payload, header_);
+  const std::size_t n = options_.neighbours.size();
+  status sent = transport_.send_all(options_.neighbours, header_, msg.payload);
+  stats_.send_time += transport_clock::now() - start;
+  if (!sent) return fail(sent);
+  stats_.messages_sent += n;
+  stats_.bytes_sent += n * (kWireHeaderBytes + msg.payload.size());
+
+  const codec_expectation codec{msg.codec, msg.codec_tag, msg.count};
+  out.resize(n);
+  std::fill(filled_.begin(), filled_.end(), false);
+  std::fill(rejected_this_round_.begin(), rejected_this_round_.end(), 0);
+  missing_ = n;
+  for (std::size_t k = 0; k < n; ++k)
+    for (slot& s : buffered_[k][kind_index(kind)])
+      if (s.used && s.header.iteration == iteration) {
+        s.used = false;
+        deliver(k, s.header, s.payload, codec, out);
+      }
+
+  while (missing_ > 0) {
+    const auto wait_start = transport_clock::now();
+    status s = transport_.receive(deadline, rx_);
+    stats_.wait_time += transport_clock::now() - wait_start;
+    if (s.code() == errc::timeout)
+      return fail(status::error(errc::timeout, silent_message(kind, iteration, waited)));
+    if (s.code() == errc::corrupt) {
+      reject(reject_reason::malformed, rx_.peer, s.message());
+      continue;
+    }
+    if (!s) return fail(s);
+    ++stats_.messages_received;
+    stats_.bytes_received += rx_.header.size() + rx_.payload.size();
+    handle(kind, codec, out);
+  }
+  ++stats_.rounds;
+  return status::ok();
+}
+
+}  // namespace qgossip

@@ -1,0 +1,161 @@
+#pragma once
+// The Exchange runs one synchronous gossip round over any Transport: it sends this node's message
+// to every neighbour, then gathers exactly one valid message per neighbour for (kind, iteration),
+// within a deadline. It is the one place where the rules of docs/wire.md and DESIGN.md "The wire"
+// are applied, so every backend gets them:
+//  - Nothing is used before it is validated (gossip/wire.hpp parse_header): a message from a
+//    non-neighbour, of another run or wire version, with a codec/tag/count other than ours for that
+//    kind, a bad checksum, a payload of the wrong size, or whose link (transport peer) is not the
+//    sender its header names, is rejected, counted per reason and logged, never returned.
+//  - The iteration is the per-edge sequence number. In a synchronous protocol a neighbour is at
+//    most one round ahead, so a message for iteration t+1 is buffered (per sender and kind) until
+//    its round; a repeat of a delivered (sender, kind, iteration) or anything older is dropped as a
+//    duplicate; anything for t+2 or later is a gap, a protocol violation: rejected. Messages of
+//    different kinds (train, probe) may interleave within an iteration.
+//  - A round that does not complete by its deadline fails with errc::timeout naming every silent
+//    neighbour: "no message from rank 3 (tcp://10.0.0.3:29500?) for iteration 17 within 30000 ms".
+//
+// Every node of a run sends, for a given kind, the same codec, codec tag and element count: a
+// message is checked against this node's own outgoing message of the same round.
+//
+// REQUIRES of the caller: rounds come in non-decreasing iteration order, each (kind, iteration)
+// at most once. After a round fails (timeout, send failure, transport error) the exchange is
+// spent: later rounds return errc::invalid (the run should stop; stats() stay readable).
+// Thread safety: one thread at a time; the transport is used only from inside round().
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.hpp"
+#include "gossip/transport.hpp"
+#include "gossip/wire.hpp"
+
+namespace qgossip {
+
+struct exchange_options {
+  int rank = -1;
+  std::vector<int> neighbours;  // sorted ascending, unique, without rank
+  std::uint64_t run_id = 0;     // hash of the resolved config
+  // Deadline of the first round, which also waits for the neighbours to start.
+  std::chrono::milliseconds first_deadline{60000};
+  // Deadline of every later round, counted from the start of round().
+  std::chrono::milliseconds round_deadline{30000};
+  // Largest payload sent or accepted (match zmq_options::max_payload_bytes).
+  std::uint32_t max_payload_bytes = 256u << 20;
+  // Called with one line per rejected, duplicate or expired message; may be empty.
+  std::function<void(const std::string&)> log;
+};
+
+// What this node sends in a round. The payload must stay valid during round().
+struct outgoing_message {
+  std::uint16_t codec = 0;
+  std::uint32_t codec_tag = 0;
+  std::uint32_t count = 0;
+  std::span<const std::byte> payload;
+};
+
+// A validated message from one neighbour.
+struct inbound_message {
+  wire_header header;
+  std::vector<std::byte> payload;  // reused across rounds: pass the same vector to round() each time
+};
+
+// Why a received message was rejected.
+enum class reject_reason : std::uint8_t {
+  malformed,  // the transport could not split it into header and payload
+  truncated,
+  magic,
+  version,
+  payload_size,
+  crc,
+  reserved,
+  kind,
+  run_id,
+  sender,  // not a neighbour
+  codec,
+  codec_tag,
+  count,
+  peer_mismatch,  // the header's sender is not who the transport says sent it
+  gap,            // an iteration two or more rounds ahead
+};
+inline constexpr std::size_t kRejectReasons = 15;
+std::string_view to_string(reject_reason reason);
+
+struct exchange_stats {
+  std::uint64_t rounds = 0;                              // rounds completed
+  std::uint64_t messages_sent = 0;                       // one per neighbour per round
+  std::uint64_t bytes_sent = 0;                          // header + payload, every copy to every neighbour
+  std::uint64_t messages_received = 0;                   // everything the transport delivered, valid or not
+  std::uint64_t bytes_received = 0;                      // header + payload of those
+  std::uint64_t messages_delivered = 0;                  // returned by round()
+  std::uint64_t duplicates = 0;                          // repeats of delivered messages, or older iterations
+  std::uint64_t expired = 0;                             // buffered for a round this node never ran
+  std::array<std::uint64_t, kRejectReasons> rejected{};  // indexed by reject_reason
+  std::chrono::nanoseconds wait_time{0};                 // inside transport receive()
+  std::chrono::nanoseconds send_time{0};                 // inside transport send
+
+  std::uint64_t rejected_for(reject_reason r) const { return rejected[static_cast<std::size_t>(r)]; }
+  std::uint64_t rejected_total() const;
+};
+
+class exchange {
+ public:
+  // `t` must outlive the exchange. Throws invariant_error for options that break their REQUIRES.
+  exchange(transport& t, exchange_options options);
+
+  // Sends msg as (kind, iteration) to every neighbour, then gathers one valid message per
+  // neighbour: on ok, out.size() == neighbours.size() and out[k] came from neighbours[k].
+  // Errors: errc::timeout (silent neighbours, named), errc::invalid (a REQUIRES broken, e.g. a
+  // repeated iteration or a payload above max_payload_bytes), or the transport's error.
+  status round(message_kind kind, std::uint64_t iteration, const outgoing_message& msg,
+               std::vector<inbound_message>& out);
+
+  const exchange_stats& stats() const { return stats_; }
+  const exchange_options& options() const { return options_; }
+
+ private:
+  struct slot {  // a message buffered for a later round
+    bool used = false;
+    wire_header header;
+    std::vector<std::byte> payload;
+  };
+  static constexpr std::size_t kKinds = 2;
+  static std::size_t kind_index(message_kind k) { return static_cast<std::size_t>(k) - 1; }
+
+  void handle(message_kind kind, const codec_expectation& codec, std::vector<inbound_message>& out);
+  bool deliver(std::size_t k, const wire_header& h, std::vector<std::byte>& payload,
+               const codec_expectation& codec, std::vector<inbound_message>& out);
+  void expire_before(std::uint64_t iteration);
+  void reject(reject_reason reason, int peer, const std::string& detail);
+  void note(const std::string& line);
+  status fail(status s);
+  std::string silent_message(message_kind kind, std::uint64_t iteration,
+                             std::chrono::milliseconds waited) const;
+
+  transport& transport_;
+  exchange_options options_;
+  wire_expectations expect_;  // codec fields left to deliver(): they come from each round's msg
+  exchange_stats stats_;
+  status failed_;  // set once a round failed
+  bool started_ = false;
+  std::uint64_t base_ = 0;                                       // iteration of the current (or last) round
+  std::array<std::optional<std::uint64_t>, kKinds> last_round_;  // per kind
+  // Per neighbour k and kind: the last iteration delivered, and up to two buffered messages (a
+  // message is buffered only for iterations base_ and base_ + 1).
+  std::vector<std::array<std::optional<std::uint64_t>, kKinds>> delivered_;
+  std::vector<std::array<std::array<slot, 2>, kKinds>> buffered_;
+  // The round in progress.
+  std::vector<bool> filled_;
+  std::size_t missing_ = 0;
+  std::vector<int> rejected_this_round_;  // per neighbour
+  inbound_frames rx_;
+  std::array<std::byte, kWireHeaderBytes> header_{};
+};
+
+}  // namespace qgossip

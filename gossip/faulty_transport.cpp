@@ -1,0 +1,117 @@
+#include "gossip/faulty_transport.hpp"
+
+#include <algorithm>
+#include <thread>
+
+namespace qgossip {
+
+std::string_view to_string(fault f) {
+  switch (f) {
+    case fault::drop:
+      return "drop";
+    case fault::delay:
+      return "delay";
+    case fault::duplicate:
+      return "duplicate";
+    case fault::corrupt_header:
+      return "corrupt_header";
+    case fault::corrupt_payload:
+      return "corrupt_payload";
+  }
+  return "unknown";
+}
+
+faulty_transport::faulty_transport(transport& inner, std::vector<fault_rule> rules, std::uint64_t seed)
+    : inner_(inner), rules_(std::move(rules)), matched_(rules_.size(), 0), rng_(seed) {}
+
+const fault_rule* faulty_transport::pick(int peer) {
+  const fault_rule* hit = nullptr;
+  // Every rule counts and draws for every send it matches, even after an earlier rule hit, so
+  // adding a rule never shifts which sends the others hit.
+  for (std::size_t i = 0; i < rules_.size(); ++i) {
+    const fault_rule& r = rules_[i];
+    if (r.peer != -1 && r.peer != peer) continue;
+    const std::uint64_t index = matched_[i]++;
+    bool fires;
+    if (r.nth) {
+      fires = index == *r.nth;
+    } else {
+      // 53 random bits as a double in [0, 1): the same on every platform, unlike the std distributions.
+      fires = static_cast<double>(rng_() >> 11) * 0x1p-53 < r.probability;
+    }
+    if (fires && !hit) hit = &r;
+  }
+  return hit;
+}
+
+status faulty_transport::release_due() {
+  const auto now = transport_clock::now();
+  // Oldest due first, so two delays release in the order they were due.
+  std::stable_sort(held_.begin(), held_.end(), [](const auto& a, const auto& b) { return a.due < b.due; });
+  std::size_t n = 0;
+  while (n < held_.size() && held_[n].due <= now) ++n;
+  status result = status::ok();
+  for (std::size_t i = 0; i < n && result; ++i)
+    result = inner_.send(held_[i].peer, held_[i].header, held_[i].payload);
+  held_.erase(held_.begin(), held_.begin() + static_cast<std::ptrdiff_t>(n));
+  return result;
+}
+
+status faulty_transport::send(int peer, std::span<const std::byte> header,
+                              std::span<const std::byte> payload) {
+  if (status s = release_due(); !s) return s;
+  const fault_rule* r = pick(peer);
+  if (!r) return inner_.send(peer, header, payload);
+  ++injected_[static_cast<std::size_t>(r->action)];
+  switch (r->action) {
+    case fault::drop:
+      return status::ok();
+    case fault::delay:
+      held_.push_back({transport_clock::now() + r->delay,
+                       peer,
+                       {header.begin(), header.end()},
+                       {payload.begin(), payload.end()}});
+      return status::ok();
+    case fault::duplicate: {
+      status s = inner_.send(peer, header, payload);
+      return s ? inner_.send(peer, header, payload) : s;
+    }
+    case fault::corrupt_header:
+    case fault::corrupt_payload: {
+      const bool in_payload = r->action == fault::corrupt_payload && !payload.empty();
+      std::span<const std::byte> frame = in_payload ? payload : header;
+      if (frame.empty()) return inner_.send(peer, header, payload);  // nothing to flip
+      scratch_.assign(frame.begin(), frame.end());
+      const std::uint64_t bit = (r->bit ? *r->bit : rng_()) % (scratch_.size() * 8);
+      scratch_[bit / 8] ^= std::byte(1u << (bit % 8));
+      status s = in_payload ? inner_.send(peer, header, scratch_) : inner_.send(peer, scratch_, payload);
+      if (s && r->then_intact) s = inner_.send(peer, header, payload);
+      return s;
+    }
+  }
+  return status::ok();
+}
+
+status faulty_transport::drain() {
+  while (!held_.empty()) {
+    auto due = held_.front().due;
+    for (const auto& h : held_) due = std::min(due, h.due);
+    std::this_thread::sleep_until(due);
+    if (status s = release_due(); !s) return s;
+  }
+  return status::ok();
+}
+
+status faulty_transport::receive(transport_clock::time_point deadline, inbound_frames& out) {
+  for (;;) {
+    if (status s = release_due(); !s) return s;
+    auto until = deadline;
+    for (const auto& h : held_) until = std::min(until, h.due);
+    status s = inner_.receive(until, out);
+    // Woken only to release a held message: keep waiting for the caller's deadline.
+    if (s.code() == errc::timeout && until < deadline) continue;
+    return s;
+  }
+}
+
+}  // namespace qgossip

@@ -1,0 +1,79 @@
+#pragma once
+// A transport wrapper that injects faults into what is sent through it, for tests (like leveldb's
+// fault-injecting Env): drop, delay, duplicate, or corrupt (flip one bit of the header or the
+// payload) chosen sends, by position or at random under a seed, so a run is reproducible.
+//
+//   faulty_transport t(inner, {{.action = fault::drop, .peer = 0, .nth = 0}});  // lose the first message to
+//   0
+//
+// Delayed messages are held here and handed to the inner transport once due, at the next send()
+// or during receive(), so they really arrive late (and out of order). A rank that is done sending
+// and receiving calls drain() so its last delayed messages still leave; held messages still
+// pending when the wrapper is destroyed are lost, as on a link that went down.
+// Thread safety: as the wrapped transport: one thread at a time. `inner` must outlive the wrapper.
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <random>
+#include <string_view>
+#include <vector>
+
+#include "gossip/transport.hpp"
+
+namespace qgossip {
+
+enum class fault : std::uint8_t { drop, delay, duplicate, corrupt_header, corrupt_payload };
+inline constexpr std::size_t kFaultKinds = 5;
+std::string_view to_string(fault f);
+
+struct fault_rule {
+  fault action = fault::drop;
+  int peer = -1;  // only sends to this rank; -1: sends to any rank
+  // Which of the sends this rule's peer filter matches it hits: the nth (0-based), or, when nth is
+  // unset, each one with `probability`, drawn from the wrapper's seeded generator.
+  std::optional<std::uint64_t> nth = std::nullopt;
+  double probability = 0.0;
+  std::chrono::milliseconds delay{0};  // fault::delay: how long the message is held
+  // corrupt_*: which bit of the frame to flip (taken modulo the frame's bit count); unset: drawn
+  // from the seed. A corrupt_payload of an empty payload flips a header bit instead.
+  std::optional<std::uint64_t> bit = std::nullopt;
+  // corrupt_*: send the intact message right after the corrupt one, as a retransmission would.
+  bool then_intact = false;
+};
+
+class faulty_transport final : public transport {
+ public:
+  // The first rule (in order) that hits a send decides its fate; sends no rule hits pass through.
+  faulty_transport(transport& inner, std::vector<fault_rule> rules, std::uint64_t seed = 1);
+
+  status send(int peer, std::span<const std::byte> header, std::span<const std::byte> payload) override;
+  status receive(transport_clock::time_point deadline, inbound_frames& out) override;
+  std::string peer_address(int peer) const override { return inner_.peer_address(peer); }
+
+  // Waits until every held message is due and hands it on.
+  status drain();
+
+  // How many sends each fault hit so far.
+  std::uint64_t injected(fault f) const { return injected_[static_cast<std::size_t>(f)]; }
+  // Messages held for a delay and not yet handed on.
+  std::size_t held() const { return held_.size(); }
+
+ private:
+  struct held_message {
+    transport_clock::time_point due;
+    int peer;
+    std::vector<std::byte> header, payload;
+  };
+  status release_due();
+  const fault_rule* pick(int peer);
+
+  transport& inner_;
+  std::vector<fault_rule> rules_;
+  std::vector<std::uint64_t> matched_;  // per rule: sends its peer filter matched so far
+  std::mt19937_64 rng_;
+  std::uint64_t injected_[kFaultKinds] = {};
+  std::vector<held_message> held_;
+  std::vector<std::byte> scratch_;  // the corrupted frame
+};
+
+}  // namespace qgossip

@@ -1,0 +1,56 @@
+#pragma once
+// A Transport moves opaque two-frame messages (header, payload) between ranks. It knows nothing of
+// training, of the header's contents or of rounds: validation, ordering and deadlines per round live
+// in the Exchange (gossip/exchange.hpp), shared by every backend. Backends: gossip/zmq/ (ZeroMQ over
+// tcp:// or ipc://) and gossip/inproc/ (threads of one process, for tests and simulation);
+// gossip/faulty_transport.hpp wraps any of them to inject faults.
+//
+// Delivery is best effort, as with ZeroMQ: a sent message may be lost (a peer that crashed), and
+// nothing here retries. Frames arrive whole or not at all.
+// Thread safety: one transport object is used by one thread at a time.
+#include <chrono>
+#include <cstddef>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/status.hpp"
+
+namespace qgossip {
+
+using transport_clock = std::chrono::steady_clock;
+
+// One received message. The buffers are reused across receive() calls (they keep their capacity),
+// so a steady stream of equal-sized messages allocates nothing.
+struct inbound_frames {
+  int peer = -1;  // who sent it, as the transport identifies the link (-1: unknown)
+  std::vector<std::byte> header;
+  std::vector<std::byte> payload;
+};
+
+class transport {
+ public:
+  virtual ~transport() = default;
+
+  // Queues header + payload for peer. Returns errc::invalid for a peer this transport has no link
+  // to, errc::timeout when the peer's queue stays full past the transport's send timeout, errc::io
+  // when the link failed. The spans may be reused as soon as send returns.
+  virtual status send(int peer, std::span<const std::byte> header, std::span<const std::byte> payload) = 0;
+
+  // The same message to each of peers (the exchange's fan-out). Backends override it to share one
+  // copy of the payload between peers; the default calls send() for each, stopping at the first error.
+  virtual status send_all(std::span<const int> peers, std::span<const std::byte> header,
+                          std::span<const std::byte> payload);
+
+  // Waits until a message arrives or deadline passes. ok: out holds it. errc::timeout: deadline
+  // passed with nothing received. errc::corrupt: a message arrived malformed (e.g. wrong number of
+  // frames) and was dropped; out.peer names the sender when known; the caller may continue.
+  // errc::cancelled: interrupted (a signal). errc::io: the transport failed.
+  virtual status receive(transport_clock::time_point deadline, inbound_frames& out) = 0;
+
+  // Where peer is reached, for error messages ("tcp://10.0.0.3:29500"); empty when there is nothing
+  // more useful to say than the rank.
+  virtual std::string peer_address(int peer) const { return {}; }
+};
+
+}  // namespace qgossip

@@ -1,0 +1,101 @@
+#pragma once
+// The wire header: a fixed 48-byte little-endian record in front of every message's payload. The
+// layout, the golden bytes and the rules for changing it are in docs/wire.md; tests/gossip/wire_test
+// pins them. Any change to the layout or to the meaning of a field bumps kWireVersion.
+//
+// encode_header() writes a header (and its CRC32C over header + payload); parse_header() checks one
+// against what the receiver expects and is the only way a header is read: nothing in a message may
+// be used before parse_header() returned ok for it.
+// Thread safety: pure functions.
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string_view>
+
+#include "core/status.hpp"
+
+namespace qgossip {
+
+inline constexpr std::size_t kWireHeaderBytes = 48;
+// Bump on ANY change to the header layout or the meaning of a field (and update docs/wire.md).
+inline constexpr std::uint16_t kWireVersion = 1;
+// "QGSP" as it appears on the wire, byte for byte.
+inline constexpr std::byte kWireMagic[4] = {std::byte{'Q'}, std::byte{'G'}, std::byte{'S'}, std::byte{'P'}};
+
+// What a message is for. Frozen numbering: never renumber, only append (and bump kWireVersion).
+enum class message_kind : std::uint16_t {
+  train = 1,  // the algorithm's per-round message (z, q or x of ALGORITHMS.md)
+  probe = 2,  // measurements that ride the same links (e.g. consensus distance)
+};
+std::string_view to_string(message_kind kind);
+
+struct wire_header {
+  std::uint16_t version = kWireVersion;
+  message_kind kind = message_kind::train;
+  std::uint64_t run_id = 0;     // hash of the resolved config: ranks of one run agree on it
+  std::uint32_t sender = 0;     // the sender's rank
+  std::uint32_t count = 0;      // float elements encoded in the payload
+  std::uint64_t iteration = 0;  // the round; per edge and kind it is the sequence number
+  std::uint16_t codec = 0;      // codec id (algorithms/compress codec_id), opaque here
+  std::uint16_t reserved = 0;   // must be 0
+  std::uint32_t codec_tag = 0;  // fingerprint of the codec's parameters
+  std::uint32_t payload_bytes = 0;
+  std::uint32_t crc32c = 0;  // set by parse_header; encode_header computes its own
+};
+
+// Writes h to out and computes the CRC32C of (out with the crc field zeroed) ++ payload.
+// Every field is written as given (so tests can build wrong headers with a valid checksum) except
+// the magic and the crc. REQUIRES: h.payload_bytes == payload.size().
+void encode_header(const wire_header& h, std::span<const std::byte> payload,
+                   std::span<std::byte, kWireHeaderBytes> out);
+
+// What the receiver requires of a codec-carrying message of one kind.
+struct codec_expectation {
+  std::uint16_t codec = 0;
+  std::uint32_t codec_tag = 0;
+  std::uint32_t count = 0;
+};
+
+struct wire_expectations {
+  std::uint64_t run_id = 0;
+  // Ranks a message may come from (the neighbours), sorted ascending.
+  std::span<const int> senders;
+  // Largest payload accepted; a header announcing more is rejected before anything else is read.
+  std::uint32_t max_payload_bytes = 0;
+  // Codec, tag and count per kind; std::nullopt leaves that kind's codec fields to the caller
+  // (check_codec), e.g. when what to expect is only known later.
+  std::optional<codec_expectation> train;
+  std::optional<codec_expectation> probe;
+};
+
+// Which check a header failed, in the order parse_header applies them (docs/wire.md).
+enum class wire_check : std::uint8_t {
+  ok = 0,
+  truncated,  // header not exactly 48 bytes
+  magic,
+  version,
+  payload_size,  // payload_bytes above the maximum, or not the payload's actual size
+  crc,
+  reserved,
+  kind,
+  run_id,
+  sender,
+  codec,
+  codec_tag,
+  count,
+};
+std::string_view to_string(wire_check check);
+
+// Validates header_bytes + payload against expect and decodes the header into out. Order: size,
+// magic, version, payload size, checksum, then the fields' values, so random corruption reports as
+// a checksum failure and a well-formed but foreign message names the field that does not fit.
+// Returns errc::corrupt with "<field>: expected <x>, received <y>" on the first failed check (and
+// stores it in *failed when given); out is then unspecified.
+status parse_header(std::span<const std::byte> header_bytes, std::span<const std::byte> payload,
+                    const wire_expectations& expect, wire_header& out, wire_check* failed = nullptr);
+
+// The codec part of the checks, for callers that learn the expectation after parsing.
+status check_codec(const wire_header& h, const codec_expectation& expect, wire_check* failed = nullptr);
+
+}  // namespace qgossip

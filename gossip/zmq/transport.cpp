@@ -1,0 +1,234 @@
+#include "gossip/zmq/transport.hpp"
+
+#include <zmq.hpp>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <string_view>
+
+#include "core/errors.hpp"
+
+namespace qgossip {
+namespace {
+
+// "tcp://host:port" or "ipc://path"; for bind, host may be * or 0.0.0.0 and port * (or 0).
+// ZeroMQ accepts more (interface names, epgm://, ...); the topology only needs these, and a clear
+// error at start-up beats a surprise later.
+void check_endpoint(const std::string& ep, bool for_bind) {
+  auto bad = [&](const std::string& why) { return config_error("endpoint \"" + ep + "\": " + why); };
+  std::string_view s(ep);
+  if (s.starts_with("ipc://")) {
+    if (s.size() == 6) throw bad("expected ipc://path, the path is empty");
+    return;
+  }
+  if (!s.starts_with("tcp://")) throw bad("expected tcp://host:port or ipc://path");
+  s.remove_prefix(6);
+  const auto colon = s.rfind(':');
+  if (colon == std::string_view::npos || colon == 0) throw bad("expected tcp://host:port");
+  const std::string_view host = s.substr(0, colon), port = s.substr(colon + 1);
+  if (host == "*" && !for_bind) throw bad("cannot connect to host * (only a bind address may be *)");
+  if (port == "*") {
+    if (!for_bind) throw bad("cannot connect to port * (only a bind address may pick its port)");
+    return;
+  }
+  unsigned value = 0;
+  auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
+  if (ec != std::errc() || end != port.data() + port.size() || value > 65535 || (value == 0 && !for_bind))
+    throw bad("port \"" + std::string(port) + "\" is not a number in 1..65535");
+}
+
+std::string bind_hint(int err) {
+  switch (err) {
+    case EADDRINUSE:
+      return " (is another qgossip node or program using this port?)";
+    case EADDRNOTAVAIL:
+      return " (is the host one of this machine's addresses?)";
+    default:
+      return "";
+  }
+}
+
+// Routing ids are the rank in decimal: never empty and never starting with a zero byte, which
+// ZeroMQ reserves.
+int parse_rank(const zmq::message_t& id) {
+  int rank = -1;
+  const char* b = static_cast<const char*>(id.data());
+  auto [end, ec] = std::from_chars(b, b + id.size(), rank);
+  if (ec != std::errc() || end != b + id.size() || rank < 0) return -1;
+  return rank;
+}
+
+int ms(std::chrono::milliseconds d) { return static_cast<int>(std::min<std::int64_t>(d.count(), INT32_MAX)); }
+
+}  // namespace
+
+struct zmq_transport::impl {
+  struct link {
+    std::string endpoint;
+    zmq::socket_t socket;
+  };
+
+  zmq_options options;
+  zmq::context_t context;  // declared first: destroyed last, after every socket is closed
+  zmq::socket_t inbound;
+  std::string bound;
+  std::map<int, link> links;
+  // Receive scratch, kept to reuse ZeroMQ's message objects.
+  zmq::message_t id, header, payload;
+
+  explicit impl(const zmq_options& o) : options(o), context(o.io_threads) {}
+};
+
+zmq_transport::zmq_transport(int rank, const std::string& bind_endpoint, zmq_options options)
+    : rank_(rank), impl_(std::make_unique<impl>(options)) {
+  QG_ENFORCE(rank >= 0, "rank=" << rank);
+  QG_ENFORCE(options.send_timeout.count() > 0 && options.linger.count() >= 0 && options.send_hwm > 0 &&
+                 options.receive_hwm > 0,
+             "send_timeout=" << options.send_timeout.count() << "ms linger=" << options.linger.count()
+                             << "ms send_hwm=" << options.send_hwm << " receive_hwm=" << options.receive_hwm);
+  check_endpoint(bind_endpoint, /*for_bind=*/true);
+  auto& in = impl_->inbound;
+  in = zmq::socket_t(impl_->context, zmq::socket_type::router);
+  in.set(zmq::sockopt::linger, 0);  // the ROUTER never sends
+  in.set(zmq::sockopt::rcvhwm, options.receive_hwm);
+  in.set(zmq::sockopt::maxmsgsize,
+         static_cast<std::int64_t>(std::max<std::uint64_t>(options.max_payload_bytes, 48)));
+  // A neighbour's DEALER that reconnects (a dropped TCP connection the ROUTER has not noticed yet)
+  // keeps its routing id; without handover ZeroMQ would refuse the new connection.
+  in.set(zmq::sockopt::router_handover, 1);
+  if (bind_endpoint.find('[') != std::string::npos) in.set(zmq::sockopt::ipv6, 1);
+  try {
+    in.bind(bind_endpoint);
+  } catch (const zmq::error_t& e) {
+    throw config_error("cannot bind " + bind_endpoint + ": " + e.what() + bind_hint(e.num()));
+  }
+  impl_->bound = in.get(zmq::sockopt::last_endpoint);
+}
+
+zmq_transport::zmq_transport(int rank, const std::string& bind_endpoint,
+                             const std::map<int, std::string>& neighbours, zmq_options options)
+    : zmq_transport(rank, bind_endpoint, options) {
+  for (const auto& [peer, endpoint] : neighbours) connect(peer, endpoint);
+}
+
+zmq_transport::~zmq_transport() = default;
+
+void zmq_transport::connect(int peer, const std::string& endpoint) {
+  if (peer < 0 || peer == rank_)
+    throw config_error("rank " + std::to_string(rank_) + " cannot have neighbour " + std::to_string(peer));
+  if (impl_->links.count(peer))
+    throw config_error("rank " + std::to_string(rank_) + " already has neighbour " + std::to_string(peer) +
+                       " at " + impl_->links.at(peer).endpoint);
+  check_endpoint(endpoint, /*for_bind=*/false);
+  const zmq_options& o = impl_->options;
+  zmq::socket_t s(impl_->context, zmq::socket_type::dealer);
+  s.set(zmq::sockopt::routing_id, std::to_string(rank_));
+  s.set(zmq::sockopt::sndhwm, o.send_hwm);
+  s.set(zmq::sockopt::sndtimeo, ms(o.send_timeout));
+  s.set(zmq::sockopt::linger, ms(o.linger));
+  s.set(zmq::sockopt::reconnect_ivl, ms(o.reconnect_interval));
+  s.set(zmq::sockopt::reconnect_ivl_max, ms(o.reconnect_interval_max));
+  if (endpoint.find('[') != std::string::npos) s.set(zmq::sockopt::ipv6, 1);
+  try {
+    s.connect(endpoint);
+  } catch (const zmq::error_t& e) {
+    throw config_error("cannot connect rank " + std::to_string(rank_) + " to rank " + std::to_string(peer) +
+                       " at " + endpoint + ": " + e.what());
+  }
+  impl_->links.emplace(peer, impl::link{endpoint, std::move(s)});
+}
+
+const std::string& zmq_transport::bound_endpoint() const { return impl_->bound; }
+
+std::string zmq_transport::peer_address(int peer) const {
+  auto it = impl_->links.find(peer);
+  return it == impl_->links.end() ? std::string() : it->second.endpoint;
+}
+
+status zmq_transport::send(int peer, std::span<const std::byte> header, std::span<const std::byte> payload) {
+  const int peers[1] = {peer};
+  return send_all(peers, header, payload);
+}
+
+status zmq_transport::send_all(std::span<const int> peers, std::span<const std::byte> header,
+                               std::span<const std::byte> payload) {
+  for (int peer : peers)
+    if (!impl_->links.count(peer))
+      return status::error(errc::invalid,
+                           "rank " + std::to_string(rank_) + " has no link to rank " + std::to_string(peer));
+  try {
+    // The one copy of the payload; each neighbour's message shares its reference-counted buffer.
+    zmq::message_t body = payload.empty() ? zmq::message_t() : zmq::message_t(payload.data(), payload.size());
+    for (int peer : peers) {
+      impl::link& l = impl_->links.at(peer);
+      zmq::message_t h(header.data(), header.size());
+      zmq::message_t b;
+      b.copy(body);
+      // Parts after the first are never refused: a multipart message is queued whole or not at all.
+      if (!l.socket.send(h, zmq::send_flags::sndmore))
+        return status::error(errc::timeout, "cannot send to rank " + std::to_string(peer) + " (" +
+                                                l.endpoint + "): its queue stayed full for " +
+                                                std::to_string(impl_->options.send_timeout.count()) +
+                                                " ms (is it running and receiving?)");
+      (void)l.socket.send(b, zmq::send_flags::none);
+    }
+  } catch (const zmq::error_t& e) {
+    if (e.num() == EINTR) return status::error(errc::cancelled, "send interrupted by a signal");
+    return status::error(errc::io, std::string("send failed: ") + e.what());
+  }
+  return status::ok();
+}
+
+status zmq_transport::receive(transport_clock::time_point deadline, inbound_frames& out) {
+  impl& m = *impl_;
+  try {
+    for (;;) {
+      const auto now = transport_clock::now();
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(
+          std::max(deadline - now, transport_clock::duration(0)));
+      zmq::pollitem_t item{m.inbound.handle(), 0, ZMQ_POLLIN, 0};
+      const int ready = zmq::poll(&item, 1, left);
+      if (ready == 0) {
+        if (transport_clock::now() >= deadline) return status::error(errc::timeout, "nothing received");
+        continue;
+      }
+      if (!m.inbound.recv(m.id, zmq::recv_flags::dontwait)) continue;  // raced away; poll again
+      out.peer = parse_rank(m.id);
+      // ROUTER delivers [routing id][header][payload]; anything else is drained and reported.
+      int frames = 0;
+      bool more = m.id.more();
+      if (more) {
+        (void)m.inbound.recv(m.header, zmq::recv_flags::none);
+        ++frames;
+        more = m.header.more();
+      }
+      if (more) {
+        (void)m.inbound.recv(m.payload, zmq::recv_flags::none);
+        ++frames;
+        more = m.payload.more();
+      }
+      if (frames != 2 || more) {
+        zmq::message_t rest;
+        while (more) {
+          (void)m.inbound.recv(rest, zmq::recv_flags::none);
+          ++frames;
+          more = rest.more();
+        }
+        return status::error(errc::corrupt,
+                             "malformed message from transport peer " + std::to_string(out.peer) +
+                                 ": expected 2 frames (header, payload), received " + std::to_string(frames));
+      }
+      const auto* h = static_cast<const std::byte*>(m.header.data());
+      const auto* p = static_cast<const std::byte*>(m.payload.data());
+      out.header.assign(h, h + m.header.size());
+      out.payload.assign(p, p + m.payload.size());
+      return status::ok();
+    }
+  } catch (const zmq::error_t& e) {
+    if (e.num() == EINTR) return status::error(errc::cancelled, "receive interrupted by a signal");
+    return status::error(errc::io, std::string("receive failed: ") + e.what());
+  }
+}
+
+}  // namespace qgossip
