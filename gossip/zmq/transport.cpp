@@ -114,6 +114,10 @@ zmq_transport::zmq_transport(int rank, const std::string& bind_endpoint,
 
 zmq_transport::~zmq_transport() = default;
 
+void zmq_transport::abandon_queued() {
+  for (auto& [peer, l] : impl_->links) l.socket.set(zmq::sockopt::linger, 0);
+}
+
 void zmq_transport::connect(int peer, const std::string& endpoint) {
   if (peer < 0 || peer == rank_)
     throw config_error("rank " + std::to_string(rank_) + " cannot have neighbour " + std::to_string(peer));

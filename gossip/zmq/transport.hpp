@@ -61,6 +61,10 @@ class zmq_transport final : public transport {
   zmq_transport(const zmq_transport&) = delete;
   zmq_transport& operator=(const zmq_transport&) = delete;
 
+  // Gives up on messages still queued: the destructor then returns at once instead of lingering.
+  // For a run that failed, where the neighbours that would receive them are gone or stopping.
+  void abandon_queued();
+
   // Adds a neighbour. Throws config_error as the constructor does (or when peer is already known).
   void connect(int peer, const std::string& endpoint);
 

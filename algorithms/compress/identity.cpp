@@ -1,0 +1,62 @@
+#include "algorithms/compress/identity.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+
+#include "algorithms/compress/codec_params.hpp"
+#include "core/errors.hpp"
+#include "core/hash.hpp"
+#include "kernels/cpu/finite.hpp"
+
+static_assert(std::endian::native == std::endian::little, "identity payloads are little-endian float32");
+
+namespace qgossip {
+
+std::uint32_t identity_compressor::params_tag() const {
+  const std::uint64_t h = hash64(describe());
+  return static_cast<std::uint32_t>(h ^ (h >> 32));
+}
+
+// Both directions work in blocks that stay in L1 between the copy and the finiteness scan, so the
+// vector is streamed through memory once.
+constexpr std::size_t kBlock = 2048;
+
+void identity_compressor::encode(std::span<const float> v, const codec_context& ctx,
+                                 std::vector<std::byte>& out) const {
+  const std::size_t old = out.size();
+  out.reserve(old + 4 * v.size());
+  for (std::size_t start = 0; start < v.size(); start += kBlock) {
+    const std::span<const float> block = v.subspan(start, std::min(kBlock, v.size() - start));
+    const std::size_t bad = kernels::first_non_finite(block);
+    if (bad != block.size()) {
+      out.resize(old);
+      QG_ENFORCE(false, "identity: non-finite input " << block[bad] << " at index " << start + bad);
+    }
+    const auto bytes = std::as_bytes(block);
+    out.insert(out.end(), bytes.begin(), bytes.end());
+  }
+}
+
+status identity_compressor::decode(std::span<const std::byte> in, const codec_context& ctx,
+                                   std::span<float> out) const {
+  if (in.size() != 4 * out.size())
+    return status::error(errc::corrupt, "identity: payload of " + std::to_string(in.size()) + " bytes, expected " +
+                                            std::to_string(4 * out.size()) + " for " +
+                                            std::to_string(out.size()) + " values");
+  for (std::size_t start = 0; start < out.size(); start += kBlock) {
+    const std::span<float> block = out.subspan(start, std::min(kBlock, out.size() - start));
+    std::memcpy(block.data(), in.data() + 4 * start, 4 * block.size());
+    const std::size_t bad = kernels::first_non_finite(block);
+    if (bad != block.size())
+      return status::error(errc::corrupt, "identity: non-finite value at index " + std::to_string(start + bad));
+  }
+  return status::ok();
+}
+
+std::unique_ptr<compressor> make_identity(const codec_spec& spec, const layer_bounds& layers) {
+  const codec_params params(spec, {});
+  return std::make_unique<identity_compressor>();
+}
+
+}  // namespace qgossip

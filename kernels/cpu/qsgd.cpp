@@ -1,0 +1,237 @@
+#include "kernels/cpu/qsgd.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cfloat>
+#include <cmath>
+#include <cstring>
+
+#include "core/errors.hpp"
+#include "kernels/cpu/bitpack.hpp"
+#include "kernels/cpu/simd.hpp"
+#include "kernels/cpu/uniforms.hpp"
+
+static_assert(std::endian::native == std::endian::little, "the QSGD payload is little-endian");
+
+namespace qgossip::kernels {
+namespace {
+
+// Values per inner step: uniforms and codes for one tile stay in L1 between the passes.
+constexpr std::size_t kTile = 1024;
+
+// The loops below are instantiated twice: as compiled (portable) and inside QG_TARGET_AVX512 clones,
+// where the compiler vectorizes them with 512-bit registers. Forced inlining puts them in the clone.
+#define QG_INLINE inline __attribute__((always_inline))
+
+QG_INLINE float scale_l2(const float* v, std::size_t d, bool& finite) {
+  constexpr int L = kQsgdScaleLanes;
+  double acc[L] = {};
+  std::size_t i = 0;
+  for (; i + L <= d; i += L)
+    for (int j = 0; j < L; ++j) {
+      const double x = v[i + j];
+      acc[j] += x * x;
+    }
+  for (int j = 0; i + j < d; ++j) {
+    const double x = v[i + j];
+    acc[j] += x * x;
+  }
+  for (int off = L / 2; off > 0; off /= 2)
+    for (int j = 0; j < off; ++j) acc[j] += acc[j + off];
+  const double sum = acc[0];
+  finite = sum <= DBL_MAX;  // false for +Inf and NaN; finite squares cannot overflow a double
+  const double norm = std::sqrt(sum);
+  return norm > double{FLT_MAX} ? FLT_MAX : static_cast<float>(norm);
+}
+
+QG_INLINE float scale_max(const float* v, std::size_t d, bool& finite) {
+  // On |v| as bit patterns the integer order is the float order, Inf above every finite value and
+  // NaN above Inf; an integer max reduction vectorizes without -ffast-math.
+  std::uint32_t m = 0;
+  for (std::size_t i = 0; i < d; ++i) {
+    std::uint32_t u;
+    std::memcpy(&u, v + i, 4);
+    u &= 0x7fffffffu;
+    m = u > m ? u : m;
+  }
+  finite = m < 0x7f800000u;
+  float s;
+  std::memcpy(&s, &m, 4);
+  return s;
+}
+
+QG_INLINE float bucket_scale(const float* v, std::size_t d, qsgd_norm norm, bool& finite) {
+  return norm == qsgd_norm::l2 ? scale_l2(v, d, finite) : scale_max(v, d, finite);
+}
+
+template <typename Code>
+QG_INLINE void quantize_tile(const float* v, std::size_t m, float scale, std::uint32_t levels, const float* u,
+                   Code* codes) {
+  const float levels_f = static_cast<float>(levels);
+  const auto s = static_cast<std::int32_t>(levels);
+  const auto sign_shift = static_cast<std::int32_t>(qsgd_code_bits(levels) - 1);
+  // The branches of qsgd_quantize_value, hoisted out of the loop (they depend on the bucket only).
+  if (!(scale > 0.0f)) {
+    std::fill_n(codes, m, Code{0});
+  } else if (qsgd_ratio_form(scale)) {
+    const float ratio = qsgd_ratio(scale, levels_f);
+    for (std::size_t i = 0; i < m; ++i) {
+      const std::uint32_t v_bits = qg_float_bits(v[i]);
+      const float x = qg_fmul(qg_bits_float(v_bits & 0x7fffffffu), ratio);
+      codes[i] = static_cast<Code>(qsgd_code_of(x, v_bits, u[i], s, sign_shift));
+    }
+  } else {
+    for (std::size_t i = 0; i < m; ++i)
+      codes[i] = static_cast<Code>(qsgd_quantize_value(v[i], scale, 0.0f, levels_f, s, sign_shift, u[i]));
+  }
+}
+
+// Dequantizes m codes; returns nonzero iff one of them is invalid.
+template <typename Code>
+QG_INLINE std::uint32_t dequantize_tile(const Code* codes, std::size_t m, float step, std::uint32_t levels, float* out) {
+  const std::uint32_t sign_shift = qsgd_code_bits(levels) - 1;
+  const std::uint32_t sign_bit = 1u << sign_shift;
+  const std::uint32_t mask = sign_bit - 1;
+  std::uint32_t bad = 0;
+  for (std::size_t i = 0; i < m; ++i) {
+    const std::uint32_t c = codes[i];
+    bad |= static_cast<std::uint32_t>((c & mask) > levels) | static_cast<std::uint32_t>(c == sign_bit);
+    out[i] = qsgd_dequantize_code(c, step, mask, sign_shift);
+  }
+  return bad;
+}
+
+template <typename Code>
+std::size_t first_bad_code(const Code* codes, std::size_t m, std::uint32_t levels) {
+  const std::uint32_t sign_bit = 1u << (qsgd_code_bits(levels) - 1);
+  for (std::size_t i = 0; i < m; ++i)
+    if ((codes[i] & (sign_bit - 1)) > levels || codes[i] == sign_bit) return i;
+  return m;
+}
+
+void check_layout(const qsgd_layout& layout) {
+  QG_ENFORCE(layout.levels >= 1 && layout.levels <= kQsgdMaxLevels, "levels=" << layout.levels);
+}
+
+template <typename Code>
+QG_INLINE bool encode_body(simd_level simd, std::span<const float> v, const qsgd_layout& layout,
+                           const philox_stream& rng, std::span<std::byte> out) {
+  const std::size_t n = v.size();
+  const std::size_t d = layout.bucket_size(n);
+  const std::size_t buckets = layout.bucket_count(n);
+  const unsigned bits = layout.bits();
+  bit_writer writer(out.subspan(layout.scale_bytes(n)));
+  alignas(64) float u[kTile];
+  alignas(64) Code codes[kTile];
+  for (std::size_t b = 0; b < buckets; ++b) {
+    const std::size_t start = b * d;
+    const std::size_t len = std::min(d, n - start);
+    bool finite = true;
+    const float scale = bucket_scale(v.data() + start, len, layout.norm, finite);
+    if (!finite) return false;
+    std::memcpy(out.data() + 4 * b, &scale, 4);
+    for (std::size_t t = 0; t < len; t += kTile) {
+      const std::size_t m = std::min(kTile, len - t);
+      philox_uniforms(simd, rng, start + t, std::span<float>(u, m));
+      quantize_tile(v.data() + start + t, m, scale, layout.levels, u, codes);
+      writer.put(std::span<const Code>(codes, m), bits);
+    }
+  }
+  writer.finish();
+  return true;
+}
+
+template <typename Code>
+QG_INLINE qsgd_decode_result decode_body(std::span<const std::byte> in, const qsgd_layout& layout,
+                                         std::span<float> out) {
+  const std::size_t n = out.size();
+  const std::size_t d = layout.bucket_size(n);
+  const std::size_t buckets = layout.bucket_count(n);
+  const unsigned bits = layout.bits();
+  const float levels_f = static_cast<float>(layout.levels);
+  bit_reader reader(in.subspan(layout.scale_bytes(n)));
+  alignas(64) Code codes[kTile];
+  for (std::size_t b = 0; b < buckets; ++b) {
+    std::uint32_t scale_bits;
+    std::memcpy(&scale_bits, in.data() + 4 * b, 4);
+    if (!qsgd_scale_valid(scale_bits)) return {qsgd_fault::scale, b};
+    const float step = qg_fdiv(qg_bits_float(scale_bits), levels_f);
+    const std::size_t start = b * d;
+    const std::size_t len = std::min(d, n - start);
+    for (std::size_t t = 0; t < len; t += kTile) {
+      const std::size_t m = std::min(kTile, len - t);
+      reader.get(std::span<Code>(codes, m), bits);
+      if (dequantize_tile(codes, m, step, layout.levels, out.data() + start + t) != 0)
+        return {qsgd_fault::code, start + t + first_bad_code(codes, m, layout.levels)};
+    }
+  }
+  if (!reader.rest_is_zero()) return {qsgd_fault::padding, n};
+  return {};
+}
+
+bool encode_portable(simd_level simd, std::span<const float> v, const qsgd_layout& layout,
+                     const philox_stream& rng, std::span<std::byte> out) {
+  return layout.bits() <= 8 ? encode_body<std::uint8_t>(simd, v, layout, rng, out)
+                            : encode_body<std::uint16_t>(simd, v, layout, rng, out);
+}
+
+qsgd_decode_result decode_portable(std::span<const std::byte> in, const qsgd_layout& layout, std::span<float> out) {
+  return layout.bits() <= 8 ? decode_body<std::uint8_t>(in, layout, out)
+                            : decode_body<std::uint16_t>(in, layout, out);
+}
+
+#if defined(QG_HAVE_AVX512_CLONES)
+QG_TARGET_AVX512 bool encode_avx512(simd_level simd, std::span<const float> v, const qsgd_layout& layout,
+                                    const philox_stream& rng, std::span<std::byte> out) {
+  return layout.bits() <= 8 ? encode_body<std::uint8_t>(simd, v, layout, rng, out)
+                            : encode_body<std::uint16_t>(simd, v, layout, rng, out);
+}
+
+QG_TARGET_AVX512 qsgd_decode_result decode_avx512(std::span<const std::byte> in, const qsgd_layout& layout,
+                                                  std::span<float> out) {
+  return layout.bits() <= 8 ? decode_body<std::uint8_t>(in, layout, out)
+                            : decode_body<std::uint16_t>(in, layout, out);
+}
+#endif
+
+}  // namespace
+
+float qsgd_bucket_scale(std::span<const float> bucket, qsgd_norm norm, bool& finite) {
+  return bucket_scale(bucket.data(), bucket.size(), norm, finite);
+}
+
+bool qsgd_encode(std::span<const float> v, const qsgd_layout& layout, const philox_stream& rng,
+                 std::span<std::byte> out) {
+  static const simd_level best = best_simd();
+  return qsgd_encode(best, v, layout, rng, out);
+}
+
+bool qsgd_encode(simd_level simd, std::span<const float> v, const qsgd_layout& layout, const philox_stream& rng,
+                 std::span<std::byte> out) {
+  check_layout(layout);
+  QG_ENFORCE(simd_supported(simd), "SIMD level " << to_string(simd) << " is not supported here");
+  QG_ENFORCE(out.size() == layout.encoded_bytes(v.size()),
+             "out=" << out.size() << " expected=" << layout.encoded_bytes(v.size()));
+#if defined(QG_HAVE_AVX512_CLONES)
+  if (simd == simd_level::avx512) return encode_avx512(simd, v, layout, rng, out);
+#endif
+  return encode_portable(simd, v, layout, rng, out);
+}
+
+qsgd_decode_result qsgd_decode(std::span<const std::byte> in, const qsgd_layout& layout, std::span<float> out) {
+  static const simd_level best = best_simd();
+  return qsgd_decode(best, in, layout, out);
+}
+
+qsgd_decode_result qsgd_decode(simd_level simd, std::span<const std::byte> in, const qsgd_layout& layout,
+                               std::span<float> out) {
+  check_layout(layout);
+  QG_ENFORCE(simd_supported(simd), "SIMD level " << to_string(simd) << " is not supported here");
+  if (in.size() != layout.encoded_bytes(out.size())) return {qsgd_fault::size, in.size()};
+#if defined(QG_HAVE_AVX512_CLONES)
+  if (simd == simd_level::avx512) return decode_avx512(in, layout, out);
+#endif
+  return decode_portable(in, layout, out);
+}
+
+}  // namespace qgossip::kernels

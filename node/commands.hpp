@@ -1,0 +1,14 @@
+#pragma once
+// The `qgossip` subcommands. Each add_* registers its options on the app and a callback that
+// stores its exit code in *exit_code. main() runs the parser and prints config_errors.
+#include <CLI/CLI.hpp>
+
+namespace qgossip {
+
+void add_run_command(CLI::App& app, int* exit_code);       // one node
+void add_launch_command(CLI::App& app, int* exit_code);    // all nodes of a topology on this host
+void add_topology_command(CLI::App& app, int* exit_code);  // validate a topology and report rho
+void add_plot_command(CLI::App& app, int* exit_code);      // PNG figures from run directories
+void add_verify_command(CLI::App& app, int* exit_code);    // replicas/estimates equal their owners
+
+}  // namespace qgossip

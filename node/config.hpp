@@ -1,0 +1,91 @@
+#pragma once
+// The run configuration: one YAML file (configs/*.yaml) resolved into plain structs, every field
+// with its default documented here. YAML is read only by config.cpp (through yaml_reader); the
+// layers below receive these structs. Unknown keys, duplicate keys, wrong types and non-finite
+// numbers are config_errors with file:line:column. See docs/config.md for the full reference.
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "algorithms/compress/compressor.hpp"
+#include "node/lr_schedule.hpp"
+#include "node/model_factory.hpp"
+
+namespace qgossip {
+
+struct node_address {
+  std::string host;  // where the node listens (and what neighbours connect to)
+  int port = 0;
+  int gpu = -1;      // CUDA device for this node; -1 = launcher's choice
+};
+
+struct topology_config {
+  std::string file;                        // where it was defined (for messages)
+  std::string graph = "ring";              // ring | torus | complete | star | hypercube | exponential | edge_list
+  int n = 0;                               // number of nodes (required unless nodes: lists them)
+  int rows = 0, cols = 0;                  // torus
+  int dim = 0;                             // hypercube (n = 2^dim)
+  std::vector<std::pair<int, int>> edges;  // graph: edge_list
+  std::string weights = "uniform";         // uniform | metropolis_hastings | explicit
+  std::vector<std::vector<double>> matrix; // weights: explicit (n rows of n)
+  std::string host = "127.0.0.1";          // default host of every node
+  int base_port = 29500;                   // node r listens on base_port + r unless nodes: says
+  std::vector<node_address> nodes;         // resolved: exactly n entries after loading
+};
+
+struct data_config {
+  std::string dataset = "fashion-mnist";                // fashion-mnist | synthetic
+  std::string dir = "/usr/share/datasets/fashion-mnist";
+  std::string partition = "iid";                        // iid | label
+  double skew = 0.0;                                    // partition: label; 0 = iid .. 1 = label-sorted shards
+  // dataset: synthetic (Gaussian class clusters)
+  int synthetic_train = 8000, synthetic_test = 2000, synthetic_dim = 32, synthetic_classes = 4;
+  double synthetic_noise = 1.0;
+};
+
+struct train_config {
+  double epochs = 5;          // passes over the node's shard
+  int batch = 32;             // mini-batch per node per round
+  lr_schedule_spec lr;        // train.lr (base rate) and train.schedule: {kind, gamma, step_epochs,
+                              // milestones, warmup_epochs, warmup_start}; see node/lr_schedule.hpp
+  double eval_every = 1.0;    // evaluate test accuracy every this many epochs (and at the end)
+  int eval_examples = 0;      // test examples per evaluation during training; 0 = all (the final one uses all)
+  int log_every = 10;         // CSV row and progress line every this many rounds
+};
+
+struct network_config {
+  std::string transport = "tcp";  // tcp | ipc (ipc: /tmp sockets, single host, for tests)
+  double start_timeout_s = 60;    // round 1: how long to wait for neighbours to come up
+  double round_timeout_s = 30;    // later rounds: a neighbour silent this long is an error
+  double linger_s = 10;           // at exit, how long unsent messages may still leave
+};
+
+struct run_config {
+  std::string file;           // the run YAML
+  std::string name = "run";   // runs/<name>/
+  std::uint64_t seed = 1;     // same initial model on every node; data order; quantization noise
+  topology_config topology;
+  std::string algorithm = "dcd";  // dpsgd | naive | dcd | ecd
+  codec_spec compressor{"identity", {}};
+  model_spec model;                 // model: {kind: mlp | softmax, hidden: [128]}
+  data_config data;
+  train_config train;
+  network_config network;
+  std::string output_dir = "runs";  // the run writes into <output_dir>/<name>/
+
+  std::string canonical;     // the resolved config as YAML text (what run.json records)
+  std::uint64_t run_id = 0;  // hash of `canonical`: messages from another run are rejected
+};
+
+// Loads and validates a run config. `overrides` are `key.path=value` strings (the --set option),
+// applied before validation. Throws config_error.
+run_config load_run_config(const std::string& file, const std::vector<std::string>& overrides = {});
+
+// Loads a topology YAML file (the `topology:` section's own format).
+topology_config load_topology_config(const std::string& file);
+
+// The names accepted for `algorithm:`.
+const std::vector<std::string>& algorithm_names();
+
+}  // namespace qgossip

@@ -1,0 +1,24 @@
+#pragma once
+// Checks, from the node summaries of a finished run (node-<rank>.json), that every copy a node
+// holds of a neighbour equals what that neighbour holds itself:
+//  - "replica" (DCD-PSGD): node i's replica of j hashes equal to j's model_hash;
+//  - "estimate" (ECD-PSGD): node i's estimate of j hashes equal to j's own estimate (its copy_<j>).
+// This is the end-to-end proof that compression, the wire and the update order keep copies exact.
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace qgossip {
+
+struct replica_check_result {
+  std::string copies_kind;             // "" when the algorithm holds no copies
+  int nodes = 0;
+  int edges_checked = 0;               // directed (holder, owner) pairs compared
+  std::vector<std::string> mismatches; // "node 2's replica of 3 is 0x.. but node 3 has 0x.."
+  std::vector<std::string> problems;   // unreadable or missing summaries
+  bool ok() const { return mismatches.empty() && problems.empty(); }
+};
+
+replica_check_result check_replicas(const std::filesystem::path& run_dir);
+
+}  // namespace qgossip

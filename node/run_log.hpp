@@ -1,0 +1,89 @@
+#pragma once
+// What one node writes while it runs (DESIGN.md "Logs"), all under runs/<name>/:
+//   node-<rank>.csv      one row per logged round, flushed as written (a crash loses nothing);
+//                        columns in kCsvColumns, cumulative bytes and seconds, test columns empty
+//                        on rows without an evaluation
+//   node-<rank>.json     the node's summary at the end (or on failure): final metrics, traffic,
+//                        time split, and 64-bit hashes of its model ("model_hash") and of every
+//                        copy it holds ("copy_<rank>"), one flat JSON object
+//   run.json             the resolved config, versions and host (rank 0 writes it)
+// and, on stdout, one JSON object per line for the launcher (node/progress.hpp parses them):
+//   {"event":"start"|"progress"|"done"|"error", "rank":..., ...}
+// Not thread-safe: the node loop's thread owns it.
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace qgossip {
+
+inline constexpr const char* kCsvColumns =
+    "iteration,epoch,wall_s,lr,train_loss,test_loss,test_acc,bytes_sent,bytes_recv,round_bytes_sent,"
+    "round_bytes_recv,compute_s,codec_s,comm_s,rejected";
+
+struct round_record {
+  std::uint64_t iteration = 0;
+  double epoch = 0, wall_s = 0, lr = 0;
+  double train_loss = 0;                 // mean batch loss since the previous row
+  std::optional<double> test_loss, test_acc;
+  std::uint64_t bytes_sent = 0, bytes_recv = 0;              // cumulative, headers included
+  std::uint64_t round_bytes_sent = 0, round_bytes_recv = 0;  // this round alone
+  double compute_s = 0, codec_s = 0, comm_s = 0;             // cumulative
+  std::uint64_t rejected = 0;                                // cumulative rejected messages
+};
+
+struct copy_hash {
+  int rank;
+  std::uint64_t hash;
+};
+
+struct node_summary {
+  int rank = 0;
+  std::string status = "ok";     // ok | failed | interrupted
+  std::string error;             // when not ok
+  std::string host;
+  round_record last;             // the final row (with the final full test evaluation)
+  std::uint64_t rounds = 0;
+  double mean_round_bytes_sent = 0;
+  double wall_s = 0;
+  std::uint64_t model_hash = 0;
+  std::string copies_kind;       // "replica", "estimate" or ""
+  std::vector<copy_hash> copies;
+  std::string rejected_detail;   // per-reason counts, "crc=2 gap=1"
+};
+
+class run_log {
+ public:
+  // Creates dir (and parents) and opens node-<rank>.csv, writing the header. Throws config_error
+  // when the directory or file cannot be created.
+  run_log(std::filesystem::path dir, int rank, bool progress_to_stdout);
+  ~run_log();
+  run_log(const run_log&) = delete;
+  run_log& operator=(const run_log&) = delete;
+
+  const std::filesystem::path& dir() const { return dir_; }
+
+  void write_run_json(const std::string& name, const std::string& canonical_config_yaml, int n,
+                      const std::string& algorithm, const std::string& compressor, const std::string& model,
+                      std::uint64_t run_id, const std::string& topology_report);
+  void start(int n, std::uint64_t rounds, double epochs);
+  void row(const round_record& r);
+  // The progress line alone (rows are written every log_every rounds; progress may be sparser).
+  void progress(const round_record& r, std::uint64_t rounds);
+  void finish(const node_summary& s);
+  void error(const std::string& message);
+
+ private:
+  void emit(const std::string& json_line);
+  std::filesystem::path dir_;
+  int rank_;
+  bool progress_to_stdout_;
+  std::FILE* csv_ = nullptr;
+};
+
+// The host name of this machine ("unknown" when it cannot be read).
+std::string host_name();
+
+}  // namespace qgossip

@@ -1,0 +1,76 @@
+#pragma once
+// Strict reading of one YAML mapping: the only place in qgossip that touches YAML (with config.cpp).
+// yaml-cpp 0.7 silently accepts duplicate keys, gives no position for a missing key and parses
+// `.nan` as a number; this reader rejects all three, and after finish() any key that was not read
+// is an error "file:line:col: unknown key 'lr' in train (did you mean 'lr0'?)".
+// Not thread-safe; one reader per mapping, used once.
+#include <yaml-cpp/yaml.h>
+
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/errors.hpp"
+
+namespace qgossip {
+
+// Levenshtein-closest candidate within a small distance, or "" when none is close.
+std::string closest_match(std::string_view word, const std::vector<std::string>& candidates);
+
+class yaml_reader {
+ public:
+  // REQUIRES: node is a mapping (else throws config_error at node's position). `path` names it in
+  // messages ("train", "topology.nodes[3]"); empty for the document root.
+  yaml_reader(YAML::Node node, std::string file, std::string path);
+
+  bool has(std::string_view key) const;
+  // Typed getters mark the key as known. Wrong types, non-finite numbers and out-of-range values
+  // throw config_error at the value's position.
+  std::string get_string(std::string_view key, std::string default_value);
+  std::string require_string(std::string_view key);
+  double get_double(std::string_view key, double default_value);
+  double require_double(std::string_view key);
+  std::int64_t get_int(std::string_view key, std::int64_t default_value);
+  std::int64_t require_int(std::string_view key);
+  bool get_bool(std::string_view key, bool default_value);
+  std::vector<std::int64_t> get_int_list(std::string_view key, std::vector<std::int64_t> default_value);
+  // The raw child (marked known), or nullopt when absent.
+  std::optional<YAML::Node> child(std::string_view key);
+  // A reader for a nested mapping (marked known); nullopt when absent.
+  std::optional<yaml_reader> map(std::string_view key);
+
+  // Throws for the first key never asked for, with the closest known key as a hint.
+  void finish() const;
+
+  // A config_error at `n`'s position (or the mapping's when n has none).
+  [[nodiscard]] config_error error_at(const YAML::Node& n, const std::string& message) const;
+  [[nodiscard]] config_error error(const std::string& message) const { return error_at(node_, message); }
+  const std::string& file() const { return file_; }
+  std::string key_path(std::string_view key) const;
+
+  // Scalar conversions, exposed for list elements.
+  double to_double(const YAML::Node& n, const std::string& what) const;
+  std::int64_t to_int(const YAML::Node& n, const std::string& what) const;
+
+ private:
+  YAML::Node find(std::string_view key) const;
+  YAML::Node require(std::string_view key);
+
+  YAML::Node node_;
+  std::string file_;
+  std::string path_;
+  std::vector<std::string> known_;
+};
+
+// Loads a YAML file, throwing config_error with the file and the parser's line/column on a syntax
+// error and "cannot open FILE: reason" when it cannot be read.
+YAML::Node load_yaml_file(const std::string& file);
+
+// Applies `--set a.b.c=value` to a document: creates the path's mappings as needed; the value is
+// parsed as YAML (so `--set model.hidden=[256,128]` works). Throws config_error on bad syntax.
+void apply_override(YAML::Node& root, std::string_view assignment);
+
+}  // namespace qgossip

@@ -1,0 +1,85 @@
+#include "tests/integration/process.hpp"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <random>
+#include <stdexcept>
+
+namespace qgossip::testing {
+
+namespace fs = std::filesystem;
+
+process_result run_qgossip(const std::vector<std::string>& args) {
+  std::string cmd = "'" QGOSSIP_BINARY "'";
+  for (const auto& a : args) cmd += " '" + a + "'";
+  cmd += " 2>&1 </dev/null";
+  auto start = std::chrono::steady_clock::now();
+  process_result r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) throw std::runtime_error("popen failed");
+  std::array<char, 4096> buf;
+  std::size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) r.output.append(buf.data(), n);
+  int st = pclose(p);
+  r.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return r;
+}
+
+temp_dir::temp_dir() {
+  std::random_device rd;
+  path = fs::temp_directory_path() / ("qgossip-test-" + std::to_string(getpid()) + "-" + std::to_string(rd()));
+  fs::create_directories(path);
+}
+
+temp_dir::~temp_dir() {
+  std::error_code ec;
+  fs::remove_all(path, ec);
+}
+
+void write_file(const fs::path& path, const std::string& text) {
+  std::ofstream out(path);
+  out << text;
+}
+
+namespace {
+
+bool can_bind(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return false;
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<std::uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bool ok = bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  close(fd);
+  return ok;
+}
+
+}  // namespace
+
+int free_port_range(int count) {
+  // Random bases below the kernel's ephemeral range (32768+), so outgoing connections of other
+  // programs do not take them; tests running in parallel pick different bases.
+  std::mt19937 rng(static_cast<unsigned>(getpid()) * 7919u + static_cast<unsigned>(std::random_device{}()));
+  std::uniform_int_distribution<int> pick(20000, 32000 - count);
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    int base = pick(rng);
+    bool all = true;
+    for (int i = 0; i < count && all; ++i) all = can_bind(base + i);
+    if (all) return base;
+  }
+  throw std::runtime_error("no free range of " + std::to_string(count) + " ports on 127.0.0.1");
+}
+
+}  // namespace qgossip::testing
