@@ -98,7 +98,8 @@ void bm_kernel_decode(benchmark::State& state, std::uint32_t levels, qgossip::ke
   const std::vector<float>& v = input();
   const qsgd_layout layout{levels, 512, qsgd_norm::l2};
   std::vector<std::byte> bytes(layout.encoded_bytes(v.size()));
-  if (!qsgd_encode(v, layout, philox_stream::make(1, 0, 0, 0), bytes)) state.SkipWithError("non-finite input");
+  if (!qsgd_encode(v, layout, philox_stream::make(1, 0, 0, 0), bytes))
+    state.SkipWithError("non-finite input");
   std::vector<float> out(v.size());
   for (auto _ : state) {
     if (!qsgd_decode(simd, bytes, layout, out).ok()) state.SkipWithError("decode failed");
@@ -113,23 +114,55 @@ void bm_kernel_decode(benchmark::State& state, std::uint32_t levels, qgossip::ke
 BENCHMARK(bm_memcpy)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(bm_encode, identity, std::string("identity"))->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(bm_decode, identity, std::string("identity"))->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(bm_encode, qsgd_8bit, std::string("qsgd:bits=8,bucket=512"))->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(bm_decode, qsgd_8bit, std::string("qsgd:bits=8,bucket=512"))->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(bm_encode, qsgd_4bit, std::string("qsgd:bits=4,bucket=512"))->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(bm_decode, qsgd_4bit, std::string("qsgd:bits=4,bucket=512"))->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(bm_encode, qsgdinf_8bit, std::string("qsgd:bits=8,bucket=512,norm=max"))->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(bm_decode, qsgdinf_8bit, std::string("qsgd:bits=8,bucket=512,norm=max"))->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(bm_encode, qsgd_5bit, std::string("qsgd:bits=5,bucket=512"))->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(bm_decode, qsgd_5bit, std::string("qsgd:bits=5,bucket=512"))->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(bm_encode, qsgd_8bit, std::string("qsgd:bits=8,bucket=512"))
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(bm_decode, qsgd_8bit, std::string("qsgd:bits=8,bucket=512"))
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(bm_encode, qsgd_4bit, std::string("qsgd:bits=4,bucket=512"))
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(bm_decode, qsgd_4bit, std::string("qsgd:bits=4,bucket=512"))
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(bm_encode, qsgdinf_8bit, std::string("qsgd:bits=8,bucket=512,norm=max"))
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(bm_decode, qsgdinf_8bit, std::string("qsgd:bits=8,bucket=512,norm=max"))
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(bm_encode, qsgd_5bit, std::string("qsgd:bits=5,bucket=512"))
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(bm_decode, qsgd_5bit, std::string("qsgd:bits=5,bucket=512"))
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 using qgossip::kernels::simd_level;
-BENCHMARK_CAPTURE(bm_kernel_encode, 8bit_avx2, 127, simd_level::avx2)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(bm_kernel_encode, 8bit_avx512, 127, simd_level::avx512)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(bm_kernel_decode, 8bit_avx2, 127, simd_level::avx2)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(bm_kernel_decode, 8bit_avx512, 127, simd_level::avx512)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(bm_kernel_encode, 4bit_avx2, 7, simd_level::avx2)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(bm_kernel_encode, 4bit_avx512, 7, simd_level::avx512)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(bm_kernel_decode, 4bit_avx2, 7, simd_level::avx2)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(bm_kernel_decode, 4bit_avx512, 7, simd_level::avx512)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(bm_kernel_encode, 8bit_avx2, 127, simd_level::avx2)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(bm_kernel_encode, 8bit_avx512, 127, simd_level::avx512)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(bm_kernel_decode, 8bit_avx2, 127, simd_level::avx2)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(bm_kernel_decode, 8bit_avx512, 127, simd_level::avx512)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(bm_kernel_encode, 4bit_avx2, 7, simd_level::avx2)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(bm_kernel_encode, 4bit_avx512, 7, simd_level::avx512)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(bm_kernel_decode, 4bit_avx2, 7, simd_level::avx2)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(bm_kernel_decode, 4bit_avx512, 7, simd_level::avx512)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 BENCHMARK_MAIN();

@@ -13,12 +13,10 @@
 #include <string_view>
 #include <vector>
 
+#include "core/closest_match.hpp"
 #include "core/errors.hpp"
 
 namespace qgossip {
-
-// Levenshtein-closest candidate within a small distance, or "" when none is close.
-std::string closest_match(std::string_view word, const std::vector<std::string>& candidates);
 
 class yaml_reader {
  public:

@@ -12,12 +12,11 @@
 #include <vector>
 
 #include "algorithms/compress/compressor.hpp"
+#include "core/closest_match.hpp"
 
 namespace qgossip {
 
 // The candidate closest to word by edit distance, if it is close enough to be a plausible typo
-// (distance <= max(1, |word| / 3)); empty otherwise.
-std::string closest_match(std::string_view word, std::span<const std::string> candidates);
 
 class codec_params {
  public:
@@ -26,7 +25,8 @@ class codec_params {
 
   bool has(std::string_view key) const { return find(key) != nullptr; }
   // A decimal integer in [min, max]; fallback when the key is absent.
-  std::uint64_t get_uint(std::string_view key, std::uint64_t fallback, std::uint64_t min, std::uint64_t max) const;
+  std::uint64_t get_uint(std::string_view key, std::uint64_t fallback, std::uint64_t min,
+                         std::uint64_t max) const;
   // One of choices; fallback when the key is absent.
   std::string get_choice(std::string_view key, std::string_view fallback,
                          std::initializer_list<std::string_view> choices) const;

@@ -31,7 +31,8 @@ codec_spec parse_codec_spec(std::string_view text) {
   codec_spec spec;
   const std::size_t colon = text.find(':');
   spec.name = std::string(trim(text.substr(0, colon)));
-  if (!is_word(spec.name)) fail(spec.name.empty() ? "missing codec name" : "bad codec name '" + spec.name + "'");
+  if (!is_word(spec.name))
+    fail(spec.name.empty() ? "missing codec name" : "bad codec name '" + spec.name + "'");
   if (colon == std::string_view::npos) return spec;
 
   std::string_view rest = text.substr(colon + 1);

@@ -27,7 +27,16 @@ namespace qgossip {
 // The codec on the wire (header field `codec`). Frozen: never renumber, only append.
 enum class codec_id : std::uint16_t {
   identity = 1,  // raw little-endian float32
-  qsgd = 2,      // QSGD / QSGDinf, dense fixed-width packing
+  qsgd = 2,      // QSGD / QSGDinf: dense fixed-width packing, or the paper's Elias coding
+  nuqsgd = 3,    // NUQSGD: exponential levels, Elias-coded
+  mcgq = 4,      // Monte Carlo gradient quantization, run-length coded
+  dither = 5,    // dithered quantization with a shared-seed dither
+  randsparse = 6,  // keep each value with probability p, scaled by 1/p
+  randk = 7,     // k values at shared-seed random positions
+  topk = 8,      // the k largest magnitudes (biased)
+  sign = 9,      // signs scaled by ||v||_1 / d (biased)
+  fp16 = 10,     // IEEE half precision cast
+  bf16 = 11,     // bfloat16 cast
 };
 
 // Keys of the random stream for one encode, and what the decoder needs to regenerate shared

@@ -41,15 +41,16 @@ void identity_compressor::encode(std::span<const float> v, const codec_context& 
 status identity_compressor::decode(std::span<const std::byte> in, const codec_context& ctx,
                                    std::span<float> out) const {
   if (in.size() != 4 * out.size())
-    return status::error(errc::corrupt, "identity: payload of " + std::to_string(in.size()) + " bytes, expected " +
-                                            std::to_string(4 * out.size()) + " for " +
+    return status::error(errc::corrupt, "identity: payload of " + std::to_string(in.size()) +
+                                            " bytes, expected " + std::to_string(4 * out.size()) + " for " +
                                             std::to_string(out.size()) + " values");
   for (std::size_t start = 0; start < out.size(); start += kBlock) {
     const std::span<float> block = out.subspan(start, std::min(kBlock, out.size() - start));
     std::memcpy(block.data(), in.data() + 4 * start, 4 * block.size());
     const std::size_t bad = kernels::first_non_finite(block);
     if (bad != block.size())
-      return status::error(errc::corrupt, "identity: non-finite value at index " + std::to_string(start + bad));
+      return status::error(errc::corrupt,
+                           "identity: non-finite value at index " + std::to_string(start + bad));
   }
   return status::ok();
 }

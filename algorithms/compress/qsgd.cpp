@@ -45,7 +45,8 @@ double qsgd_compressor::relative_error_bound(std::size_t n) const {
   return std::min(d / (4.0 * s * s), std::sqrt(d) / s);
 }
 
-void qsgd_compressor::encode(std::span<const float> v, const codec_context& ctx, std::vector<std::byte>& out) const {
+void qsgd_compressor::encode(std::span<const float> v, const codec_context& ctx,
+                             std::vector<std::byte>& out) const {
   const std::size_t old = out.size();
   out.resize(old + layout_.encoded_bytes(v.size()));
   if (!kernels::qsgd_encode(v, layout_, stream_of(ctx), std::span<std::byte>(out).subspan(old))) {
@@ -63,12 +64,13 @@ status qsgd_compressor::decode(std::span<const std::byte> in, const codec_contex
     case qsgd_fault::none:
       return status::ok();
     case qsgd_fault::size:
-      return status::error(errc::corrupt, "qsgd: payload of " + std::to_string(in.size()) + " bytes, expected " +
+      return status::error(errc::corrupt, "qsgd: payload of " + std::to_string(in.size()) +
+                                              " bytes, expected " +
                                               std::to_string(layout_.encoded_bytes(out.size())) + " for " +
                                               std::to_string(out.size()) + " values");
     case qsgd_fault::scale:
-      return status::error(errc::corrupt,
-                           "qsgd: bucket " + std::to_string(r.index) + " has a NaN, infinite or negative scale");
+      return status::error(errc::corrupt, "qsgd: bucket " + std::to_string(r.index) +
+                                              " has a NaN, infinite or negative scale");
     case qsgd_fault::code:
       return status::error(errc::corrupt, "qsgd: invalid level code for element " + std::to_string(r.index) +
                                               " (levels=" + std::to_string(options_.levels) + ")");

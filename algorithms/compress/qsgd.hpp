@@ -21,11 +21,11 @@
 // Randomness: Philox4x32-10 keyed by (ctx.seed, ctx.rank, ctx.iteration, ctx.stream), one word per
 // element, so encode is reproducible and a GPU (kernels/cuda) produces the same bytes. Decode uses no
 // randomness and gives the same floats on every machine.
-// Error bound (alpha^2), per bucket of d' = min(d, n) values: E||Q(v)-v||^2 <= min(d'/(4s^2), sqrt(d')/s) ||v||^2
-// for both norms; see relative_error_bound() and docs/codecs.md for the derivation.
-// Input must be finite (QG_ENFORCE in encode). Decode rejects a wrong size, a NaN/Inf/negative
-// scale, an out-of-range level, "-0" codes and nonzero padding as errc::corrupt.
-// Thread safety: immutable; encode/decode may run concurrently.
+// Error bound (alpha^2), per bucket of d' = min(d, n) values: E||Q(v)-v||^2 <= min(d'/(4s^2), sqrt(d')/s)
+// ||v||^2 for both norms; see relative_error_bound() and docs/codecs.md for the derivation. Input must be
+// finite (QG_ENFORCE in encode). Decode rejects a wrong size, a NaN/Inf/negative scale, an out-of-range
+// level, "-0" codes and nonzero padding as errc::corrupt. Thread safety: immutable; encode/decode may run
+// concurrently.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -36,9 +36,9 @@
 namespace qgossip {
 
 struct qsgd_options {
-  std::uint32_t levels = 127;                         // s, 1 .. 32767
-  std::size_t bucket = 512;                           // d; 0 = whole vector
-  kernels::qsgd_norm norm = kernels::qsgd_norm::l2;   // l2 = QSGD, max = QSGDinf
+  std::uint32_t levels = 127;                        // s, 1 .. 32767
+  std::size_t bucket = 512;                          // d; 0 = whole vector
+  kernels::qsgd_norm norm = kernels::qsgd_norm::l2;  // l2 = QSGD, max = QSGDinf
 };
 
 class qsgd_compressor final : public compressor {

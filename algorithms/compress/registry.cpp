@@ -1,8 +1,8 @@
 // The codec registry: name -> factory. To add a codec, add one row to kRegistry.
 #include <algorithm>
 
-#include "algorithms/compress/compressor.hpp"
 #include "algorithms/compress/codec_params.hpp"
+#include "algorithms/compress/compressor.hpp"
 #include "algorithms/compress/identity.hpp"
 #include "algorithms/compress/qsgd.hpp"
 #include "core/errors.hpp"
@@ -17,6 +17,7 @@ struct registry_entry {
   factory make;
 };
 
+// One row per codec, each on its own line.
 constexpr registry_entry kRegistry[] = {
     {"identity", &make_identity},
     {"qsgd", &make_qsgd},

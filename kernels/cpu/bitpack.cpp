@@ -16,8 +16,8 @@ inline std::uint8_t byte_at(std::span<const std::byte> in, std::size_t i) {
 void bit_writer::reserve(std::size_t count, unsigned bits) const {
   QG_ENFORCE(bits >= 1 && bits <= kMaxCodeBits, "bits=" << bits);
   QG_ENFORCE((pos_ * 8 + pending_ + count * bits + 7) / 8 <= out_.size(),
-             "bit_writer overflow: " << count << " codes of " << bits << " bits at byte " << pos_
-                                     << " of " << out_.size());
+             "bit_writer overflow: " << count << " codes of " << bits << " bits at byte " << pos_ << " of "
+                                     << out_.size());
 }
 
 template <typename Code>
@@ -57,7 +57,8 @@ void bit_writer::put(std::span<const std::uint8_t> codes, unsigned bits) {
     const std::size_t pairs = codes.size() / 2;
     auto* out = reinterpret_cast<std::uint8_t*>(out_.data() + pos_);
     const std::uint8_t* c = codes.data();
-    for (std::size_t k = 0; k < pairs; ++k) out[k] = static_cast<std::uint8_t>(c[2 * k] | (c[2 * k + 1] << 4));
+    for (std::size_t k = 0; k < pairs; ++k)
+      out[k] = static_cast<std::uint8_t>(c[2 * k] | (c[2 * k + 1] << 4));
     pos_ += pairs;
     codes = codes.subspan(2 * pairs);
   }
@@ -81,9 +82,9 @@ std::size_t bit_writer::finish() {
 
 void bit_reader::require(std::size_t count, unsigned bits) const {
   QG_ENFORCE(bits >= 1 && bits <= kMaxCodeBits, "bits=" << bits);
-  QG_ENFORCE(bit_ + count * bits <= in_.size() * 8,
-             "bit_reader underflow: " << count << " codes of " << bits << " bits at bit " << bit_ << " of "
-                                      << in_.size() * 8);
+  QG_ENFORCE(bit_ + count * bits <= in_.size() * 8, "bit_reader underflow: " << count << " codes of " << bits
+                                                                             << " bits at bit " << bit_
+                                                                             << " of " << in_.size() * 8);
 }
 
 template <typename Code>
@@ -98,7 +99,8 @@ void bit_reader::get_general(std::span<Code> codes, unsigned bits) {
       std::memcpy(&window, in_.data() + p, 4);  // little-endian host (static_assert in the codecs)
     } else {
       window = 0;
-      for (std::size_t k = 0; p + k < size && k < 4; ++k) window |= std::uint32_t{byte_at(in_, p + k)} << (8 * k);
+      for (std::size_t k = 0; p + k < size && k < 4; ++k)
+        window |= std::uint32_t{byte_at(in_, p + k)} << (8 * k);
     }
     c = static_cast<Code>((window >> (bit % 8)) & mask);
     bit += bits;
@@ -146,7 +148,8 @@ bool bit_reader::rest_is_zero() const {
 }
 
 void pack_bits(std::span<const std::uint16_t> codes, unsigned bits, std::span<std::byte> out) {
-  QG_ENFORCE(out.size() == packed_size(codes.size(), bits), "out=" << out.size() << " codes=" << codes.size());
+  QG_ENFORCE(out.size() == packed_size(codes.size(), bits),
+             "out=" << out.size() << " codes=" << codes.size());
   bit_writer w(out);
   w.put(codes, bits);
   w.finish();

@@ -34,9 +34,9 @@ class bit_writer {
   void reserve(std::size_t count, unsigned bits) const;
 
   std::span<std::byte> out_;
-  std::size_t pos_ = 0;     // next byte of out_ to write
-  std::uint64_t acc_ = 0;   // pending bits, LSB first
-  unsigned pending_ = 0;    // number of pending bits; < 8 between calls
+  std::size_t pos_ = 0;    // next byte of out_ to write
+  std::uint64_t acc_ = 0;  // pending bits, LSB first
+  unsigned pending_ = 0;   // number of pending bits; < 8 between calls
 };
 
 class bit_reader {

@@ -76,9 +76,7 @@ QG_HOST_DEVICE inline philox_block philox4x32_10(philox_block ctr, philox_key ke
 }
 
 // A uniform float in [0, 1) from the top 24 bits of a word; exact (24-bit integer times 2^-24).
-QG_HOST_DEVICE inline float uniform24(std::uint32_t word) {
-  return static_cast<float>(word >> 8) * 0x1p-24f;
-}
+QG_HOST_DEVICE inline float uniform24(std::uint32_t word) { return static_cast<float>(word >> 8) * 0x1p-24f; }
 
 // The random stream of one encode, keyed by (seed, rank, iteration, stream) and indexed by element.
 struct philox_stream {
@@ -88,8 +86,8 @@ struct philox_stream {
   QG_HOST_DEVICE static philox_stream make(std::uint64_t seed, std::uint32_t rank, std::uint64_t iteration,
                                            std::uint32_t stream) {
     philox_block derive{{rank, stream, kKeyTag, 0u}};
-    derive = philox4x32_10(derive, philox_key{static_cast<std::uint32_t>(seed),
-                                              static_cast<std::uint32_t>(seed >> 32)});
+    derive = philox4x32_10(
+        derive, philox_key{static_cast<std::uint32_t>(seed), static_cast<std::uint32_t>(seed >> 32)});
     philox_stream s;
     s.key = philox_key{derive.w[0], derive.w[1]};
     s.iter_lo = static_cast<std::uint32_t>(iteration);
@@ -99,9 +97,9 @@ struct philox_stream {
 
   // The four words of block b (elements 4b .. 4b+3).
   QG_HOST_DEVICE philox_block block(std::uint64_t b) const {
-    return philox4x32_10(philox_block{{static_cast<std::uint32_t>(b), static_cast<std::uint32_t>(b >> 32),
-                                       iter_lo, iter_hi}},
-                         key);
+    return philox4x32_10(
+        philox_block{{static_cast<std::uint32_t>(b), static_cast<std::uint32_t>(b >> 32), iter_lo, iter_hi}},
+        key);
   }
 
   // The uniform of element i (scalar reference; bulk code uses philox_uniforms()).

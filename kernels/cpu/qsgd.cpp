@@ -66,7 +66,7 @@ QG_INLINE float bucket_scale(const float* v, std::size_t d, qsgd_norm norm, bool
 
 template <typename Code>
 QG_INLINE void quantize_tile(const float* v, std::size_t m, float scale, std::uint32_t levels, const float* u,
-                   Code* codes) {
+                             Code* codes) {
   const float levels_f = static_cast<float>(levels);
   const auto s = static_cast<std::int32_t>(levels);
   const auto sign_shift = static_cast<std::int32_t>(qsgd_code_bits(levels) - 1);
@@ -88,7 +88,8 @@ QG_INLINE void quantize_tile(const float* v, std::size_t m, float scale, std::ui
 
 // Dequantizes m codes; returns nonzero iff one of them is invalid.
 template <typename Code>
-QG_INLINE std::uint32_t dequantize_tile(const Code* codes, std::size_t m, float step, std::uint32_t levels, float* out) {
+QG_INLINE std::uint32_t dequantize_tile(const Code* codes, std::size_t m, float step, std::uint32_t levels,
+                                        float* out) {
   const std::uint32_t sign_shift = qsgd_code_bits(levels) - 1;
   const std::uint32_t sign_bit = 1u << sign_shift;
   const std::uint32_t mask = sign_bit - 1;
@@ -175,7 +176,8 @@ bool encode_portable(simd_level simd, std::span<const float> v, const qsgd_layou
                             : encode_body<std::uint16_t>(simd, v, layout, rng, out);
 }
 
-qsgd_decode_result decode_portable(std::span<const std::byte> in, const qsgd_layout& layout, std::span<float> out) {
+qsgd_decode_result decode_portable(std::span<const std::byte> in, const qsgd_layout& layout,
+                                   std::span<float> out) {
   return layout.bits() <= 8 ? decode_body<std::uint8_t>(in, layout, out)
                             : decode_body<std::uint16_t>(in, layout, out);
 }
@@ -206,8 +208,8 @@ bool qsgd_encode(std::span<const float> v, const qsgd_layout& layout, const phil
   return qsgd_encode(best, v, layout, rng, out);
 }
 
-bool qsgd_encode(simd_level simd, std::span<const float> v, const qsgd_layout& layout, const philox_stream& rng,
-                 std::span<std::byte> out) {
+bool qsgd_encode(simd_level simd, std::span<const float> v, const qsgd_layout& layout,
+                 const philox_stream& rng, std::span<std::byte> out) {
   check_layout(layout);
   QG_ENFORCE(simd_supported(simd), "SIMD level " << to_string(simd) << " is not supported here");
   QG_ENFORCE(out.size() == layout.encoded_bytes(v.size()),
@@ -218,7 +220,8 @@ bool qsgd_encode(simd_level simd, std::span<const float> v, const qsgd_layout& l
   return encode_portable(simd, v, layout, rng, out);
 }
 
-qsgd_decode_result qsgd_decode(std::span<const std::byte> in, const qsgd_layout& layout, std::span<float> out) {
+qsgd_decode_result qsgd_decode(std::span<const std::byte> in, const qsgd_layout& layout,
+                               std::span<float> out) {
   static const simd_level best = best_simd();
   return qsgd_decode(best, in, layout, out);
 }

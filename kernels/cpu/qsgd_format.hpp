@@ -42,7 +42,7 @@ enum class qsgd_norm : std::uint8_t {
 };
 
 inline constexpr std::uint32_t kQsgdMaxLevels = 32767;  // b = 16
-inline constexpr int kQsgdScaleLanes = 32;               // the canonical L2 reduction width
+inline constexpr int kQsgdScaleLanes = 32;              // the canonical L2 reduction width
 
 // Code width in bits for s levels: one sign bit plus the bits of s (s=127 -> 8, s=7 -> 4, s=1 -> 2).
 QG_HOST_DEVICE constexpr std::uint32_t qsgd_code_bits(std::uint32_t levels) {
@@ -52,8 +52,8 @@ QG_HOST_DEVICE constexpr std::uint32_t qsgd_code_bits(std::uint32_t levels) {
 }
 
 struct qsgd_layout {
-  std::uint32_t levels = 127;        // s: nonzero magnitudes 1/s .. s/s of the scale. 1 <= s <= 32767
-  std::size_t bucket = 512;          // d: values per scale; 0 = the whole vector is one bucket
+  std::uint32_t levels = 127;  // s: nonzero magnitudes 1/s .. s/s of the scale. 1 <= s <= 32767
+  std::size_t bucket = 512;    // d: values per scale; 0 = the whole vector is one bucket
   qsgd_norm norm = qsgd_norm::l2;
 
   QG_HOST_DEVICE constexpr std::uint32_t bits() const { return qsgd_code_bits(levels); }
@@ -118,7 +118,8 @@ QG_HOST_DEVICE inline std::int32_t qsgd_code_of(float x, std::uint32_t v_bits, f
 // The code of one value v of a bucket with scale S (finite, >= |v|); ratio == qsgd_ratio(S, levels_f),
 // levels_f == float(levels), sign_shift == bits - 1. A zero scale (an all-zero bucket) gives 0.
 QG_HOST_DEVICE inline std::int32_t qsgd_quantize_value(float v, float scale, float ratio, float levels_f,
-                                                       std::int32_t levels, std::int32_t sign_shift, float u) {
+                                                       std::int32_t levels, std::int32_t sign_shift,
+                                                       float u) {
   if (!(scale > 0.0f)) return 0;
   const std::uint32_t v_bits = qg_float_bits(v);
   const float a = qg_bits_float(v_bits & 0x7fffffffu);

@@ -112,7 +112,8 @@ struct lanes16 {
   __m512i x0, x1, x2, x3;
 };
 
-QG_AVX512 inline void mulhilo16(__m512i a, __m512i m, __m512i idx_hi, __m512i idx_lo, __m512i& hi, __m512i& lo) {
+QG_AVX512 inline void mulhilo16(__m512i a, __m512i m, __m512i idx_hi, __m512i idx_lo, __m512i& hi,
+                                __m512i& lo) {
   const __m512i even = _mm512_mul_epu32(a, m);
   const __m512i odd = _mm512_mul_epu32(_mm512_srli_epi64(a, 32), m);
   hi = _mm512_permutex2var_epi32(even, idx_hi, odd);
@@ -134,10 +135,10 @@ QG_AVX512 inline void store_blocks16(const lanes16& a, float* out) {
   const __m512 r1 = _mm512_castpd_ps(_mm512_unpackhi_pd(t0, t2));
   const __m512 r2 = _mm512_castpd_ps(_mm512_unpacklo_pd(t1, t3));
   const __m512 r3 = _mm512_castpd_ps(_mm512_unpackhi_pd(t1, t3));
-  const __m512 a01 = _mm512_shuffle_f32x4(r0, r1, 0x88);  // blocks 0 8 1 9
-  const __m512 a23 = _mm512_shuffle_f32x4(r2, r3, 0x88);  // blocks 2 10 3 11
-  const __m512 c01 = _mm512_shuffle_f32x4(r0, r1, 0xDD);  // blocks 4 12 5 13
-  const __m512 c23 = _mm512_shuffle_f32x4(r2, r3, 0xDD);  // blocks 6 14 7 15
+  const __m512 a01 = _mm512_shuffle_f32x4(r0, r1, 0x88);             // blocks 0 8 1 9
+  const __m512 a23 = _mm512_shuffle_f32x4(r2, r3, 0x88);             // blocks 2 10 3 11
+  const __m512 c01 = _mm512_shuffle_f32x4(r0, r1, 0xDD);             // blocks 4 12 5 13
+  const __m512 c23 = _mm512_shuffle_f32x4(r2, r3, 0xDD);             // blocks 6 14 7 15
   _mm512_storeu_ps(out + 0, _mm512_shuffle_f32x4(a01, a23, 0x88));   // blocks 0..3
   _mm512_storeu_ps(out + 16, _mm512_shuffle_f32x4(c01, c23, 0x88));  // blocks 4..7
   _mm512_storeu_ps(out + 32, _mm512_shuffle_f32x4(a01, a23, 0xDD));  // blocks 8..11
@@ -162,7 +163,8 @@ QG_AVX512 void fill_blocks_avx512(const philox_stream& s, std::uint64_t b0, std:
     a.x3 = c.x3 = _mm512_set1_epi32(static_cast<int>(s.iter_hi));
     std::uint32_t k0 = s.key.k0, k1 = s.key.k1;
     for (int r = 0; r < 10; ++r) {
-      const __m512i vk0 = _mm512_set1_epi32(static_cast<int>(k0)), vk1 = _mm512_set1_epi32(static_cast<int>(k1));
+      const __m512i vk0 = _mm512_set1_epi32(static_cast<int>(k0)),
+                    vk1 = _mm512_set1_epi32(static_cast<int>(k1));
       __m512i ahi0, alo0, ahi1, alo1, chi0, clo0, chi1, clo1;
       mulhilo16(a.x0, m0, idx_hi, idx_lo, ahi0, alo0);
       mulhilo16(a.x2, m1, idx_hi, idx_lo, ahi1, alo1);
@@ -210,7 +212,8 @@ void philox_uniforms(const philox_stream& stream, std::uint64_t first, std::span
   philox_uniforms(best, stream, first, out);
 }
 
-void philox_uniforms(simd_level simd, const philox_stream& stream, std::uint64_t first, std::span<float> out) {
+void philox_uniforms(simd_level simd, const philox_stream& stream, std::uint64_t first,
+                     std::span<float> out) {
   QG_ENFORCE(simd_supported(simd), "SIMD level " << to_string(simd) << " is not supported here");
   std::size_t k = 0;
   const std::size_t n = out.size();

@@ -31,7 +31,8 @@ constexpr int kWarpsPerBlock = kThreads / 32;
 constexpr unsigned kFullMask = 0xffffffffu;
 
 void check(cudaError_t err, const char* what) {
-  if (err != cudaSuccess) throw std::runtime_error(std::string("CUDA: ") + what + ": " + cudaGetErrorString(err));
+  if (err != cudaSuccess)
+    throw std::runtime_error(std::string("CUDA: ") + what + ": " + cudaGetErrorString(err));
 }
 
 // Owning device allocation (move-only).
@@ -58,8 +59,8 @@ unsigned grid_for(std::size_t work_items) {
   return static_cast<unsigned>((work_items + kThreads - 1) / kThreads);
 }
 
-__global__ void scales_kernel(const float* v, std::size_t n, std::size_t d, std::size_t buckets, qsgd_norm norm,
-                              float* scales, int* nonfinite) {
+__global__ void scales_kernel(const float* v, std::size_t n, std::size_t d, std::size_t buckets,
+                              qsgd_norm norm, float* scales, int* nonfinite) {
   const std::size_t b = std::size_t{blockIdx.x} * kWarpsPerBlock + threadIdx.x / 32;
   const unsigned lane = threadIdx.x % 32;
   if (b >= buckets) return;  // whole warps leave together: b is uniform within a warp
@@ -108,8 +109,9 @@ __global__ void quantize_kernel(const float* v, std::size_t n, std::size_t d, co
     if (i >= n) break;
     const float scale = scales[i / d];
     const float ratio = kernels::qsgd_ratio_form(scale) ? kernels::qsgd_ratio(scale, levels_f) : 0.0f;
-    codes[i] = static_cast<std::uint16_t>(kernels::qsgd_quantize_value(
-        v[i], scale, ratio, levels_f, static_cast<std::int32_t>(levels), sign_shift, kernels::uniform24(w.w[k])));
+    codes[i] = static_cast<std::uint16_t>(
+        kernels::qsgd_quantize_value(v[i], scale, ratio, levels_f, static_cast<std::int32_t>(levels),
+                                     sign_shift, kernels::uniform24(w.w[k])));
   }
 }
 
@@ -135,7 +137,8 @@ struct decode_faults {
 };
 
 __global__ void decode_kernel(const std::uint8_t* in, std::size_t n, std::size_t d, std::size_t scale_bytes,
-                              std::size_t packed_bytes, std::uint32_t levels, float* out, decode_faults* faults) {
+                              std::size_t packed_bytes, std::uint32_t levels, float* out,
+                              decode_faults* faults) {
   const std::size_t i = std::size_t{blockIdx.x} * kThreads + threadIdx.x;
   if (i >= n) return;
   const std::size_t b = i / d;
@@ -150,7 +153,8 @@ __global__ void decode_kernel(const std::uint8_t* in, std::size_t n, std::size_t
   const std::size_t bit = i * bits;
   const std::size_t p = bit / 8;
   std::uint32_t window = 0;
-  for (std::size_t k = 0; k < 3 && p + k < packed_bytes; ++k) window |= std::uint32_t{packed[p + k]} << (8 * k);
+  for (std::size_t k = 0; k < 3 && p + k < packed_bytes; ++k)
+    window |= std::uint32_t{packed[p + k]} << (8 * k);
   const std::uint32_t code = (window >> (bit % 8)) & ((1u << bits) - 1);
   const std::uint32_t sign_shift = bits - 1;
   const std::uint32_t sign_bit = 1u << sign_shift;
@@ -188,7 +192,7 @@ bool qsgd_encode(std::span<const float> v, const qsgd_layout& layout, const phil
       dv.get(), n, d, buckets, layout.norm, dscales.get(), dflag.get());
   check(cudaGetLastError(), "scales_kernel");
   quantize_kernel<<<grid_for((n + 3) / 4), kThreads>>>(dv.get(), n, d, dscales.get(), rng, layout.levels,
-                                                      dcodes.get());
+                                                       dcodes.get());
   check(cudaGetLastError(), "quantize_kernel");
   pack_kernel<<<grid_for(packed), kThreads>>>(dcodes.get(), n, layout.bits(), packed, dpacked.get());
   check(cudaGetLastError(), "pack_kernel");
@@ -197,7 +201,8 @@ bool qsgd_encode(std::span<const float> v, const qsgd_layout& layout, const phil
   check(cudaMemcpy(&nonfinite, dflag.get(), sizeof(int), cudaMemcpyDeviceToHost), "cudaMemcpy flag");
   if (nonfinite != 0) return false;
   check(cudaMemcpy(out.data(), dscales.get(), 4 * buckets, cudaMemcpyDeviceToHost), "cudaMemcpy scales");
-  check(cudaMemcpy(out.data() + 4 * buckets, dpacked.get(), packed, cudaMemcpyDeviceToHost), "cudaMemcpy codes");
+  check(cudaMemcpy(out.data() + 4 * buckets, dpacked.get(), packed, cudaMemcpyDeviceToHost),
+        "cudaMemcpy codes");
   return true;
 }
 
@@ -220,7 +225,7 @@ kernels::qsgd_decode_result qsgd_decode(std::span<const std::byte> in, const qsg
   check(cudaMemcpy(din.get(), in.data(), in.size(), cudaMemcpyHostToDevice), "cudaMemcpy in");
   check(cudaMemcpy(dfaults.get(), &none, sizeof none, cudaMemcpyHostToDevice), "cudaMemcpy faults");
   decode_kernel<<<grid_for(n), kThreads>>>(din.get(), n, d, scale_bytes, packed, layout.levels, dout.get(),
-                                          dfaults.get());
+                                           dfaults.get());
   check(cudaGetLastError(), "decode_kernel");
   decode_faults faults{};
   check(cudaMemcpy(&faults, dfaults.get(), sizeof faults, cudaMemcpyDeviceToHost), "cudaMemcpy faults");

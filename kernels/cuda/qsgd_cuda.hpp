@@ -29,6 +29,7 @@ std::string cuda_device_description();
 
 // Same contract and result (fault kind and index included) as kernels::qsgd_decode.
 [[nodiscard]] kernels::qsgd_decode_result qsgd_decode(std::span<const std::byte> in,
-                                                      const kernels::qsgd_layout& layout, std::span<float> out);
+                                                      const kernels::qsgd_layout& layout,
+                                                      std::span<float> out);
 
 }  // namespace qgossip::cuda

@@ -46,9 +46,9 @@ TEST_CASE("parse_codec_spec splits name and parameters in order") {
 }
 
 TEST_CASE("parse_codec_spec rejects malformed text") {
-  for (const char* bad : {"", "   ", ":", ":levels=3", "qsgd:", "qsgd:levels", "qsgd:=3", "qsgd:levels=",
-                          "qsgd:levels=3,", "qsgd:levels=3,,bucket=2", "qsgd:levels=3,levels=4", "qs gd",
-                          "qsgd:lev els=3", "qsgd:levels=1=2"}) {
+  for (const char* bad :
+       {"", "   ", ":", ":levels=3", "qsgd:", "qsgd:levels", "qsgd:=3", "qsgd:levels=", "qsgd:levels=3,",
+        "qsgd:levels=3,,bucket=2", "qsgd:levels=3,levels=4", "qs gd", "qsgd:lev els=3", "qsgd:levels=1=2"}) {
     CAPTURE(bad);
     CHECK_THROWS_AS((void)parse_codec_spec(bad), config_error);
   }
@@ -71,7 +71,8 @@ TEST_CASE("describe() is canonical and parse_codec_spec round-trips it") {
     CHECK(b->id() == a->id());
   }
   CHECK(make_compressor(parse_codec_spec("qsgd"))->describe() == "qsgd:levels=127,bucket=512,norm=l2");
-  CHECK(make_compressor(parse_codec_spec("qsgd:bits=4,norm=max"))->describe() == "qsgd:levels=7,bucket=512,norm=max");
+  CHECK(make_compressor(parse_codec_spec("qsgd:bits=4,norm=max"))->describe() ==
+        "qsgd:levels=7,bucket=512,norm=max");
   CHECK(make_compressor(parse_codec_spec("identity"))->describe() == "identity");
 }
 
@@ -107,7 +108,8 @@ TEST_CASE("an unknown parameter names the valid ones and the closest") {
   CHECK(contains(e, "codec 'qsgd': unknown parameter 'levles'"));
   CHECK(contains(e, "did you mean 'levels'?"));
   CHECK(contains(e, "valid parameters: levels, bits, bucket, norm"));
-  CHECK(contains(error_of("identity:bits=8"), "codec 'identity': unknown parameter 'bits'; it takes no parameters"));
+  CHECK(contains(error_of("identity:bits=8"),
+                 "codec 'identity': unknown parameter 'bits'; it takes no parameters"));
 }
 
 TEST_CASE("a bad value says what was expected") {

@@ -19,12 +19,12 @@ namespace {
 
 const char* const kSpecs[] = {
     "identity",
-    "qsgd",                                // 8 bits, bucket 512, l2
+    "qsgd",  // 8 bits, bucket 512, l2
     "qsgd:bits=4",
     "qsgd:bits=4,norm=max",
-    "qsgd:levels=1,bucket=0",              // ternary, one bucket
-    "qsgd:levels=100,bucket=7",            // 8-bit codes with unused values, odd buckets
-    "qsgd:bits=5,bucket=33,norm=max",      // a general width
+    "qsgd:levels=1,bucket=0",          // ternary, one bucket
+    "qsgd:levels=100,bucket=7",        // 8-bit codes with unused values, odd buckets
+    "qsgd:bits=5,bucket=33,norm=max",  // a general width
     "qsgd:bits=16,bucket=1000",
 };
 

@@ -73,7 +73,8 @@ exact_model model_of(const std::vector<float>& v, const std::vector<std::byte>& 
     double lo = 0, hi = 0, p = 0, slack = 0;
     if (S > 0) {
       const float s = static_cast<float>(levels);
-      const float x = (S >= 0x1p-100f && S <= 0x1p100f) ? a * (s / S) : (a / S) * s;  // kernels/cpu/qsgd_format.hpp
+      const float x =
+          (S >= 0x1p-100f && S <= 0x1p100f) ? a * (s / S) : (a / S) * s;  // kernels/cpu/qsgd_format.hpp
       const float l = std::floor(x);
       const float step = S / static_cast<float>(levels);
       lo = std::min(l * step, FLT_MAX);
@@ -128,7 +129,8 @@ TEST_CASE("QSGD is unbiased: the mean of many decodes converges to v, coordinate
         std::vector<float> out(kN);
         for (int t = 0; t < kTrials; ++t) {
           bytes.clear();
-          c->encode(tv.v, codec_context{.seed = 11, .rank = 1, .iteration = std::uint64_t(t), .stream = 0}, bytes);
+          c->encode(tv.v, codec_context{.seed = 11, .rank = 1, .iteration = std::uint64_t(t), .stream = 0},
+                    bytes);
           REQUIRE(c->decode(bytes, codec_context{}, out).is_ok());
           for (std::size_t i = 0; i < kN; ++i) sum[i] += out[i];
         }
@@ -138,7 +140,8 @@ TEST_CASE("QSGD is unbiased: the mean of many decodes converges to v, coordinate
         for (std::size_t i = 0; i < kN; ++i) {
           const double mean = sum[i] / kTrials;
           const double w = std::fabs(m.hi[i] - m.lo[i]);
-          const double tol = kC * w / std::sqrt(double(kTrials)) + 2 * m.slack[i] * w + 1e-6 * std::fabs(tv.v[i]);
+          const double tol =
+              kC * w / std::sqrt(double(kTrials)) + 2 * m.slack[i] * w + 1e-6 * std::fabs(tv.v[i]);
           if (std::fabs(mean - tv.v[i]) > tol && ++failures <= 3)
             FAIL_CHECK("coordinate " << i << ": v=" << tv.v[i] << " mean=" << mean << " tol=" << tol);
           dist2 += (mean - tv.v[i]) * (mean - tv.v[i]);
@@ -174,7 +177,8 @@ TEST_CASE("QSGD's error: E||Q(v)-v||^2 <= min(d/(4s^2), sqrt(d)/s) ||v||^2, and 
           double total = 0;
           for (int t = 0; t < kTrials; ++t) {
             bytes.clear();
-            c->encode(tv.v, codec_context{.seed = 5, .rank = 0, .iteration = std::uint64_t(t), .stream = 3}, bytes);
+            c->encode(tv.v, codec_context{.seed = 5, .rank = 0, .iteration = std::uint64_t(t), .stream = 3},
+                      bytes);
             REQUIRE(c->decode(bytes, codec_context{}, out).is_ok());
             double e = 0;
             for (std::size_t i = 0; i < kN; ++i) e += (double(out[i]) - tv.v[i]) * (double(out[i]) - tv.v[i]);
@@ -187,7 +191,8 @@ TEST_CASE("QSGD's error: E||Q(v)-v||^2 <= min(d/(4s^2), sqrt(d)/s) ||v||^2, and 
           CHECK(bound <= std::min(d / (s * s), std::sqrt(d) / s));  // never looser than the paper
           CHECK(m.error <= bound * v2 * (1 + 1e-6));
           const double mean = total / kTrials;
-          CHECK(std::fabs(mean - m.error) <= 6 * std::sqrt(m.error_var / kTrials) + m.error_slack + 1e-12 * v2);
+          CHECK(std::fabs(mean - m.error) <=
+                6 * std::sqrt(m.error_var / kTrials) + m.error_slack + 1e-12 * v2);
           if (tv.name == "zero") CHECK(total == 0.0);
         }
       }
@@ -210,9 +215,11 @@ TEST_CASE("QSGD (L2, no bucketing) sends E[nnz] <= s(s + sqrt(d)) nonzeros") {
       double total = 0;
       for (int t = 0; t < kTrials; ++t) {
         bytes.clear();
-        c->encode(tv.v, codec_context{.seed = 6, .rank = 2, .iteration = std::uint64_t(t), .stream = 0}, bytes);
+        c->encode(tv.v, codec_context{.seed = 6, .rank = 2, .iteration = std::uint64_t(t), .stream = 0},
+                  bytes);
         REQUIRE(c->decode(bytes, codec_context{}, out).is_ok());
-        total += static_cast<double>(std::count_if(out.begin(), out.end(), [](float x) { return x != 0.0f; }));
+        total +=
+            static_cast<double>(std::count_if(out.begin(), out.end(), [](float x) { return x != 0.0f; }));
       }
       const exact_model m = model_of(tv.v, bytes, levels, 0);
       const double s = levels;

@@ -54,7 +54,8 @@ TEST_CASE("relative_error_bound: min(d/(4 s^2), sqrt(d)/s) with d = min(bucket, 
 }
 
 TEST_CASE("every decoded value is within one level step of its input, with the same sign") {
-  for (const char* spec : {"qsgd:bits=8", "qsgd:bits=4,norm=max", "qsgd:levels=1,bucket=0", "qsgd:bits=12,bucket=100"}) {
+  for (const char* spec :
+       {"qsgd:bits=8", "qsgd:bits=4,norm=max", "qsgd:levels=1,bucket=0", "qsgd:bits=12,bucket=100"}) {
     CAPTURE(spec);
     const auto c = make_compressor(parse_codec_spec(spec));
     const auto& q = dynamic_cast<const qsgd_compressor&>(*c);

@@ -19,7 +19,8 @@ philox_block run(std::uint32_t c0, std::uint32_t c1, std::uint32_t c2, std::uint
   return philox4x32_10(philox_block{{c0, c1, c2, c3}}, philox_key{k0, k1});
 }
 
-void check_block(const philox_block& got, std::uint32_t w0, std::uint32_t w1, std::uint32_t w2, std::uint32_t w3) {
+void check_block(const philox_block& got, std::uint32_t w0, std::uint32_t w1, std::uint32_t w2,
+                 std::uint32_t w3) {
   CHECK(got.w[0] == w0);
   CHECK(got.w[1] == w1);
   CHECK(got.w[2] == w2);
@@ -52,8 +53,8 @@ TEST_CASE("the stream is indexed by element: word i % 4 of block i / 4, counter 
   CHECK(s.key.k0 == derived.w[0]);
   CHECK(s.key.k1 == derived.w[1]);
   for (std::uint64_t block : {0ull, 1ull, 77ull, 0x1'0000'0002ull}) {
-    const philox_block w = run(static_cast<std::uint32_t>(block), static_cast<std::uint32_t>(block >> 32), 7, 1,
-                               s.key.k0, s.key.k1);
+    const philox_block w = run(static_cast<std::uint32_t>(block), static_cast<std::uint32_t>(block >> 32), 7,
+                               1, s.key.k0, s.key.k1);
     for (int k = 0; k < 4; ++k) CHECK(s.uniform(4 * block + k) == uniform24(w.w[k]));
   }
 }

@@ -40,7 +40,8 @@ float spec_scale(const float* v, std::size_t len, qsgd_norm norm) {
   return r > FLT_MAX ? FLT_MAX : static_cast<float>(r);
 }
 
-std::vector<std::byte> spec_encode(const std::vector<float>& v, const qsgd_layout& L, const philox_stream& rng) {
+std::vector<std::byte> spec_encode(const std::vector<float>& v, const qsgd_layout& L,
+                                   const philox_stream& rng) {
   const std::size_t n = v.size(), d = L.bucket_size(n), nb = L.bucket_count(n);
   const unsigned b = L.bits();
   std::vector<std::byte> out(L.encoded_bytes(n));
@@ -55,7 +56,8 @@ std::vector<std::byte> spec_encode(const std::vector<float>& v, const qsgd_layou
     std::uint32_t level = 0;
     if (S > 0) {
       const float s = static_cast<float>(L.levels);
-      const float x = (S >= 0x1p-100f && S <= 0x1p100f) ? std::fabs(v[i]) * (s / S) : (std::fabs(v[i]) / S) * s;
+      const float x =
+          (S >= 0x1p-100f && S <= 0x1p100f) ? std::fabs(v[i]) * (s / S) : (std::fabs(v[i]) / S) * s;
       const float y = x + rng.uniform(i);
       level = std::min(static_cast<std::uint32_t>(std::floor(y)), L.levels);
     }
@@ -165,8 +167,8 @@ TEST_CASE("golden bytes: a deterministic ternary encoding") {
   const std::vector<float> v{4, -4, 0, 4, 0, -4};
   const std::vector<std::byte> got = encode(v, L, philox_stream::make(1, 2, 3, 4));
   // scale 4.0f = 0x40800000 LE; codes 01 11 00 01 | 00 11 -> 0b01'00'11'01, 0b0000'11'00
-  const std::vector<std::byte> want{std::byte{0x00}, std::byte{0x00}, std::byte{0x80}, std::byte{0x40},
-                                    std::byte{0x4D}, std::byte{0x0C}};
+  const std::vector<std::byte> want{std::byte{0x00}, std::byte{0x00}, std::byte{0x80},
+                                    std::byte{0x40}, std::byte{0x4D}, std::byte{0x0C}};
   CHECK(got == want);
 }
 
@@ -217,10 +219,10 @@ TEST_CASE("non-finite input is refused by encode, wherever it is") {
 TEST_CASE("extreme but finite inputs decode within one step of the input") {
   const philox_stream rng = philox_stream::make(8, 0, 0, 0);
   const std::vector<std::vector<float>> cases{
-      {FLT_MAX, -FLT_MAX, FLT_MAX, 1.0f},   // L2 norm overflows: scale clamps to FLT_MAX
-      {1e-45f, -1e-45f, 0.0f, 3e-45f},      // subnormal scale: |v|/S stays <= 1
-      {1e-40f, 0.0f, 0.0f, 0.0f},           // one subnormal among zeros
-      {0.0f, -0.0f, 0.0f, 0.0f},            // an all-zero bucket
+      {FLT_MAX, -FLT_MAX, FLT_MAX, 1.0f},  // L2 norm overflows: scale clamps to FLT_MAX
+      {1e-45f, -1e-45f, 0.0f, 3e-45f},     // subnormal scale: |v|/S stays <= 1
+      {1e-40f, 0.0f, 0.0f, 0.0f},          // one subnormal among zeros
+      {0.0f, -0.0f, 0.0f, 0.0f},           // an all-zero bucket
   };
   for (qsgd_norm norm : {qsgd_norm::l2, qsgd_norm::max}) {
     for (std::uint32_t levels : {1u, 7u, 127u, kQsgdMaxLevels}) {
@@ -243,7 +245,7 @@ TEST_CASE("extreme but finite inputs decode within one step of the input") {
 }
 
 TEST_CASE("decoder faults, with the index of the first one") {
-  const qsgd_layout L{100, 4, qsgd_norm::l2};  // 8-bit codes, levels 101..127 unused
+  const qsgd_layout L{100, 4, qsgd_norm::l2};          // 8-bit codes, levels 101..127 unused
   const std::vector<float> v = gradient_like(10, 11);  // 3 buckets: 4, 4, 2
   const std::vector<std::byte> good = encode(v, L, philox_stream::make(2, 0, 0, 0));
   std::vector<float> out(10);
@@ -258,8 +260,8 @@ TEST_CASE("decoder faults, with the index of the first one") {
     CHECK(qsgd_decode(good, L, fewer).fault == qsgd_fault::size);
   }
   SUBCASE("scale") {
-    for (float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(), -1.0f,
-                      -0.0f}) {
+    for (float bad :
+         {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(), -1.0f, -0.0f}) {
       std::vector<std::byte> b = good;
       std::memcpy(b.data() + 4, &bad, 4);  // bucket 1
       const qsgd_decode_result r = qsgd_decode(b, L, out);
@@ -282,10 +284,10 @@ TEST_CASE("decoder faults, with the index of the first one") {
   SUBCASE("a bad scale before a bad code wins, and the reverse") {
     std::vector<std::byte> b = good;
     const float nan = std::numeric_limits<float>::quiet_NaN();
-    std::memcpy(b.data() + 8, &nan, 4);          // bucket 2 (elements 8, 9)
-    b[12 + 5] = static_cast<std::byte>(0x80u);   // element 5, bucket 1
+    std::memcpy(b.data() + 8, &nan, 4);         // bucket 2 (elements 8, 9)
+    b[12 + 5] = static_cast<std::byte>(0x80u);  // element 5, bucket 1
     CHECK(qsgd_decode(b, L, out).fault == qsgd_fault::code);
-    std::memcpy(b.data() + 4, &nan, 4);          // now bucket 1 too
+    std::memcpy(b.data() + 4, &nan, 4);  // now bucket 1 too
     const qsgd_decode_result r = qsgd_decode(b, L, out);
     CHECK(r.fault == qsgd_fault::scale);
     CHECK(r.index == 1);

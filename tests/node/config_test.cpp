@@ -121,6 +121,7 @@ TEST_CASE("the run id is a function of the resolved config") {
 }
 
 TEST_CASE("closest_match only hints at plausible typos") {
-  CHECK(closest_match("epoch", {"epochs", "batch"}) == "epochs");
-  CHECK(closest_match("xyzzy", {"epochs", "batch"}).empty());
+  const std::vector<std::string> keys{"epochs", "batch"};
+  CHECK(closest_match("epoch", keys) == "epochs");
+  CHECK(closest_match("xyzzy", keys).empty());
 }
