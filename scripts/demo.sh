@@ -9,4 +9,4 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 config="$here/configs/demo.yaml"
 if [[ $# -gt 0 && "$1" != --* ]]; then config=$1; shift; fi
 cd "$here"
-exec "$here/build/qgossip" launch "$config" "$@"
+exec "${QGOSSIP_BUILD_DIR:-$here/build}/qgossip" launch "$config" "$@"
