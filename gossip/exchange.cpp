@@ -275,9 +275,15 @@ status exchange::round(message_kind kind, std::uint64_t iteration, const outgoin
       }
 
   while (missing_ > 0) {
+    if (options_.should_stop && options_.should_stop())
+      return fail(status::error(errc::cancelled, "stopped while waiting for round " + std::to_string(iteration)));
     const auto wait_start = transport_clock::now();
-    status s = transport_.receive(deadline, rx_);
+    // With a stop check, wait in slices so a stop request is seen within kStopCheckInterval
+    // even when the signal that raised it landed outside the transport's wait.
+    const auto slice_end = options_.should_stop ? std::min(deadline, wait_start + kStopCheckInterval) : deadline;
+    status s = transport_.receive(slice_end, rx_);
     stats_.wait_time += transport_clock::now() - wait_start;
+    if (s.code() == errc::timeout && slice_end < deadline) continue;
     if (s.code() == errc::timeout)
       return fail(status::error(errc::timeout, silent_message(kind, iteration, waited)));
     if (s.code() == errc::corrupt) {

@@ -50,7 +50,12 @@ struct exchange_options {
   std::uint32_t max_payload_bytes = 256u << 20;
   // Called with one line per rejected, duplicate or expired message; may be empty.
   std::function<void(const std::string&)> log;
+  // When set, polled while a round waits (every kStopCheckInterval); returning true ends the round
+  // with errc::cancelled. The node loop passes its SIGINT/SIGTERM flag here.
+  std::function<bool()> should_stop;
 };
+
+inline constexpr std::chrono::milliseconds kStopCheckInterval{100};
 
 // What this node sends in a round. The payload must stay valid during round().
 struct outgoing_message {

@@ -191,6 +191,7 @@ node_exit run_node(const run_config& c, int rank, const node_run_options& option
   eo.round_deadline = to_ms(c.network.round_timeout_s);
   eo.max_payload_bytes = zo.max_payload_bytes;
   eo.log = [rank](const std::string& line) { say(rank, line); };
+  eo.should_stop = stop_requested;
   exchange ex(transport, eo);
 
   {

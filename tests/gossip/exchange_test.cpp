@@ -5,7 +5,9 @@
 
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <numeric>
+#include <thread>
 #include <string>
 
 #include "core/errors.hpp"
@@ -428,4 +430,30 @@ TEST_CASE("exchange over faults: random duplicates, delays and corruption on a r
   CHECK(duplicated > 0);
   CHECK(rejected == corrupted);
   CHECK(duplicates <= duplicated);
+}
+
+TEST_CASE("exchange: a stop request ends a waiting round within the check interval, as cancelled") {
+  inproc_network net{4};
+  inproc_transport t0 = net.endpoint(0);
+  inproc_transport t1 = net.endpoint(1);
+  inproc_transport t3 = net.endpoint(3);
+  std::atomic<bool> stop{false};
+  exchange_options o = options_for(0, {1, 3}, 10000ms);
+  o.should_stop = [&stop] { return stop.load(); };
+  exchange ex(t0, o);
+  std::vector<inbound_message> out;
+  send_as(t1, 1, message_kind::train, 0);  // rank 3 stays silent
+  std::thread stopper([&stop] {
+    std::this_thread::sleep_for(200ms);
+    stop = true;
+  });
+  const auto start = transport_clock::now();
+  message m(0, message_kind::train, 0);
+  status s = ex.round(message_kind::train, 0, m.out, out);
+  const auto took = transport_clock::now() - start;
+  stopper.join();
+  CHECK(s.code() == errc::cancelled);
+  CHECK(took >= 200ms);
+  CHECK(took < 200ms + 10 * kStopCheckInterval);  // far below the 10 s deadline
+  CHECK(ex.round(message_kind::train, 1, m.out, out).code() == errc::invalid);  // spent, like a timeout
 }

@@ -11,6 +11,8 @@
 #include <cstdio>
 #include <fstream>
 #include <random>
+#include <sstream>
+#include <thread>
 #include <stdexcept>
 
 namespace qgossip::testing {
@@ -80,6 +82,51 @@ int free_port_range(int count) {
     if (all) return base;
   }
   throw std::runtime_error("no free range of " + std::to_string(count) + " ports on 127.0.0.1");
+}
+
+}  // namespace qgossip::testing
+
+namespace qgossip::testing {
+
+background_process start_qgossip(const std::vector<std::string>& args, const std::filesystem::path& log) {
+  background_process p;
+  p.log = log;
+  pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error("fork failed");
+  if (pid == 0) {
+    FILE* f = std::freopen(log.c_str(), "w", stdout);
+    if (!f) _exit(127);
+    dup2(fileno(stdout), fileno(stderr));
+    std::vector<char*> argv;
+    argv.push_back(const_cast<char*>(QGOSSIP_BINARY));
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(QGOSSIP_BINARY, argv.data());
+    _exit(127);
+  }
+  p.pid = pid;
+  return p;
+}
+
+int wait_for(background_process& p, double timeout_s) {
+  auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  while (std::chrono::steady_clock::now() < until) {
+    int st = 0;
+    pid_t r = waitpid(p.pid, &st, WNOHANG);
+    if (r == p.pid) {
+      p.pid = -1;
+      return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return -1;
+}
+
+std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
 }
 
 }  // namespace qgossip::testing

@@ -28,3 +28,17 @@ void write_file(const std::filesystem::path& path, const std::string& text);
 int free_port_range(int count);
 
 }  // namespace qgossip::testing
+
+namespace qgossip::testing {
+
+// A qgossip process started in the background, its stdout+stderr going to `log`.
+struct background_process {
+  int pid = -1;
+  std::filesystem::path log;
+};
+background_process start_qgossip(const std::vector<std::string>& args, const std::filesystem::path& log);
+// Waits up to timeout_s for the process to exit; returns its exit code (128+signal), or -1 on timeout.
+int wait_for(background_process& p, double timeout_s);
+std::string read_file(const std::filesystem::path& path);
+
+}  // namespace qgossip::testing

@@ -3,7 +3,9 @@
 // compression, and a node whose neighbour never starts.
 #include <doctest/doctest.h>
 
+#include <csignal>
 #include <fstream>
+#include <thread>
 #include <map>
 #include <sstream>
 
@@ -53,7 +55,7 @@ double number(const flat_json& j, const char* key) {
   return std::get<double>(*v);
 }
 
-std::string text(const flat_json& j, const char* key) {
+std::string text(const flat_json& j, const std::string& key) {
   const json_value* v = j.find(key);
   REQUIRE(v != nullptr);
   REQUIRE(std::holds_alternative<std::string>(*v));
@@ -142,4 +144,48 @@ TEST_CASE("a node whose neighbour never starts fails within the deadline, naming
   CHECK(r.seconds < 10.0);  // 2 s deadline plus start-up and linger; far from the 30 s default
   auto s = summaries(tmp.path / "runs" / "lonely", 1);
   CHECK(text(s[0], "status") == "failed");
+}
+
+TEST_CASE("a seeded run reproduces bit for bit: the same model hashes on every node") {
+  temp_dir tmp;
+  ring_run a = launch_ring(tmp, "repeat-a", "ecd", "{name: qsgd, bits: 4, bucket: 128, norm: max}", 1);
+  ring_run b = launch_ring(tmp, "repeat-b", "ecd", "{name: qsgd, bits: 4, bucket: 128, norm: max}", 1);
+  for (int r = 0; r < 8; ++r) {
+    CAPTURE(r);
+    CHECK(text(a.nodes[r], "model_hash") == text(b.nodes[r], "model_hash"));
+    CHECK(text(a.nodes[r], "copy_" + std::to_string(r)) == text(b.nodes[r], "copy_" + std::to_string(r)));
+  }
+}
+
+TEST_CASE("killing a node mid-run: its neighbours stop within the deadline and name it") {
+  temp_dir tmp;
+  fs::path cfg = tmp.path / "victim.yaml";
+  std::string y = ring_config("victim", "dcd", "{name: qsgd, bits: 8}", tmp.path / "runs", free_port_range(8), 1000);
+  y.replace(y.find("round_timeout_s: 20"), 19, "round_timeout_s: 2");
+  write_file(cfg, y);
+  std::vector<background_process> nodes;
+  for (int r = 0; r < 8; ++r)
+    nodes.push_back(start_qgossip({"run", "--config", cfg.string(), "--rank", std::to_string(r)},
+                                  tmp.path / ("out-" + std::to_string(r) + ".txt")));
+  // Let training get going: node 3's CSV has rows once it is past its first logged round.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (read_file(tmp.path / "runs" / "victim" / "node-3.csv").find("\n5,") == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  REQUIRE(kill(nodes[3].pid, SIGKILL) == 0);
+  CHECK(wait_for(nodes[3], 5) == 128 + SIGKILL);
+  for (int r : {2, 4}) {  // the victim's neighbours: a run-time failure naming rank 3
+    CAPTURE(r);
+    int code = wait_for(nodes[r], 8);  // 2 s round deadline plus start-up slack
+    std::string out = read_file(nodes[r].log);
+    INFO(out);
+    CHECK(code == 1);
+    CHECK(out.find("no message from rank 3") != std::string::npos);
+  }
+  for (auto& p : nodes)  // the rest stop too (their neighbours went silent); never hang
+    if (p.pid > 0) {
+      int code = wait_for(p, 15);
+      if (code < 0) kill(p.pid, SIGKILL), wait_for(p, 5);
+      CHECK(code == 1);
+    }
 }
