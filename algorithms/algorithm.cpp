@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "algorithms/choco_sgd.hpp"
 #include "algorithms/dcd_psgd.hpp"
 #include "algorithms/dpsgd.hpp"
 #include "algorithms/ecd_psgd.hpp"
@@ -10,14 +11,20 @@
 
 namespace qgossip {
 
-std::unique_ptr<algorithm> make_algorithm(std::string_view name, const mixing_row& row, std::span<const float> x0) {
+std::unique_ptr<algorithm> make_algorithm(std::string_view name, const mixing_row& row, std::span<const float> x0,
+                                          const algorithm_options& options) {
   QG_ENFORCE(row.neighbours.size() == row.weights.size());
   QG_ENFORCE(std::is_sorted(row.neighbours.begin(), row.neighbours.end()), "neighbours must be ascending");
   if (name == "dpsgd") return std::make_unique<dpsgd>(row, x0, false);
   if (name == "naive") return std::make_unique<dpsgd>(row, x0, true);
   if (name == "dcd") return std::make_unique<dcd_psgd>(row, x0);
   if (name == "ecd") return std::make_unique<ecd_psgd>(row, x0);
-  throw config_error("unknown algorithm '" + std::string(name) + "'; expected one of dpsgd, naive, dcd, ecd");
+  if (name == "choco") {
+    if (!(options.consensus_step > 0 && options.consensus_step <= 1))
+      throw config_error("algorithm.consensus_step must be in (0, 1], got " + std::to_string(options.consensus_step));
+    return std::make_unique<choco_sgd>(row, x0, options.consensus_step);
+  }
+  throw config_error("unknown algorithm '" + std::string(name) + "'; expected one of dpsgd, naive, dcd, ecd, choco");
 }
 
 }  // namespace qgossip

@@ -1,6 +1,6 @@
 #pragma once
 // An Algorithm is one node's optimizer state and update rule for decentralized training
-// (ALGORITHMS.md): D-PSGD, naive compressed D-PSGD, DCD-PSGD, ECD-PSGD. It owns the node's model
+// (ALGORITHMS.md): D-PSGD, naive compressed D-PSGD, DCD-PSGD, ECD-PSGD, CHOCO-SGD. It owns the node's model
 // x and any copies of its neighbours' state (DCD replicas, ECD estimates). It does no I/O and
 // starts no threads; the node loop drives it, one synchronous round t = 1, 2, ... at a time:
 //
@@ -61,8 +61,14 @@ class algorithm {
   virtual std::vector<held_copy> held_copies() const = 0;
 };
 
-// Builds the named algorithm ("dpsgd", "naive", "dcd", "ecd") for node row.rank, starting at x0
-// (the same on every node). Throws config_error for an unknown name.
-std::unique_ptr<algorithm> make_algorithm(std::string_view name, const mixing_row& row, std::span<const float> x0);
+// Parameters some algorithms take (the run YAML's `algorithm:` mapping).
+struct algorithm_options {
+  double consensus_step = 1.0;  // CHOCO-SGD's gamma_c, in (0, 1]
+};
+
+// Builds the named algorithm ("dpsgd", "naive", "dcd", "ecd", "choco") for node row.rank, starting
+// at x0 (the same on every node). Throws config_error for an unknown name or a bad option.
+std::unique_ptr<algorithm> make_algorithm(std::string_view name, const mixing_row& row, std::span<const float> x0,
+                                          const algorithm_options& options = {});
 
 }  // namespace qgossip

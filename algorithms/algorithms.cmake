@@ -1,5 +1,6 @@
 add_library(qgossip_algorithms STATIC
   algorithm.cpp
+  choco_sgd.cpp
   dpsgd.cpp
   dcd_psgd.cpp
   ecd_psgd.cpp

@@ -187,7 +187,10 @@ std::string canonical_yaml(const run_config& c) {
     y << YAML::Flow << YAML::BeginMap << YAML::Key << "host" << YAML::Value << a.host << YAML::Key << "port"
       << YAML::Value << a.port << YAML::Key << "gpu" << YAML::Value << a.gpu << YAML::EndMap;
   y << YAML::EndSeq << YAML::EndMap;
-  y << YAML::Key << "algorithm" << YAML::Value << c.algorithm;
+  y << YAML::Key << "algorithm" << YAML::Value << YAML::BeginMap << YAML::Key << "name" << YAML::Value << c.algorithm;
+  if (c.algorithm == "choco")
+    y << YAML::Key << "consensus_step" << YAML::Value << c.algorithm_params.consensus_step;
+  y << YAML::EndMap;
   y << YAML::Key << "compressor" << YAML::Value;
   emit_codec(y, c.compressor);
   y << YAML::Key << "model" << YAML::Value << YAML::BeginMap << YAML::Key << "kind" << YAML::Value << c.model.kind
@@ -226,7 +229,7 @@ std::string canonical_yaml(const run_config& c) {
 }  // namespace
 
 const std::vector<std::string>& algorithm_names() {
-  static const std::vector<std::string> names{"dpsgd", "naive", "dcd", "ecd"};
+  static const std::vector<std::string> names{"dpsgd", "naive", "dcd", "ecd", "choco"};
   return names;
 }
 
@@ -261,7 +264,17 @@ run_config load_run_config(const std::string& file, const std::vector<std::strin
     c.topology = load_topology_node(*topo, file, "topology");
   }
 
-  c.algorithm = get_choice(r, "algorithm", c.algorithm, algorithm_names());
+  if (auto a = r.child("algorithm"); a && a->IsMap()) {
+    yaml_reader ar(*a, file, "algorithm");
+    c.algorithm = get_choice(ar, "name", c.algorithm, algorithm_names());
+    c.algorithm_params.consensus_step =
+        get_double_in(ar, "consensus_step", c.algorithm_params.consensus_step, 1e-9, 1.0);
+    if (c.algorithm != "choco" && ar.has("consensus_step"))
+      throw ar.error("algorithm.consensus_step is only read by choco");
+    ar.finish();
+  } else {
+    c.algorithm = get_choice(r, "algorithm", c.algorithm, algorithm_names());
+  }
   c.compressor = parse_compressor(r);
 
   if (auto m = r.map("model")) {

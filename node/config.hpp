@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "algorithms/algorithm.hpp"
 #include "algorithms/compress/compressor.hpp"
 #include "node/lr_schedule.hpp"
 #include "node/model_factory.hpp"
@@ -66,7 +67,8 @@ struct run_config {
   std::string name = "run";   // runs/<name>/
   std::uint64_t seed = 1;     // same initial model on every node; data order; quantization noise
   topology_config topology;
-  std::string algorithm = "dcd";  // dpsgd | naive | dcd | ecd
+  std::string algorithm = "dcd";  // dpsgd | naive | dcd | ecd | choco; or {name: choco, consensus_step: 0.3}
+  algorithm_options algorithm_params;
   codec_spec compressor{"identity", {}};
   model_spec model;                 // model: {kind: mlp | softmax, hidden: [128]}
   data_config data;

@@ -145,7 +145,7 @@ node_exit run_node(const run_config& c, int rank, const node_run_options& option
   net->init(x0, c.seed);  // the same x_1 on every node
   std::unique_ptr<compressor> codec = make_compressor(c.compressor, net->layer_bounds());
   mixing_row row = row_of(topo, rank);
-  std::unique_ptr<algorithm> alg = make_algorithm(c.algorithm, row, x0);
+  std::unique_ptr<algorithm> alg = make_algorithm(c.algorithm, row, x0, c.algorithm_params);
   lr_schedule schedule(c.train.lr);
   std::vector<std::size_t> shard_rows(data.train.size);  // data.train is the shard already
   for (std::size_t i = 0; i < shard_rows.size(); ++i) shard_rows[i] = i;

@@ -71,7 +71,11 @@ TEST_CASE("duplicate keys, non-finite numbers, wrong types and bad choices are e
   f = s.write("type.yaml", "topology: {graph: ring, n: 4}\ntrain: {batch: many}\n");
   CHECK(error_of(f) == f + ":2:16: train.batch: expected an integer, got 'many'");
   f = s.write("choice.yaml", "topology: {graph: ring, n: 4}\nalgorithm: dcd-psgd\n");
-  CHECK(error_of(f).find("unknown value 'dcd-psgd'; expected one of dpsgd, naive, dcd, ecd") != std::string::npos);
+  CHECK(error_of(f).find("unknown value 'dcd-psgd'; expected one of dpsgd, naive, dcd, ecd, choco") != std::string::npos);
+  f = s.write("choco.yaml", "topology: {graph: ring, n: 4}\nalgorithm: {name: choco, consensus_step: 0.3}\n");
+  CHECK(load_run_config(f).algorithm_params.consensus_step == doctest::Approx(0.3));
+  f = s.write("nochoco.yaml", "topology: {graph: ring, n: 4}\nalgorithm: {name: dcd, consensus_step: 0.3}\n");
+  CHECK(error_of(f).find("consensus_step is only read by choco") != std::string::npos);
   f = s.write("range.yaml", "topology: {graph: ring, n: 4}\ntrain: {batch: 0}\n");
   CHECK(error_of(f).find("train.batch: 0 is out of range") != std::string::npos);
 }

@@ -1,0 +1,51 @@
+#include "algorithms/choco_sgd.hpp"
+
+#include <algorithm>
+
+#include "algorithms/mixing.hpp"
+#include "algorithms/neighbour_index.hpp"
+#include "core/errors.hpp"
+
+namespace qgossip {
+
+choco_sgd::choco_sgd(const mixing_row& row, std::span<const float> x0, double consensus_step)
+    : row_(row), consensus_step_(static_cast<float>(consensus_step)), x_(x0.begin(), x0.end()), q_(x0.size()),
+      own_copy_(x0.begin(), x0.end()), copies_(row.neighbours.size(), std::vector<float>(x0.begin(), x0.end())),
+      received_(row.neighbours.size()) {
+  QG_ENFORCE(consensus_step > 0 && consensus_step <= 1, "consensus_step=" << consensus_step);
+}
+
+std::span<const float> choco_sgd::outgoing(std::span<const float> grad, float lr, std::uint64_t) {
+  mixing::axpy(x_, -lr, grad);         // x_{t+1/2}
+  mixing::sub(q_, x_, own_copy_);      // x_{t+1/2} - x^_i
+  std::fill(received_.begin(), received_.end(), false);
+  return q_;
+}
+
+void choco_sgd::absorb_own(std::span<const float> decoded, std::uint64_t) { mixing::add(own_copy_, decoded); }
+
+void choco_sgd::absorb(int from, std::span<const float> decoded, std::uint64_t) {
+  std::size_t k = neighbour_index(row_, from);
+  QG_ENFORCE(!received_[k], "two messages from rank " << from << " in one round");
+  mixing::add(copies_[k], decoded);
+  received_[k] = true;
+}
+
+void choco_sgd::finish(std::uint64_t t) {
+  for (std::size_t k = 0; k < received_.size(); ++k)
+    QG_ENFORCE(received_[k], "round " << t << " finished without a message from rank " << row_.neighbours[k]);
+  // x += gamma_c * sum_j W_ij (x^_j - x^_i), neighbours in ascending order.
+  for (std::size_t k = 0; k < copies_.size(); ++k) {
+    const float a = consensus_step_ * static_cast<float>(row_.weights[k]);
+    mixing::axpy(x_, a, copies_[k]);
+    mixing::axpy(x_, -a, own_copy_);
+  }
+}
+
+std::vector<held_copy> choco_sgd::held_copies() const {
+  std::vector<held_copy> out{{row_.rank, own_copy_}};
+  for (std::size_t k = 0; k < copies_.size(); ++k) out.push_back({row_.neighbours[k], copies_[k]});
+  return out;
+}
+
+}  // namespace qgossip

@@ -1,0 +1,41 @@
+#pragma once
+// CHOCO-SGD (Koloskova et al. 2019), which converges with *biased* compressors (top-k, sign) at
+// compression where DCD/ECD fail. Node i keeps public copies x^_j for j in N(i) and for itself,
+// all starting at x_1, and a consensus step size gamma_c:
+//   x_{t+1/2} = x_t - gamma g_t
+//   q_t       = C(x_{t+1/2} - x^_i)            sent to every neighbour
+//   x^_j     += q_j    for j in N(i) and i     (each holder applies the same decoded q_j)
+//   x_{t+1}   = x_{t+1/2} + gamma_c sum_{j in N(i)} W_ij (x^_j - x^_i)
+// Invariant (tested): node i's copy x^_j equals node j's own x^_j bit for bit.
+#include <vector>
+
+#include "algorithms/algorithm.hpp"
+
+namespace qgossip {
+
+class choco_sgd final : public algorithm {
+ public:
+  // REQUIRES: 0 < consensus_step <= 1.
+  choco_sgd(const mixing_row& row, std::span<const float> x0, double consensus_step);
+
+  std::string_view name() const override { return "choco"; }
+  bool compresses() const override { return true; }
+  std::span<const float> model() const override { return x_; }
+  std::span<const float> outgoing(std::span<const float> grad, float lr, std::uint64_t t) override;
+  void absorb_own(std::span<const float> decoded, std::uint64_t t) override;
+  void absorb(int from, std::span<const float> decoded, std::uint64_t t) override;
+  void finish(std::uint64_t t) override;
+  std::string_view copies_kind() const override { return "public_copy"; }
+  std::vector<held_copy> held_copies() const override;
+
+ private:
+  mixing_row row_;
+  float consensus_step_;
+  std::vector<float> x_;       // x_{t+1/2} between outgoing() and finish()
+  std::vector<float> q_;       // the difference to compress
+  std::vector<float> own_copy_;
+  std::vector<std::vector<float>> copies_;  // x^_j by neighbour index
+  std::vector<bool> received_;
+};
+
+}  // namespace qgossip
