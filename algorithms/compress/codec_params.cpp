@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 
 #include "core/errors.hpp"
 
@@ -53,6 +54,26 @@ std::uint64_t codec_params::get_uint(std::string_view key, std::uint64_t fallbac
     fail("parameter '" + std::string(key) + "' = '" + *text + "': expected an integer in [" +
          std::to_string(min) + ", " + std::to_string(max) + "]");
   return value;
+}
+
+double codec_params::get_real(std::string_view key, double fallback, double lo, double hi, bool open_low) const {
+  const std::string* text = find(key);
+  if (text == nullptr) return fallback;
+  double value = 0;
+  const char* end = text->data() + text->size();
+  const auto [ptr, ec] = std::from_chars(text->data(), end, value);
+  const bool above = open_low ? value > lo : value >= lo;
+  if (ec != std::errc() || ptr != end || !std::isfinite(value) || !above || value > hi)
+    fail("parameter '" + std::string(key) + "' = '" + *text + "': expected a number in " + (open_low ? "(" : "[") +
+         format_real(lo) + ", " + format_real(hi) + "]");
+  return value;
+}
+
+std::string format_real(double x) {
+  char buf[64];
+  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, x);  // shortest round-trip form
+  QG_ENFORCE(ec == std::errc(), "to_chars(" << x << ")");
+  return std::string(buf, end);
 }
 
 std::string codec_params::get_choice(std::string_view key, std::string_view fallback,

@@ -16,7 +16,8 @@
 
 namespace qgossip {
 
-// The candidate closest to word by edit distance, if it is close enough to be a plausible typo
+// The shortest text that parses back to x ("1", "0.01"): how describe() writes real parameters.
+std::string format_real(double x);
 
 class codec_params {
  public:
@@ -27,6 +28,8 @@ class codec_params {
   // A decimal integer in [min, max]; fallback when the key is absent.
   std::uint64_t get_uint(std::string_view key, std::uint64_t fallback, std::uint64_t min,
                          std::uint64_t max) const;
+  // A finite decimal number in [lo, hi] ((lo, hi] when open_low); fallback when the key is absent.
+  double get_real(std::string_view key, double fallback, double lo, double hi, bool open_low = false) const;
   // One of choices; fallback when the key is absent.
   std::string get_choice(std::string_view key, std::string_view fallback,
                          std::initializer_list<std::string_view> choices) const;

@@ -74,6 +74,16 @@ class compressor {
   virtual void encode(std::span<const float> v, const codec_context& ctx, std::vector<std::byte>& out) const = 0;
   // Decodes exactly out.size() values from in, which must be exactly one encoding.
   virtual status decode(std::span<const std::byte> in, const codec_context& ctx, std::span<float> out) const = 0;
+
+  // Shannon entropy, in bits per value, of the empirical distribution of the symbols that `encoded`
+  // (one encoding of n values, made with ctx) carries: what an ideal entropy coder of those symbols
+  // would need, to set against the bits the codec spends. Side information (scales, norms) is not
+  // counted. The default (compressor.cpp) decodes and takes the entropy of the decoded floats' 32-bit
+  // patterns: exact but coarse (values of different buckets are different symbols); codecs override
+  // it with their own symbols (QSGD: signed levels, NUQSGD: signed exponent indices).
+  // REQUIRES: encoded decodes (QG_ENFORCE). 0 for n = 0.
+  virtual double entropy_bits_per_value(std::span<const std::byte> encoded, std::size_t n,
+                                        const codec_context& ctx) const;
 };
 
 // A codec named with its parameters, as the run YAML (`compressor: {name: qsgd, levels: 127}`) and

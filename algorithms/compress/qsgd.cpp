@@ -2,10 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "algorithms/compress/codec_params.hpp"
+#include "algorithms/compress/entropy.hpp"
+#include "algorithms/compress/sparse_elias.hpp"
 #include "core/errors.hpp"
 #include "core/hash.hpp"
+#include "kernels/cpu/bitpack.hpp"
 #include "kernels/cpu/finite.hpp"
 #include "kernels/cpu/philox.hpp"
 #include "kernels/cpu/qsgd.hpp"
@@ -15,6 +19,27 @@ namespace {
 
 kernels::philox_stream stream_of(const codec_context& ctx) {
   return kernels::philox_stream::make(ctx.seed, ctx.rank, ctx.iteration, ctx.stream);
+}
+
+// Values per tile of the Elias paths: levels for one tile stay in L1.
+constexpr std::size_t kTile = 1024;
+
+// The Elias decoder's levels as the dense codes qsgd_dequantize_code takes (sign at bit 15).
+constexpr std::uint32_t kSignShift = 15;
+constexpr std::uint32_t kMagnitudeMask = (1u << kSignShift) - 1;
+
+std::string sparse_fault_text(sparse_elias_fault f) {
+  switch (f) {
+    case sparse_elias_fault::truncated:
+      return "payload ends inside, or holds an over-64-bit Elias code,";
+    case sparse_elias_fault::gap:
+      return "a gap points past the end of the bucket";
+    case sparse_elias_fault::magnitude:
+      return "a level above s";
+    case sparse_elias_fault::none:
+      break;
+  }
+  return "unknown fault";
 }
 
 }  // namespace
@@ -28,7 +53,16 @@ qsgd_compressor::qsgd_compressor(const qsgd_options& options)
 
 std::string qsgd_compressor::describe() const {
   return "qsgd:levels=" + std::to_string(options_.levels) + ",bucket=" + std::to_string(options_.bucket) +
-         ",norm=" + (options_.norm == kernels::qsgd_norm::l2 ? "l2" : "max");
+         ",norm=" + (options_.norm == kernels::qsgd_norm::l2 ? "l2" : "max") +
+         (options_.coding == qsgd_coding::elias ? ",coding=elias" : "");
+}
+
+std::size_t qsgd_compressor::max_encoded_bytes(std::size_t n) const {
+  if (options_.coding == qsgd_coding::dense) return layout_.encoded_bytes(n);
+  // Every bucket at its longest (sparse_elias.hpp): n (2 + |Elias(s)|) + (one end marker bit) per bucket.
+  const std::size_t buckets = layout_.bucket_count(n);
+  const std::uint64_t bits = sparse_elias_max_bits(n, options_.levels) - 1 + buckets;
+  return layout_.scale_bytes(n) + static_cast<std::size_t>((bits + 7) / 8);
 }
 
 double qsgd_compressor::relative_error_bound(std::size_t n) const {
@@ -47,6 +81,7 @@ double qsgd_compressor::relative_error_bound(std::size_t n) const {
 
 void qsgd_compressor::encode(std::span<const float> v, const codec_context& ctx,
                              std::vector<std::byte>& out) const {
+  if (options_.coding == qsgd_coding::elias) return encode_elias(v, ctx, out);
   const std::size_t old = out.size();
   out.resize(old + layout_.encoded_bytes(v.size()));
   if (!kernels::qsgd_encode(v, layout_, stream_of(ctx), std::span<std::byte>(out).subspan(old))) {
@@ -58,6 +93,7 @@ void qsgd_compressor::encode(std::span<const float> v, const codec_context& ctx,
 
 status qsgd_compressor::decode(std::span<const std::byte> in, const codec_context& ctx,
                                std::span<float> out) const {
+  if (options_.coding == qsgd_coding::elias) return decode_elias(in, out);
   using kernels::qsgd_fault;
   const kernels::qsgd_decode_result r = kernels::qsgd_decode(in, layout_, out);
   switch (r.fault) {
@@ -80,8 +116,123 @@ status qsgd_compressor::decode(std::span<const std::byte> in, const codec_contex
   return status::error(errc::corrupt, "qsgd: unknown decode fault");
 }
 
+void qsgd_compressor::encode_elias(std::span<const float> v, const codec_context& ctx,
+                                   std::vector<std::byte>& out) const {
+  const std::size_t n = v.size();
+  const std::size_t d = layout_.bucket_size(n);
+  const std::size_t buckets = layout_.bucket_count(n);
+  const kernels::philox_stream rng = stream_of(ctx);
+  const std::size_t old = out.size();
+  out.resize(old + layout_.scale_bytes(n));
+  sparse_elias_writer writer(out);
+  std::int32_t levels[kTile];
+  for (std::size_t b = 0; b < buckets; ++b) {
+    const std::size_t start = b * d;
+    const std::span<const float> bucket = v.subspan(start, std::min(d, n - start));
+    bool finite = true;
+    const float scale = kernels::qsgd_bucket_scale(bucket, options_.norm, finite);
+    if (!finite) {
+      out.resize(old);
+      const std::size_t index = kernels::first_non_finite(v);
+      QG_ENFORCE(false, "qsgd: non-finite input " << v[index] << " at index " << index);
+    }
+    std::memcpy(out.data() + old + 4 * b, &scale, 4);
+    for (std::size_t t = 0; t < bucket.size(); t += kTile) {
+      const std::size_t m = std::min(kTile, bucket.size() - t);
+      kernels::qsgd_quantize_levels(bucket.subspan(t, m), start + t, scale, options_.levels, rng,
+                                    std::span<std::int32_t>(levels, m));
+      writer.put(std::span<const std::int32_t>(levels, m));
+    }
+    writer.end_bucket();
+  }
+  writer.finish();
+}
+
+status qsgd_compressor::decode_elias(std::span<const std::byte> in, std::span<float> out) const {
+  const std::size_t n = out.size();
+  const std::size_t d = layout_.bucket_size(n);
+  const std::size_t buckets = layout_.bucket_count(n);
+  const std::size_t scale_bytes = layout_.scale_bytes(n);
+  if (in.size() < scale_bytes)
+    return status::error(errc::corrupt, "qsgd: payload of " + std::to_string(in.size()) +
+                                            " bytes cannot hold the " + std::to_string(buckets) +
+                                            " bucket scales of " + std::to_string(n) + " values");
+  const std::size_t body_offset = scale_bytes;
+  sparse_elias_reader reader(in.subspan(body_offset), options_.levels);
+  const float levels_f = static_cast<float>(options_.levels);
+  std::int32_t levels[kTile];
+  for (std::size_t b = 0; b < buckets; ++b) {
+    std::uint32_t scale_bits;
+    std::memcpy(&scale_bits, in.data() + 4 * b, 4);
+    if (!kernels::qsgd_scale_valid(scale_bits))
+      return status::error(errc::corrupt,
+                           "qsgd: bucket " + std::to_string(b) + " has a NaN, infinite or negative scale");
+    const float step = kernels::qg_fdiv(kernels::qg_bits_float(scale_bits), levels_f);
+    const std::size_t start = b * d;
+    const std::size_t len = std::min(d, n - start);
+    sparse_elias_fault fault = reader.begin_bucket(len);
+    for (std::size_t t = 0; t < len && fault == sparse_elias_fault::none; t += kTile) {
+      const std::size_t m = std::min(kTile, len - t);
+      fault = reader.get(std::span<std::int32_t>(levels, m));
+      if (fault != sparse_elias_fault::none) break;
+      for (std::size_t i = 0; i < m; ++i) {
+        const std::int32_t l = levels[i];
+        const std::uint32_t code = l < 0 ? static_cast<std::uint32_t>(-l) | (1u << kSignShift)
+                                         : static_cast<std::uint32_t>(l);
+        out[start + t + i] = kernels::qsgd_dequantize_code(code, step, kMagnitudeMask, kSignShift);
+      }
+    }
+    if (fault != sparse_elias_fault::none)
+      return status::error(errc::corrupt, "qsgd: " + sparse_fault_text(fault) + " at element " +
+                                              std::to_string(start + reader.position()) + " (bucket " +
+                                              std::to_string(b) + ", levels=" +
+                                              std::to_string(options_.levels) + ")");
+  }
+  if (!reader.at_end())
+    return status::error(errc::corrupt, "qsgd: " + std::to_string(8 * (in.size() - body_offset) - reader.bits_read()) +
+                                            " bits after the last bucket (trailing bytes, or padding that is not all 1s)");
+  return status::ok();
+}
+
+double qsgd_compressor::entropy_bits_per_value(std::span<const std::byte> encoded, std::size_t n,
+                                               const codec_context& ctx) const {
+  if (n == 0) return 0.0;
+  std::vector<float> values(n);
+  const status st = decode(encoded, ctx, values);  // validates, so the symbol walk below cannot fail
+  QG_ENFORCE(st.is_ok(), "qsgd: entropy of a payload that does not decode: " << st.message());
+  symbol_histogram h;
+  const std::span<const std::byte> body = encoded.subspan(layout_.scale_bytes(n));
+  if (options_.coding == qsgd_coding::dense) {
+    const std::uint32_t sign_shift = layout_.bits() - 1;
+    kernels::bit_reader reader(body);
+    std::uint16_t codes[kTile];
+    for (std::size_t t = 0; t < n; t += kTile) {
+      const std::size_t m = std::min(kTile, n - t);
+      reader.get(std::span<std::uint16_t>(codes, m), layout_.bits());
+      for (std::size_t i = 0; i < m; ++i) {
+        const std::int64_t l = codes[i] & ((1u << sign_shift) - 1);
+        h.add((codes[i] >> sign_shift) ? -l : l);
+      }
+    }
+  } else {
+    sparse_elias_reader reader(body, options_.levels);
+    const std::size_t d = layout_.bucket_size(n);
+    std::int32_t levels[kTile];
+    for (std::size_t start = 0; start < n; start += d) {
+      const std::size_t len = std::min(d, n - start);
+      QG_ENFORCE(reader.begin_bucket(len) == sparse_elias_fault::none, "validated above");
+      for (std::size_t t = 0; t < len; t += kTile) {
+        const std::size_t m = std::min(kTile, len - t);
+        QG_ENFORCE(reader.get(std::span<std::int32_t>(levels, m)) == sparse_elias_fault::none, "validated above");
+        for (std::size_t i = 0; i < m; ++i) h.add(levels[i]);
+      }
+    }
+  }
+  return h.entropy_bits_per_symbol();
+}
+
 std::unique_ptr<compressor> make_qsgd(const codec_spec& spec, const layer_bounds& layers) {
-  const codec_params params(spec, {"levels", "bits", "bucket", "norm"});
+  const codec_params params(spec, {"levels", "bits", "bucket", "norm", "coding"});
   qsgd_options options;
   const bool has_levels = params.has("levels");
   const bool has_bits = params.has("bits");
@@ -99,6 +250,8 @@ std::unique_ptr<compressor> make_qsgd(const codec_spec& spec, const layer_bounds
   options.bucket = static_cast<std::size_t>(params.get_uint("bucket", 512, 0, std::uint64_t{1} << 40));
   options.norm = params.get_choice("norm", "l2", {"l2", "max"}) == "l2" ? kernels::qsgd_norm::l2
                                                                         : kernels::qsgd_norm::max;
+  options.coding = params.get_choice("coding", "dense", {"dense", "elias"}) == "dense" ? qsgd_coding::dense
+                                                                                       : qsgd_coding::elias;
   return std::make_unique<qsgd_compressor>(options);
 }
 

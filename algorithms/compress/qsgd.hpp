@@ -1,6 +1,8 @@
 #pragma once
-// qsgd: QSGD (Alistarh et al.) and its max-norm variant QSGDinf, with dense fixed-width coding.
-// codec_id::qsgd. Inline spec: "qsgd:levels=127,bucket=512,norm=l2" (the canonical describe()).
+// qsgd: QSGD (Alistarh et al.) and its max-norm variant QSGDinf, with dense fixed-width coding or
+// the paper's sparse Elias coding. codec_id::qsgd. Inline spec: "qsgd:levels=127,bucket=512,norm=l2"
+// (the canonical describe(); ",coding=elias" is appended for the Elias coding only, so the dense
+// form keeps the string and params_tag it had before the parameter existed).
 //
 // What the parameters mean, exactly:
 //   levels = s >= 1: the number of NONZERO magnitude levels. Each value v of a bucket with scale S
@@ -14,9 +16,14 @@
 //   bucket = d >= 0: values per scale (default 512); 0 = the whole vector is one bucket. The last
 //            bucket may be shorter. Ignores layer boundaries (the vector is bucketed as one span).
 //   norm   = l2 (QSGD: S = ||bucket||_2) or max (QSGDinf: S = ||bucket||_inf). Default l2.
+//   coding = dense (default) or elias.
 // Payload for n values (kernels/cpu/qsgd_format.hpp, docs/codecs.md): ceil(n/d) float32 scales, then
-// n codes of b bits packed LSB-first, zero-padded to a byte: 4*ceil(n/d) + ceil(n*b/8) bytes exactly
-// (8 bits, d = 512: n + 4*ceil(n/512)).
+//   dense: n codes of b bits packed LSB-first, zero-padded to a byte: 4*ceil(n/d) + ceil(n*b/8) bytes
+//          exactly (8 bits, d = 512: n + 4*ceil(n/512));
+//   elias: one bit stream (bit_stream.hpp) holding each bucket's signed levels in the sparse coding of
+//          sparse_elias.hpp (Elias gap, sign, Elias level per nonzero, then an end-of-bucket gap),
+//          padded to a byte with 1-bits. Variable length; max_encoded_bytes is the worst case (every value
+//          at level s). Same levels as dense for the same (v, ctx): both decode to the same floats.
 //
 // Randomness: Philox4x32-10 keyed by (ctx.seed, ctx.rank, ctx.iteration, ctx.stream), one word per
 // element, so encode is reproducible and a GPU (kernels/cuda) produces the same bytes. Decode uses no
@@ -24,8 +31,9 @@
 // Error bound (alpha^2), per bucket of d' = min(d, n) values: E||Q(v)-v||^2 <= min(d'/(4s^2), sqrt(d')/s)
 // ||v||^2 for both norms; see relative_error_bound() and docs/codecs.md for the derivation. Input must be
 // finite (QG_ENFORCE in encode). Decode rejects a wrong size, a NaN/Inf/negative scale, an out-of-range
-// level, "-0" codes and nonzero padding as errc::corrupt. Thread safety: immutable; encode/decode may run
-// concurrently.
+// level, "-0" codes and nonzero padding as errc::corrupt; for elias also a truncated or over-64-bit
+// Elias code, a gap past a bucket's end, and trailing bytes. Thread safety: immutable; encode/decode
+// may run concurrently.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -35,10 +43,16 @@
 
 namespace qgossip {
 
+enum class qsgd_coding : std::uint8_t {
+  dense = 0,  // fixed-width codes (kernels/cpu/qsgd_format.hpp)
+  elias = 1,  // the paper's sparse Elias coding (sparse_elias.hpp)
+};
+
 struct qsgd_options {
   std::uint32_t levels = 127;                        // s, 1 .. 32767
   std::size_t bucket = 512;                          // d; 0 = whole vector
   kernels::qsgd_norm norm = kernels::qsgd_norm::l2;  // l2 = QSGD, max = QSGDinf
+  qsgd_coding coding = qsgd_coding::dense;
 };
 
 class qsgd_compressor final : public compressor {
@@ -52,14 +66,20 @@ class qsgd_compressor final : public compressor {
   std::string describe() const override;
   bool unbiased() const override { return true; }
   double relative_error_bound(std::size_t n) const override;
-  std::size_t max_encoded_bytes(std::size_t n) const override { return layout_.encoded_bytes(n); }
+  std::size_t max_encoded_bytes(std::size_t n) const override;
   void encode(std::span<const float> v, const codec_context& ctx, std::vector<std::byte>& out) const override;
   status decode(std::span<const std::byte> in, const codec_context& ctx, std::span<float> out) const override;
+  // The entropy of the signed levels (-s..s), one symbol per value.
+  double entropy_bits_per_value(std::span<const std::byte> encoded, std::size_t n,
+                                const codec_context& ctx) const override;
 
   const qsgd_options& options() const { return options_; }
   std::uint32_t bits() const { return layout_.bits(); }
 
  private:
+  void encode_elias(std::span<const float> v, const codec_context& ctx, std::vector<std::byte>& out) const;
+  status decode_elias(std::span<const std::byte> in, std::span<float> out) const;
+
   qsgd_options options_;
   kernels::qsgd_layout layout_;
   std::uint32_t params_tag_;

@@ -3,8 +3,15 @@
 
 #include "algorithms/compress/codec_params.hpp"
 #include "algorithms/compress/compressor.hpp"
+#include "algorithms/compress/dither.hpp"
 #include "algorithms/compress/identity.hpp"
+#include "algorithms/compress/mcgq.hpp"
+#include "algorithms/compress/nuqsgd.hpp"
 #include "algorithms/compress/qsgd.hpp"
+#include "algorithms/compress/half.hpp"
+#include "algorithms/compress/sign.hpp"
+#include "algorithms/compress/sparsify.hpp"
+#include "algorithms/compress/topk.hpp"
 #include "core/errors.hpp"
 
 namespace qgossip {
@@ -21,6 +28,15 @@ struct registry_entry {
 constexpr registry_entry kRegistry[] = {
     {"identity", &make_identity},
     {"qsgd", &make_qsgd},
+    {"randsparse", &make_randsparse},
+    {"randk", &make_randk},
+    {"topk", &make_topk},
+    {"sign", &make_sign},
+    {"fp16", &make_fp16},
+    {"bf16", &make_bf16},
+    {"mcgq", &make_mcgq},
+    {"dither", &make_dither},
+    {"nuqsgd", &make_nuqsgd},
 };
 
 }  // namespace

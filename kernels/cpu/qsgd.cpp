@@ -202,6 +202,30 @@ float qsgd_bucket_scale(std::span<const float> bucket, qsgd_norm norm, bool& fin
   return bucket_scale(bucket.data(), bucket.size(), norm, finite);
 }
 
+void qsgd_quantize_levels(std::span<const float> v, std::uint64_t first, float scale, std::uint32_t levels,
+                          const philox_stream& rng, std::span<std::int32_t> out) {
+  check_layout(qsgd_layout{levels, 0, qsgd_norm::l2});
+  QG_ENFORCE(out.size() == v.size(), "out=" << out.size() << " v=" << v.size());
+  // Codes as the dense path makes them (16-bit, sign at bit 15 for every s <= 32767), then signed.
+  constexpr std::int32_t kSign = 1 << 15;
+  alignas(64) float u[kTile];
+  alignas(64) std::uint16_t codes[kTile];
+  const auto s = static_cast<std::int32_t>(levels);
+  const float levels_f = static_cast<float>(levels);
+  const float ratio = qsgd_ratio(scale, levels_f);
+  for (std::size_t t = 0; t < v.size(); t += kTile) {
+    const std::size_t m = std::min(kTile, v.size() - t);
+    philox_uniforms(rng, first + t, std::span<float>(u, m));
+    for (std::size_t i = 0; i < m; ++i)
+      codes[i] = static_cast<std::uint16_t>(qsgd_quantize_value(v[t + i], scale, ratio, levels_f, s, 15, u[i]));
+    for (std::size_t i = 0; i < m; ++i) {
+      const std::int32_t c = codes[i];
+      const std::int32_t l = c & (kSign - 1);
+      out[t + i] = (c & kSign) ? -l : l;
+    }
+  }
+}
+
 bool qsgd_encode(std::span<const float> v, const qsgd_layout& layout, const philox_stream& rng,
                  std::span<std::byte> out) {
   static const simd_level best = best_simd();

@@ -23,6 +23,14 @@ float qsgd_bucket_scale(std::span<const float> bucket, qsgd_norm norm, bool& fin
 [[nodiscard]] bool qsgd_encode(std::span<const float> v, const qsgd_layout& layout, const philox_stream& rng,
                                std::span<std::byte> out);
 
+// The signed levels (-s..s) that qsgd_encode codes for v, one tile of a bucket with scale `scale`
+// (from qsgd_bucket_scale), v[k] being element first + k of the encode's stream: level = +-l with
+// the sign only on l > 0. The same arithmetic and uniforms as qsgd_encode, so the sparse (Elias)
+// coding of (v, ctx) decodes to the same floats as the dense one. REQUIRES: out.size() == v.size(),
+// 1 <= levels <= kQsgdMaxLevels (QG_ENFORCE), finite v with |v| <= scale.
+void qsgd_quantize_levels(std::span<const float> v, std::uint64_t first, float scale, std::uint32_t levels,
+                          const philox_stream& rng, std::span<std::int32_t> out);
+
 enum class qsgd_fault : std::uint8_t {
   none = 0,
   size,     // in.size() != layout.encoded_bytes(out.size())

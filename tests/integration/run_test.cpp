@@ -93,9 +93,11 @@ TEST_CASE("a ring of 8 trains with every algorithm, and copies equal their owner
   };
   for (cas c : {cas{"dpsgd", "identity", 0.25}, cas{"dcd", "{name: qsgd, bits: 8, bucket: 512}", 0.25},
                 cas{"ecd", "{name: qsgd, bits: 8, bucket: 512, norm: max}", 0.25},
-                cas{"naive", "{name: qsgd, bits: 8, bucket: 512}", 1.0}}) {
+                cas{"naive", "{name: qsgd, bits: 8, bucket: 512}", 1.0},
+                cas{"{name: choco, consensus_step: 0.5}", "{name: qsgd, bits: 4, bucket: 128, norm: max}", 0.25}}) {
     CAPTURE(c.algorithm);
-    ring_run run = launch_ring(tmp, std::string("ring-") + c.algorithm, c.algorithm, c.compressor);
+    std::string label = std::string(c.algorithm).find("choco") != std::string::npos ? "choco" : c.algorithm;
+    ring_run run = launch_ring(tmp, "ring-" + label, c.algorithm, c.compressor);
     for (const auto& [rank, s] : run.nodes) {
       CAPTURE(rank);
       CHECK(text(s, "status") == "ok");
@@ -109,6 +111,10 @@ TEST_CASE("a ring of 8 trains with every algorithm, and copies equal their owner
     if (std::string(c.algorithm) == "dcd") {
       CHECK(check.copies_kind == "replica");
       CHECK(check.edges_checked == 16);  // both directions of the ring's 8 edges
+    }
+    if (label == "choco") {
+      CHECK(check.copies_kind == "public_copy");
+      CHECK(check.edges_checked == 16);
     }
     if (std::string(c.algorithm) == "ecd") {
       CHECK(check.copies_kind == "estimate");
