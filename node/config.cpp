@@ -214,7 +214,8 @@ std::string canonical_yaml(const run_config& c) {
     << tr.lr.milestones << YAML::Key << "warmup_epochs" << YAML::Value << tr.lr.warmup_epochs << YAML::Key
     << "warmup_start" << YAML::Value << tr.lr.warmup_start << YAML::EndMap;
   y << YAML::Key << "eval_every" << YAML::Value << tr.eval_every << YAML::Key << "eval_examples" << YAML::Value
-    << tr.eval_examples << YAML::Key << "log_every" << YAML::Value << tr.log_every << YAML::EndMap;
+    << tr.eval_examples << YAML::Key << "log_every" << YAML::Value << tr.log_every << YAML::Key << "diverge_loss"
+    << YAML::Value << tr.diverge_loss << YAML::EndMap;
   const auto& nw = c.network;
   y << YAML::Key << "network" << YAML::Value << YAML::BeginMap << YAML::Key << "transport" << YAML::Value
     << nw.transport << YAML::Key << "start_timeout_s" << YAML::Value << nw.start_timeout_s << YAML::Key
@@ -336,6 +337,7 @@ run_config load_run_config(const std::string& file, const std::vector<std::strin
     c.train.eval_every = get_double_in(*t, "eval_every", c.train.eval_every, 0.0, 1e6);
     c.train.eval_examples = get_int_in(*t, "eval_examples", c.train.eval_examples, 0, 1 << 30);
     c.train.log_every = get_int_in(*t, "log_every", c.train.log_every, 1, 1 << 30);
+    c.train.diverge_loss = get_double_in(*t, "diverge_loss", c.train.diverge_loss, 1e-6, 1e300);
     t->finish();
   }
 

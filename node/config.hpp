@@ -53,6 +53,7 @@ struct train_config {
   double eval_every = 1.0;    // evaluate test accuracy every this many epochs (and at the end)
   int eval_examples = 0;      // test examples per evaluation during training; 0 = all (the final one uses all)
   int log_every = 10;         // CSV row and progress line every this many rounds
+  double diverge_loss = 1e4;  // a training loss above this ends the run as diverged (exit 3)
 };
 
 struct network_config {

@@ -221,6 +221,7 @@ node_exit run_node(const run_config& c, int rank, const node_run_options& option
   std::vector<inbound_message> inbound;
   round_record rec;
   double compute_s = 0, codec_s = 0, loss_sum = 0;
+  std::uint64_t last_round_sent = 0, last_round_recv = 0;  // the latest round's traffic alone
   std::uint64_t loss_count = 0;
   node_summary summary;
   summary.rank = rank;
@@ -239,8 +240,8 @@ node_exit run_node(const run_config& c, int rank, const node_run_options& option
     rec.wall_s = seconds_since(wall_start);
     rec.lr = lr;
     rec.train_loss = loss_count ? loss_sum / static_cast<double>(loss_count) : rec.train_loss;
-    rec.round_bytes_sent = s.bytes_sent - rec.bytes_sent;
-    rec.round_bytes_recv = s.bytes_received - rec.bytes_recv;
+    rec.round_bytes_sent = last_round_sent;
+    rec.round_bytes_recv = last_round_recv;
     rec.bytes_sent = s.bytes_sent;
     rec.bytes_recv = s.bytes_received;
     rec.compute_s = compute_s;
@@ -262,9 +263,12 @@ node_exit run_node(const run_config& c, int rank, const node_run_options& option
     const auto t0 = clock_type::now();
     lr = schedule.lr_at(static_cast<double>(t - 1) / static_cast<double>(rounds_per_epoch));
     double loss = net->loss_and_grad(alg->model(), data.train, sampler.next(), grad);
-    if (!std::isfinite(loss) || !all_finite(grad)) {
+    if (!std::isfinite(loss) || loss > c.train.diverge_loss || !all_finite(grad)) {
       outcome = node_exit::diverged;
-      summary.error = "diverged at round " + std::to_string(t) + ": training loss " + std::to_string(loss);
+      summary.error = "diverged at round " + std::to_string(t) + ": training loss " + std::to_string(loss) +
+                      (std::isfinite(loss) && loss > c.train.diverge_loss
+                           ? " > train.diverge_loss " + std::to_string(c.train.diverge_loss)
+                           : "");
       break;
     }
     loss_sum += loss;
@@ -287,8 +291,11 @@ node_exit run_node(const run_config& c, int rank, const node_run_options& option
                          .codec_tag = codec->params_tag(),
                          .count = static_cast<std::uint32_t>(dim),
                          .payload = encoded};
+    const std::uint64_t sent_before = ex.stats().bytes_sent, recv_before = ex.stats().bytes_received;
     status st = ex.round(message_kind::train, t, msg, inbound);
     const auto t3 = clock_type::now();
+    last_round_sent = ex.stats().bytes_sent - sent_before;
+    last_round_recv = ex.stats().bytes_received - recv_before;
     if (!st.is_ok()) {
       outcome = st.code() == errc::cancelled ? node_exit::interrupted : node_exit::failed;
       summary.error = "round " + std::to_string(t) + ": " + st.to_string();

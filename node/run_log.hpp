@@ -29,7 +29,7 @@ struct round_record {
   double train_loss = 0;                 // mean batch loss since the previous row
   std::optional<double> test_loss, test_acc;
   std::uint64_t bytes_sent = 0, bytes_recv = 0;              // cumulative, headers included
-  std::uint64_t round_bytes_sent = 0, round_bytes_recv = 0;  // this round alone
+  std::uint64_t round_bytes_sent = 0, round_bytes_recv = 0;  // the row's round alone
   double compute_s = 0, codec_s = 0, comm_s = 0;             // cumulative
   std::uint64_t rejected = 0;                                // cumulative rejected messages
 };

@@ -134,6 +134,27 @@ TEST_CASE("8-bit QSGD sends at most 0.27x the bytes of 32-bit per round, headers
     CAPTURE(b);
     CHECK(b <= 0.27 * a);
   }
+  // The CSV's round_bytes_sent is the row's round alone: for a fixed-size codec, the mean.
+  std::string csv = read_file(q8.dir / "node-0.csv");
+  std::string last = csv.substr(csv.rfind('\n', csv.size() - 2) + 1);
+  std::vector<std::string> cols;
+  std::stringstream ss(last);
+  for (std::string cell; std::getline(ss, cell, ',');) cols.push_back(cell);
+  REQUIRE(cols.size() == 15);
+  CHECK(std::stod(cols[9]) == doctest::Approx(number(q8.nodes[0], "mean_round_bytes_sent")));
+}
+
+TEST_CASE("a run whose loss explodes ends as diverged, named by the launcher") {
+  temp_dir tmp;
+  fs::path cfg = tmp.path / "boom.yaml";
+  std::string y = ring_config("boom", "dcd", "identity", tmp.path / "runs", free_port_range(8));
+  y.replace(y.find("lr: 0.1"), 7, "lr: 500");
+  write_file(cfg, y);
+  process_result r = run_qgossip({"launch", cfg.string(), "--plain", "--no-plot"});
+  INFO(r.output);
+  CHECK(r.exit_code == 1);
+  CHECK(r.output.find("failed (exit 3)") != std::string::npos);
+  CHECK(r.output.find("diverged at round") != std::string::npos);
 }
 
 TEST_CASE("a node whose neighbour never starts fails within the deadline, naming the neighbour") {
