@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "core/errors.hpp"
+#include "core/hash.hpp"
 
 namespace qgossip {
 namespace {
@@ -67,6 +68,11 @@ double codec_params::get_real(std::string_view key, double fallback, double lo, 
     fail("parameter '" + std::string(key) + "' = '" + *text + "': expected a number in " + (open_low ? "(" : "[") +
          format_real(lo) + ", " + format_real(hi) + "]");
   return value;
+}
+
+std::uint32_t params_tag_of(std::string_view canonical) {
+  const std::uint64_t h = hash64(canonical);
+  return static_cast<std::uint32_t>(h ^ (h >> 32));
 }
 
 std::string format_real(double x) {

@@ -16,6 +16,10 @@
 
 namespace qgossip {
 
+// The 32-bit wire tag of a codec's canonical description (hash64 folded to 32 bits): nodes agree on
+// the bytes iff their tags agree. Never change it: the tag is part of the wire format.
+std::uint32_t params_tag_of(std::string_view canonical);
+
 // The shortest text that parses back to x ("1", "0.01"): how describe() writes real parameters.
 std::string format_real(double x);
 

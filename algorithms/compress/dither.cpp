@@ -31,8 +31,7 @@ dither_compressor::dither_compressor(const dither_options& options, layer_bounds
   QG_ENFORCE(valid_layers(layers_), "invalid layer bounds (" << layers_.size() << " entries)");
   std::string text = describe() + "|layers";
   for (const std::size_t b : layers_) text += "," + std::to_string(b);  // the buckets depend on them
-  const std::uint64_t h = hash64(text);
-  params_tag_ = static_cast<std::uint32_t>(h ^ (h >> 32));
+  params_tag_ = params_tag_of(text);
 }
 
 std::string dither_compressor::describe() const {

@@ -9,8 +9,7 @@
 namespace qgossip {
 
 half_compressor::half_compressor(half_format format) : format_(format) {
-  const std::uint64_t h = hash64(describe());
-  params_tag_ = static_cast<std::uint32_t>(h ^ (h >> 32));
+  params_tag_ = params_tag_of(describe());
 }
 
 double half_compressor::relative_error_bound(std::size_t n) const {

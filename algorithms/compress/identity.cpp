@@ -14,8 +14,7 @@ static_assert(std::endian::native == std::endian::little, "identity payloads are
 namespace qgossip {
 
 std::uint32_t identity_compressor::params_tag() const {
-  const std::uint64_t h = hash64(describe());
-  return static_cast<std::uint32_t>(h ^ (h >> 32));
+  return params_tag_of(describe());
 }
 
 // Both directions work in blocks that stay in L1 between the copy and the finiteness scan, so the

@@ -71,8 +71,7 @@ mcgq_compressor::mcgq_compressor(const mcgq_options& options, layer_bounds layer
              "invalid layer bounds (" << layers_.size() << " entries)");
   std::string text = describe() + "|layers";
   for (const std::size_t b : layers_) text += "," + std::to_string(b);  // the bytes depend on them
-  const std::uint64_t h = hash64(text);
-  params_tag_ = static_cast<std::uint32_t>(h ^ (h >> 32));
+  params_tag_ = params_tag_of(text);
 }
 
 std::string mcgq_compressor::describe() const {

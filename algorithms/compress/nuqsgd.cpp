@@ -39,8 +39,7 @@ std::string fault_text(sparse_elias_fault f) {
 
 nuqsgd_compressor::nuqsgd_compressor(const nuqsgd_options& options) : options_(options) {
   QG_ENFORCE(options.s >= 1 && options.s <= kernels::kNuqsgdMaxS, "s=" << options.s);
-  const std::uint64_t h = hash64(describe());
-  params_tag_ = static_cast<std::uint32_t>(h ^ (h >> 32));
+  params_tag_ = params_tag_of(describe());
 }
 
 std::string nuqsgd_compressor::describe() const {

@@ -47,8 +47,7 @@ std::string sparse_fault_text(sparse_elias_fault f) {
 qsgd_compressor::qsgd_compressor(const qsgd_options& options)
     : options_(options), layout_{options.levels, options.bucket, options.norm} {
   QG_ENFORCE(options.levels >= 1 && options.levels <= kernels::kQsgdMaxLevels, "levels=" << options.levels);
-  const std::uint64_t h = hash64(describe());
-  params_tag_ = static_cast<std::uint32_t>(h ^ (h >> 32));
+  params_tag_ = params_tag_of(describe());
 }
 
 std::string qsgd_compressor::describe() const {

@@ -11,8 +11,7 @@
 namespace qgossip {
 
 sign_compressor::sign_compressor(const sign_options& options) : options_(options), layout_{options.bucket} {
-  const std::uint64_t h = hash64(describe());
-  params_tag_ = static_cast<std::uint32_t>(h ^ (h >> 32));
+  params_tag_ = params_tag_of(describe());
 }
 
 double sign_compressor::relative_error_bound(std::size_t n) const {

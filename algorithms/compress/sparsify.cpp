@@ -23,11 +23,6 @@ kernels::philox_stream stream_of(const codec_context& ctx) {
   return kernels::philox_stream::make(ctx.seed, ctx.rank, ctx.iteration, ctx.stream);
 }
 
-std::uint32_t tag_of(const std::string& describe) {
-  const std::uint64_t h = hash64(describe);
-  return static_cast<std::uint32_t>(h ^ (h >> 32));
-}
-
 const std::string* find_param(const codec_spec& spec, std::string_view key) {
   for (const auto& [k, v] : spec.params)
     if (k == key) return &v;
@@ -107,7 +102,7 @@ randsparse_compressor::randsparse_compressor(const randsparse_options& options) 
   QG_ENFORCE(options.p >= 0x1p-24 && options.p <= 1.0, "p=" << options.p);
   threshold_ = static_cast<std::uint32_t>(std::llround(options.p * 0x1p24));
   scale_ = static_cast<float>(0x1p24 / static_cast<double>(threshold_));
-  params_tag_ = tag_of(describe());
+  params_tag_ = params_tag_of(describe());
 }
 
 std::string randsparse_compressor::describe() const { return "randsparse:p=" + format_real(options_.p); }
@@ -178,7 +173,7 @@ status randsparse_compressor::decode(std::span<const std::byte> in, const codec_
 randk_compressor::randk_compressor(const randk_options& options) : options_(options) {
   QG_ENFORCE(options.keep.k > 0 || (options.keep.ratio > 0.0 && options.keep.ratio <= 1.0),
              "k=" << options.keep.k << " ratio=" << options.keep.ratio);
-  params_tag_ = tag_of(describe());
+  params_tag_ = params_tag_of(describe());
 }
 
 std::string randk_compressor::describe() const {

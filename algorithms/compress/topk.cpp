@@ -16,8 +16,7 @@ namespace qgossip {
 topk_compressor::topk_compressor(const topk_options& options) : options_(options) {
   QG_ENFORCE(options.keep.k > 0 || (options.keep.ratio > 0.0 && options.keep.ratio <= 1.0),
              "k=" << options.keep.k << " ratio=" << options.keep.ratio);
-  const std::uint64_t h = hash64(describe());
-  params_tag_ = static_cast<std::uint32_t>(h ^ (h >> 32));
+  params_tag_ = params_tag_of(describe());
 }
 
 double topk_compressor::relative_error_bound(std::size_t n) const {
