@@ -18,6 +18,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/aligned.hpp"
+
 namespace qgossip {
 
 // Node i's row of the mixing matrix W: W_ii and W_ij for j in N(i), neighbours ascending.

@@ -10,7 +10,7 @@ namespace qgossip {
 
 choco_sgd::choco_sgd(const mixing_row& row, std::span<const float> x0, double consensus_step)
     : row_(row), consensus_step_(static_cast<float>(consensus_step)), x_(x0.begin(), x0.end()), q_(x0.size()),
-      own_copy_(x0.begin(), x0.end()), copies_(row.neighbours.size(), std::vector<float>(x0.begin(), x0.end())),
+      own_copy_(x0.begin(), x0.end()), copies_(row.neighbours.size(), float_vector(x0.begin(), x0.end())),
       received_(row.neighbours.size()) {
   QG_ENFORCE(consensus_step > 0 && consensus_step <= 1, "consensus_step=" << consensus_step);
 }

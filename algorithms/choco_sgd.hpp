@@ -31,10 +31,10 @@ class choco_sgd final : public algorithm {
  private:
   mixing_row row_;
   float consensus_step_;
-  std::vector<float> x_;       // x_{t+1/2} between outgoing() and finish()
-  std::vector<float> q_;       // the difference to compress
-  std::vector<float> own_copy_;
-  std::vector<std::vector<float>> copies_;  // x^_j by neighbour index
+  float_vector x_;       // x_{t+1/2} between outgoing() and finish()
+  float_vector q_;       // the difference to compress
+  float_vector own_copy_;
+  std::vector<float_vector> copies_;  // x^_j by neighbour index
   std::vector<bool> received_;
 };
 

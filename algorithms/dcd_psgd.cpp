@@ -9,7 +9,7 @@ namespace qgossip {
 
 dcd_psgd::dcd_psgd(const mixing_row& row, std::span<const float> x0)
     : row_(row), x_(x0.begin(), x0.end()), z_(x0.size()),
-      replicas_(row.neighbours.size(), std::vector<float>(x0.begin(), x0.end())),
+      replicas_(row.neighbours.size(), float_vector(x0.begin(), x0.end())),
       received_(row.neighbours.size()) {}
 
 std::span<const float> dcd_psgd::outgoing(std::span<const float> grad, float lr, std::uint64_t) {

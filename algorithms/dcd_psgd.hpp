@@ -28,9 +28,9 @@ class dcd_psgd final : public algorithm {
 
  private:
   mixing_row row_;
-  std::vector<float> x_;
-  std::vector<float> z_;
-  std::vector<std::vector<float>> replicas_;  // x^_j by neighbour index
+  float_vector x_;
+  float_vector z_;
+  std::vector<float_vector> replicas_;  // x^_j by neighbour index
   std::vector<bool> received_;
 };
 

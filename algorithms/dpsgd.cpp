@@ -9,7 +9,7 @@ namespace qgossip {
 
 dpsgd::dpsgd(const mixing_row& row, std::span<const float> x0, bool compressed)
     : row_(row), compressed_(compressed), x_(x0.begin(), x0.end()), step_(x0.size()),
-      inbox_(row.neighbours.size(), std::vector<float>(x0.size())), received_(row.neighbours.size()) {}
+      inbox_(row.neighbours.size(), float_vector(x0.size())), received_(row.neighbours.size()) {}
 
 std::span<const float> dpsgd::outgoing(std::span<const float> grad, float lr, std::uint64_t) {
   mixing::scale(step_, lr, grad);

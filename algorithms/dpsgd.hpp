@@ -27,9 +27,9 @@ class dpsgd final : public algorithm {
  private:
   mixing_row row_;
   bool compressed_;
-  std::vector<float> x_;
-  std::vector<float> step_;                  // gamma * g_t, kept until finish()
-  std::vector<std::vector<float>> inbox_;    // m_t^j by neighbour index
+  float_vector x_;
+  float_vector step_;                  // gamma * g_t, kept until finish()
+  std::vector<float_vector> inbox_;    // m_t^j by neighbour index
   std::vector<bool> received_;
 };
 

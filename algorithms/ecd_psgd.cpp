@@ -9,7 +9,7 @@ namespace qgossip {
 
 ecd_psgd::ecd_psgd(const mixing_row& row, std::span<const float> x0)
     : row_(row), x_(x0.begin(), x0.end()), next_(x0.size()), z_(x0.size()), own_estimate_(x0.begin(), x0.end()),
-      estimates_(row.neighbours.size(), std::vector<float>(x0.begin(), x0.end())),
+      estimates_(row.neighbours.size(), float_vector(x0.begin(), x0.end())),
       received_(row.neighbours.size()) {}
 
 std::span<const float> ecd_psgd::outgoing(std::span<const float> grad, float lr, std::uint64_t t) {
@@ -28,7 +28,7 @@ std::span<const float> ecd_psgd::outgoing(std::span<const float> grad, float lr,
   return z_;
 }
 
-void ecd_psgd::update_estimate(std::vector<float>& estimate, std::span<const float> decoded, std::uint64_t t) const {
+void ecd_psgd::update_estimate(float_vector& estimate, std::span<const float> decoded, std::uint64_t t) const {
   const float b = 2.0f / static_cast<float>(t);
   mixing::blend(estimate, 1.0f - b, b, decoded);
 }

@@ -27,14 +27,14 @@ class ecd_psgd final : public algorithm {
   std::vector<held_copy> held_copies() const override;
 
  private:
-  void update_estimate(std::vector<float>& estimate, std::span<const float> decoded, std::uint64_t t) const;
+  void update_estimate(float_vector& estimate, std::span<const float> decoded, std::uint64_t t) const;
 
   mixing_row row_;
-  std::vector<float> x_;
-  std::vector<float> next_;
-  std::vector<float> z_;
-  std::vector<float> own_estimate_;
-  std::vector<std::vector<float>> estimates_;  // x~_j by neighbour index
+  float_vector x_;
+  float_vector next_;
+  float_vector z_;
+  float_vector own_estimate_;
+  std::vector<float_vector> estimates_;  // x~_j by neighbour index
   std::vector<bool> received_;
 };
 

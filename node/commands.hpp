@@ -10,5 +10,6 @@ void add_launch_command(CLI::App& app, int* exit_code);    // all nodes of a top
 void add_topology_command(CLI::App& app, int* exit_code);  // validate a topology and report rho
 void add_plot_command(CLI::App& app, int* exit_code);      // PNG figures from run directories
 void add_verify_command(CLI::App& app, int* exit_code);    // replicas/estimates equal their owners
+void add_codec_command(CLI::App& app, int* exit_code);     // measure a codec; write/read its payload
 
 }  // namespace qgossip

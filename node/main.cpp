@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   qgossip::add_topology_command(app, &exit_code);
   qgossip::add_plot_command(app, &exit_code);
   qgossip::add_verify_command(app, &exit_code);
+  qgossip::add_codec_command(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,7 +1,9 @@
 add_library(qgossip_node STATIC
+  codec_report.cpp
   config.cpp
   json_writer.cpp
   node_runner.cpp
+  npy.cpp
   replica_check.cpp
   run_log.cpp
   subprocess.cpp
@@ -19,6 +21,7 @@ add_executable(qgossip
   command_run.cpp
   command_topology.cpp
   command_verify.cpp
+  command_codec.cpp
 )
 target_link_libraries(qgossip PRIVATE qgossip_node CLI11::CLI11)
 set_target_properties(qgossip PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR})

@@ -215,7 +215,7 @@ node_exit run_node(const run_config& c, int rank, const node_run_options& option
 
   // --- The round loop: faults from here on are values. ---
   const std::size_t dim = net->num_params();
-  std::vector<float> grad(dim), own_decoded(dim), decoded(dim);
+  float_vector grad(dim), own_decoded(dim), decoded(dim);  // aligned: see core/aligned.hpp
   std::vector<std::byte> encoded;
   encoded.reserve(codec->max_encoded_bytes(dim));
   std::vector<inbound_message> inbound;
