@@ -19,33 +19,19 @@
 #include "algorithms/compress/compressor.hpp"
 #include "algorithms/compress/nuqsgd.hpp"
 #include "core/errors.hpp"
+#include "tests/compress/test_vectors.hpp"
 
 using namespace qgossip;
 
 namespace {
 
-struct named_vector {
-  std::string name;
-  std::vector<float> v;
-};
+using testing::named_vector;
 
 std::vector<named_vector> test_vectors(std::size_t n, std::uint32_t seed) {
   std::mt19937 gen(seed);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::exponential_distribution<float> expo(1.0f);
-  std::cauchy_distribution<float> cauchy(0.0f, 1.0f);
   std::vector<named_vector> out;
+  testing::append_random_family(out, n, gen);
   std::vector<float> v(n);
-  for (float& x : v) x = normal(gen);
-  out.push_back({"gaussian", v});
-  // The stand-in for a gradient in these unit tests: heavy-tailed (Laplace) like the coordinates of
-  // real SGD gradients; `qgossip codec --gen grad` measures the real MLP gradient.
-  for (float& x : v) x = (gen() % 2 ? 1.0f : -1.0f) * expo(gen);
-  out.push_back({"laplace", v});
-  for (float& x : v) x = cauchy(gen);
-  out.push_back({"cauchy", v});
-  for (float& x : v) x = gen() % 20 == 0 ? normal(gen) : 0.0f;
-  out.push_back({"sparse 5%", v});
   std::fill(v.begin(), v.end(), 0.37f);
   out.push_back({"constant", v});
   std::fill(v.begin(), v.end(), 0.0f);
