@@ -21,20 +21,6 @@ constexpr std::size_t kTile = 1024;  // level indices of one tile stay in L1
 
 std::size_t bucket_count(std::size_t n, std::size_t d) { return n == 0 ? 0 : (n + d - 1) / d; }
 
-std::string fault_text(sparse_elias_fault f) {
-  switch (f) {
-    case sparse_elias_fault::truncated:
-      return "payload ends inside, or holds an over-64-bit Elias code,";
-    case sparse_elias_fault::gap:
-      return "a gap points past the end of the bucket";
-    case sparse_elias_fault::magnitude:
-      return "a level index above s + 1";
-    case sparse_elias_fault::none:
-      break;
-  }
-  return "unknown fault";
-}
-
 }  // namespace
 
 nuqsgd_compressor::nuqsgd_compressor(const nuqsgd_options& options) : options_(options) {
@@ -132,7 +118,7 @@ status nuqsgd_compressor::walk(std::span<const std::byte> in, std::size_t n, OnT
       if (fault == sparse_elias_fault::none) on_tile(norm, start + t, std::span<const std::int32_t>(indices, m));
     }
     if (fault != sparse_elias_fault::none)
-      return status::error(errc::corrupt, "nuqsgd: " + fault_text(fault) + " at element " +
+      return status::error(errc::corrupt, "nuqsgd: " + to_string(fault, "a level index above s + 1") + " at element " +
                                               std::to_string(start + reader.position()) + " (bucket " +
                                               std::to_string(b) + ", s=" + std::to_string(options_.s) + ")");
   }

@@ -28,20 +28,6 @@ constexpr std::size_t kTile = 1024;
 constexpr std::uint32_t kSignShift = 15;
 constexpr std::uint32_t kMagnitudeMask = (1u << kSignShift) - 1;
 
-std::string sparse_fault_text(sparse_elias_fault f) {
-  switch (f) {
-    case sparse_elias_fault::truncated:
-      return "payload ends inside, or holds an over-64-bit Elias code,";
-    case sparse_elias_fault::gap:
-      return "a gap points past the end of the bucket";
-    case sparse_elias_fault::magnitude:
-      return "a level above s";
-    case sparse_elias_fault::none:
-      break;
-  }
-  return "unknown fault";
-}
-
 }  // namespace
 
 qsgd_compressor::qsgd_compressor(const qsgd_options& options)
@@ -182,7 +168,7 @@ status qsgd_compressor::decode_elias(std::span<const std::byte> in, std::span<fl
       }
     }
     if (fault != sparse_elias_fault::none)
-      return status::error(errc::corrupt, "qsgd: " + sparse_fault_text(fault) + " at element " +
+      return status::error(errc::corrupt, "qsgd: " + to_string(fault, "a level above s") + " at element " +
                                               std::to_string(start + reader.position()) + " (bucket " +
                                               std::to_string(b) + ", levels=" +
                                               std::to_string(options_.levels) + ")");

@@ -303,4 +303,18 @@ bool sparse_elias_reader::at_end() const {
   return (peek() & mask) == mask;
 }
 
+std::string to_string(sparse_elias_fault f, std::string_view magnitude_what) {
+  switch (f) {
+    case sparse_elias_fault::truncated:
+      return "payload ends inside, or holds an over-64-bit Elias code,";
+    case sparse_elias_fault::gap:
+      return "a gap points past the end of the bucket";
+    case sparse_elias_fault::magnitude:
+      return std::string(magnitude_what);
+    case sparse_elias_fault::none:
+      break;
+  }
+  return "unknown fault";
+}
+
 }  // namespace qgossip

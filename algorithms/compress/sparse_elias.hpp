@@ -30,6 +30,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
+#include <string_view>
 #include <vector>
 
 namespace qgossip {
@@ -71,6 +73,10 @@ enum class sparse_elias_fault : std::uint8_t {
   gap,        // a gap that points past the bucket's end marker
   magnitude,  // |x| above the maximum the caller allows
 };
+
+// The fault as a phrase for a decode error; `magnitude_what` names the caller's limit
+// ("a level above s").
+std::string to_string(sparse_elias_fault f, std::string_view magnitude_what);
 
 class sparse_elias_reader {
  public:
