@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "algorithms/centralized_sgd.hpp"
 #include "algorithms/choco_sgd.hpp"
 #include "algorithms/dcd_psgd.hpp"
 #include "algorithms/dpsgd.hpp"
@@ -24,7 +25,12 @@ std::unique_ptr<algorithm> make_algorithm(std::string_view name, const mixing_ro
       throw config_error("algorithm.consensus_step must be in (0, 1], got " + std::to_string(options.consensus_step));
     return std::make_unique<choco_sgd>(row, x0, options.consensus_step);
   }
-  throw config_error("unknown algorithm '" + std::string(name) + "'; expected one of dpsgd, naive, dcd, ecd, choco");
+  if (name == "allgather") return std::make_unique<allgather_sgd>(row, x0);
+  if (name == "allreduce") return std::make_unique<allreduce_sgd>(row, x0);
+  throw config_error("unknown algorithm '" + std::string(name) +
+                     "'; expected one of dpsgd, naive, dcd, ecd, choco, allreduce, allgather");
 }
+
+bool is_centralized(std::string_view name) { return name == "allreduce" || name == "allgather"; }
 
 }  // namespace qgossip

@@ -37,6 +37,13 @@ struct held_copy {
   std::span<const float> values;
 };
 
+// Whom a node's messages go to. The node loop builds the exchange and the mixing_row to match.
+enum class communication {
+  neighbours,      // the topology's graph: gossip
+  all_to_all,      // every node sends its message to every other node (centralized all-gather)
+  ring_allreduce,  // outgoing() vectors are summed by a ring all-reduce; the sum comes back via absorb_own()
+};
+
 class algorithm {
  public:
   virtual ~algorithm() = default;
@@ -45,6 +52,7 @@ class algorithm {
   // True when the algorithm's messages go through the configured compressor; false for the
   // full-precision reference (D-PSGD), which always sends raw floats.
   virtual bool compresses() const = 0;
+  virtual communication pattern() const { return communication::neighbours; }
   // The node's model x_t, where the stochastic gradient is taken.
   virtual std::span<const float> model() const = 0;
 
@@ -68,9 +76,13 @@ struct algorithm_options {
   double consensus_step = 1.0;  // CHOCO-SGD's gamma_c, in (0, 1]
 };
 
-// Builds the named algorithm ("dpsgd", "naive", "dcd", "ecd", "choco") for node row.rank, starting
-// at x0 (the same on every node). Throws config_error for an unknown name or a bad option.
+// Builds the named algorithm ("dpsgd", "naive", "dcd", "ecd", "choco", "allreduce", "allgather") for
+// node row.rank, starting at x0 (the same on every node). Throws config_error for an unknown name or
+// a bad option. For the centralized ones (is_centralized), row must list every other rank.
 std::unique_ptr<algorithm> make_algorithm(std::string_view name, const mixing_row& row, std::span<const float> x0,
                                           const algorithm_options& options = {});
+
+// True for "allreduce" and "allgather": every node talks to every other, whatever the topology.
+bool is_centralized(std::string_view name);
 
 }  // namespace qgossip

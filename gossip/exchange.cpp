@@ -98,9 +98,13 @@ exchange::exchange(transport& t, exchange_options options) : transport_(t), opti
                                << "ms round_deadline=" << options_.round_deadline.count() << "ms");
   expect_.run_id = options_.run_id;
   expect_.senders = options_.neighbours;
+  QG_ENFORCE(options_.lookahead >= 1 && options_.lookahead <= 4096, "lookahead=" << options_.lookahead);
   expect_.max_payload_bytes = options_.max_payload_bytes;
   delivered_.resize(nb.size());
   buffered_.resize(nb.size());
+  for (auto& per_kind : buffered_)
+    for (auto& slots : per_kind) slots.resize(options_.lookahead + 1);
+  out_index_.assign(nb.size(), -1);
   filled_.resize(nb.size());
   rejected_this_round_.resize(nb.size());
 }
@@ -142,8 +146,9 @@ bool exchange::deliver(std::size_t k, const wire_header& h, std::vector<std::byt
     reject(reason_of(c), static_cast<int>(h.sender), describe(h.kind, h.iteration) + ": " + s.message());
     return false;
   }
-  out[k].header = h;
-  std::swap(out[k].payload, payload);  // the caller's old buffer goes back to the pool
+  const auto o = static_cast<std::size_t>(out_index_[k]);
+  out[o].header = h;
+  std::swap(out[o].payload, payload);  // the caller's old buffer goes back to the pool
   delivered_[k][kind_index(h.kind)] = h.iteration;
   filled_[k] = true;
   --missing_;
@@ -175,13 +180,19 @@ void exchange::handle(message_kind kind, const codec_expectation& codec, std::ve
          " (now at iteration " + std::to_string(base_) + ")");
     return;
   }
-  if (h.iteration > base_ + 1) {
+  if (h.iteration > base_ + options_.lookahead) {
     reject(reject_reason::gap, rx_.peer,
            describe(h.kind, h.iteration) + " while at iteration " + std::to_string(base_) +
-               ": a neighbour can be at most one round ahead");
+               ": a neighbour can be at most " + std::to_string(options_.lookahead) + " round(s) ahead");
     return;
   }
+  if (h.kind == message_kind::probe) stats_.probe_bytes_received += kWireHeaderBytes + h.payload_bytes;
   if (h.kind == kind && h.iteration == base_) {
+    if (out_index_[k] < 0) {
+      reject(reject_reason::sender, rx_.peer, describe(h.kind, h.iteration) + ": rank " + std::to_string(h.sender) +
+                                                  " is not expected to send in this round");
+      return;
+    }
     deliver(k, h, rx_.payload, codec, out);
     return;
   }
@@ -194,7 +205,7 @@ void exchange::handle(message_kind kind, const codec_expectation& codec, std::ve
            " (already buffered)");
       return;
     }
-  // Used slots hold distinct iterations in {base_, base_ + 1} (older ones expired), so one is free.
+  // Used slots hold distinct iterations in [base_, base_ + lookahead] (older ones expired), so one is free.
   auto free = std::find_if(slots.begin(), slots.end(), [](const slot& s) { return !s.used; });
   QG_ENFORCE(free != slots.end(), "no free buffer slot for rank " << h.sender);
   free->used = true;
@@ -206,7 +217,7 @@ std::string exchange::silent_message(message_kind kind, std::uint64_t iteration,
                                      std::chrono::milliseconds waited) const {
   std::string who;
   for (std::size_t k = 0; k < filled_.size(); ++k) {
-    if (filled_[k]) continue;
+    if (filled_[k] || out_index_[k] < 0) continue;
     const int peer = options_.neighbours[k];
     if (!who.empty()) who += ", ";
     who += "rank " + std::to_string(peer);
@@ -221,6 +232,11 @@ std::string exchange::silent_message(message_kind kind, std::uint64_t iteration,
 
 status exchange::round(message_kind kind, std::uint64_t iteration, const outgoing_message& msg,
                        std::vector<inbound_message>& out) {
+  return round(kind, iteration, msg, out, round_peers{options_.neighbours, options_.neighbours});
+}
+
+status exchange::round(message_kind kind, std::uint64_t iteration, const outgoing_message& msg,
+                       std::vector<inbound_message>& out, const round_peers& peers) {
   if (!failed_.is_ok())
     return status::error(errc::invalid,
                          "the exchange is unusable after a failed round (" + failed_.to_string() + ")");
@@ -236,6 +252,13 @@ status exchange::round(message_kind kind, std::uint64_t iteration, const outgoin
     return status::error(errc::invalid, "payload of " + std::to_string(msg.payload.size()) +
                                             " bytes exceeds max_payload_bytes " +
                                             std::to_string(options_.max_payload_bytes));
+
+  const auto& nb = options_.neighbours;
+  for (std::span<const int> list : {peers.send_to, peers.receive_from})
+    for (std::size_t i = 0; i < list.size(); ++i)
+      if ((i > 0 && list[i] <= list[i - 1]) || !std::binary_search(nb.begin(), nb.end(), list[i]))
+        return status::error(errc::invalid, "round peers must be sorted, unique neighbours; rank " +
+                                                std::to_string(list[i]) + " is not");
 
   const auto waited = started_ ? options_.round_deadline : options_.first_deadline;
   const auto start = transport_clock::now();
@@ -255,23 +278,34 @@ status exchange::round(message_kind kind, std::uint64_t iteration, const outgoin
   h.codec_tag = msg.codec_tag;
   h.payload_bytes = static_cast<std::uint32_t>(msg.payload.size());
   encode_header(h, msg.payload, header_);
-  const std::size_t n = options_.neighbours.size();
-  status sent = transport_.send_all(options_.neighbours, header_, msg.payload);
-  stats_.send_time += transport_clock::now() - start;
-  if (!sent) return fail(sent);
-  stats_.messages_sent += n;
-  stats_.bytes_sent += n * (kWireHeaderBytes + msg.payload.size());
+  if (!peers.send_to.empty()) {
+    status sent = transport_.send_all(peers.send_to, header_, msg.payload);
+    stats_.send_time += transport_clock::now() - start;
+    if (!sent) return fail(sent);
+  }
+  const std::uint64_t bytes = peers.send_to.size() * (kWireHeaderBytes + msg.payload.size());
+  stats_.messages_sent += peers.send_to.size();
+  stats_.bytes_sent += bytes;
+  if (kind == message_kind::probe) stats_.probe_bytes_sent += bytes;
 
   const codec_expectation codec{msg.codec, msg.codec_tag, msg.count};
-  out.resize(n);
+  out.resize(peers.receive_from.size());
+  std::fill(out_index_.begin(), out_index_.end(), -1);
+  for (std::size_t o = 0; o < peers.receive_from.size(); ++o)
+    out_index_[static_cast<std::size_t>(std::lower_bound(nb.begin(), nb.end(), peers.receive_from[o]) - nb.begin())] =
+        static_cast<int>(o);
   std::fill(filled_.begin(), filled_.end(), false);
   std::fill(rejected_this_round_.begin(), rejected_this_round_.end(), 0);
-  missing_ = n;
-  for (std::size_t k = 0; k < n; ++k)
+  missing_ = peers.receive_from.size();
+  for (std::size_t k = 0; k < nb.size(); ++k)
     for (slot& s : buffered_[k][kind_index(kind)])
       if (s.used && s.header.iteration == iteration) {
         s.used = false;
-        deliver(k, s.header, s.payload, codec, out);
+        if (out_index_[k] < 0)
+          reject(reject_reason::sender, nb[k], describe(kind, iteration) + ": rank " + std::to_string(nb[k]) +
+                                                   " is not expected to send in this round");
+        else
+          deliver(k, s.header, s.payload, codec, out);
       }
 
   while (missing_ > 0) {

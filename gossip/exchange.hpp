@@ -7,11 +7,15 @@
 //    non-neighbour, of another run or wire version, with a codec/tag/count other than ours for that
 //    kind, a bad checksum, a payload of the wrong size, or whose link (transport peer) is not the
 //    sender its header names, is rejected, counted per reason and logged, never returned.
-//  - The iteration is the per-edge sequence number. In a synchronous protocol a neighbour is at
-//    most one round ahead, so a message for iteration t+1 is buffered (per sender and kind) until
+//  - The iteration is the per-edge sequence number. In a synchronous gossip protocol a neighbour is
+//    at most one round ahead, so a message for iteration t+1 is buffered (per sender and kind) until
 //    its round; a repeat of a delivered (sender, kind, iteration) or anything older is dropped as a
-//    duplicate; anything for t+2 or later is a gap, a protocol violation: rejected. Messages of
-//    different kinds (train, probe) may interleave within an iteration.
+//    duplicate; anything for t+2 or later is a gap, a protocol violation: rejected. Patterns where a
+//    peer may run further ahead (a ring all-reduce, probes from nodes several hops away) raise
+//    `lookahead`. Messages of different kinds (train, probe) may interleave within an iteration.
+//  - A round normally sends to and gathers from every neighbour; a directed round (round_peers)
+//    sends to some and gathers from some (a ring all-reduce step: to the right, from the left).
+//    A message for the current round from a peer not expected to send in it is rejected.
 //  - A round that does not complete by its deadline fails with errc::timeout naming every silent
 //    neighbour: "no message from rank 3 (tcp://10.0.0.3:29500?) for iteration 17 within 30000 ms".
 //
@@ -46,6 +50,8 @@ struct exchange_options {
   std::chrono::milliseconds first_deadline{60000};
   // Deadline of every later round, counted from the start of round().
   std::chrono::milliseconds round_deadline{30000};
+  // How many iterations ahead of the current one a peer's message is buffered (1: plain gossip).
+  std::uint64_t lookahead = 1;
   // Largest payload sent or accepted (match zmq_options::max_payload_bytes).
   std::uint32_t max_payload_bytes = 256u << 20;
   // Called with one line per rejected, duplicate or expired message; may be empty.
@@ -63,6 +69,12 @@ struct outgoing_message {
   std::uint32_t codec_tag = 0;
   std::uint32_t count = 0;
   std::span<const std::byte> payload;
+};
+
+// Who a directed round talks to: sorted, unique subsets of the exchange's neighbours.
+struct round_peers {
+  std::span<const int> send_to;
+  std::span<const int> receive_from;
 };
 
 // A validated message from one neighbour.
@@ -96,6 +108,8 @@ struct exchange_stats {
   std::uint64_t rounds = 0;                              // rounds completed
   std::uint64_t messages_sent = 0;                       // one per neighbour per round
   std::uint64_t bytes_sent = 0;                          // header + payload, every copy to every neighbour
+  std::uint64_t probe_bytes_sent = 0;                    // the part of bytes_sent in probe messages
+  std::uint64_t probe_bytes_received = 0;                // valid probe messages received (header + payload)
   std::uint64_t messages_received = 0;                   // everything the transport delivered, valid or not
   std::uint64_t bytes_received = 0;                      // header + payload of those
   std::uint64_t messages_delivered = 0;                  // returned by round()
@@ -120,6 +134,11 @@ class exchange {
   // repeated iteration or a payload above max_payload_bytes), or the transport's error.
   status round(message_kind kind, std::uint64_t iteration, const outgoing_message& msg,
                std::vector<inbound_message>& out);
+  // A directed round: sends msg to peers.send_to, gathers one message from each of
+  // peers.receive_from (out[k] from receive_from[k]). Either may be empty. Errors as round(), and
+  // errc::invalid when a peer is not a neighbour or a list is not sorted and unique.
+  status round(message_kind kind, std::uint64_t iteration, const outgoing_message& msg,
+               std::vector<inbound_message>& out, const round_peers& peers);
 
   const exchange_stats& stats() const { return stats_; }
   const exchange_options& options() const { return options_; }
@@ -151,11 +170,12 @@ class exchange {
   bool started_ = false;
   std::uint64_t base_ = 0;                                       // iteration of the current (or last) round
   std::array<std::optional<std::uint64_t>, kKinds> last_round_;  // per kind
-  // Per neighbour k and kind: the last iteration delivered, and up to two buffered messages (a
-  // message is buffered only for iterations base_ and base_ + 1).
+  // Per neighbour k and kind: the last iteration delivered, and up to lookahead + 1 buffered
+  // messages (a message is buffered only for iterations base_ .. base_ + lookahead).
   std::vector<std::array<std::optional<std::uint64_t>, kKinds>> delivered_;
-  std::vector<std::array<std::array<slot, 2>, kKinds>> buffered_;
-  // The round in progress.
+  std::vector<std::array<std::vector<slot>, kKinds>> buffered_;
+  // The round in progress: per neighbour, its index in `out` (-1: not expected to send).
+  std::vector<int> out_index_;
   std::vector<bool> filled_;
   std::size_t missing_ = 0;
   std::vector<int> rejected_this_round_;  // per neighbour

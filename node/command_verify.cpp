@@ -15,6 +15,11 @@ int print_replica_check(const std::string& run_dir) {
     std::printf("verify: %d nodes; this algorithm holds no copies of its neighbours\n", r.nodes);
     return 0;
   }
+  if (r.copies_kind == "same_model") {
+    std::printf("verify: %d nodes of a centralized run, %d model hashes compared with node 0's: %s\n", r.nodes,
+                r.edges_checked, r.ok() ? "all equal (64-bit hashes)" : "FAILED");
+    return r.ok() ? 0 : 1;
+  }
   std::printf("verify: %d nodes, %d %s copies checked against their owners: %s\n", r.nodes, r.edges_checked,
               r.copies_kind.c_str(), r.ok() ? "all equal (64-bit hashes)" : "FAILED");
   return r.ok() ? 0 : 1;

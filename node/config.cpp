@@ -18,7 +18,7 @@ const std::vector<std::string> kWeights{"uniform", "metropolis_hastings", "expli
 const std::vector<std::string> kModels{"mlp", "softmax"};
 const std::vector<std::string> kDatasets{"fashion-mnist", "synthetic"};
 const std::vector<std::string> kPartitions{"iid", "label"};
-const std::vector<std::string> kSchedules{"constant", "step", "multistep"};
+const std::vector<std::string> kSchedules{"constant", "step", "multistep", "cosine"};
 const std::vector<std::string> kTransports{"tcp", "ipc"};
 
 std::string one_of(const std::vector<std::string>& names) {
@@ -212,15 +212,21 @@ std::string canonical_yaml(const run_config& c) {
     << to_string(tr.lr.kind) << YAML::Key << "gamma" << YAML::Value << tr.lr.gamma << YAML::Key << "step_epochs"
     << YAML::Value << tr.lr.step_epochs << YAML::Key << "milestones" << YAML::Value << YAML::Flow
     << tr.lr.milestones << YAML::Key << "warmup_epochs" << YAML::Value << tr.lr.warmup_epochs << YAML::Key
-    << "warmup_start" << YAML::Value << tr.lr.warmup_start << YAML::EndMap;
+    << "warmup_start" << YAML::Value << tr.lr.warmup_start;
+  if (tr.lr.kind == lr_kind::cosine) y << YAML::Key << "final_factor" << YAML::Value << tr.lr.final_factor;
+  y << YAML::EndMap;
   y << YAML::Key << "eval_every" << YAML::Value << tr.eval_every << YAML::Key << "eval_examples" << YAML::Value
     << tr.eval_examples << YAML::Key << "log_every" << YAML::Value << tr.log_every << YAML::Key << "diverge_loss"
-    << YAML::Value << tr.diverge_loss << YAML::EndMap;
+    << YAML::Value << tr.diverge_loss << YAML::Key << "momentum" << YAML::Value << tr.momentum << YAML::Key
+    << "weight_decay" << YAML::Value << tr.weight_decay << YAML::Key << "consensus_every" << YAML::Value
+    << tr.consensus_every << YAML::EndMap;
   const auto& nw = c.network;
   y << YAML::Key << "network" << YAML::Value << YAML::BeginMap << YAML::Key << "transport" << YAML::Value
     << nw.transport << YAML::Key << "start_timeout_s" << YAML::Value << nw.start_timeout_s << YAML::Key
     << "round_timeout_s" << YAML::Value << nw.round_timeout_s << YAML::Key << "linger_s" << YAML::Value
-    << nw.linger_s << YAML::EndMap;
+    << nw.linger_s << YAML::Key << "emulate" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key
+    << "rate_mbit" << YAML::Value << nw.emulate_rate_mbit << YAML::Key << "delay_ms" << YAML::Value
+    << nw.emulate_delay_ms << YAML::EndMap << YAML::Key << "shaping" << YAML::Value << nw.shaping << YAML::EndMap;
   y << YAML::Key << "output" << YAML::Value << YAML::BeginMap << YAML::Key << "dir" << YAML::Value << c.output_dir
     << YAML::EndMap;
   y << YAML::EndMap;
@@ -230,7 +236,7 @@ std::string canonical_yaml(const run_config& c) {
 }  // namespace
 
 const std::vector<std::string>& algorithm_names() {
-  static const std::vector<std::string> names{"dpsgd", "naive", "dcd", "ecd", "choco"};
+  static const std::vector<std::string> names{"dpsgd", "naive", "dcd", "ecd", "choco", "allreduce", "allgather"};
   return names;
 }
 
@@ -317,11 +323,15 @@ run_config load_run_config(const std::string& file, const std::vector<std::strin
     c.train.lr.lr = get_double_in(*t, "lr", c.train.lr.lr, 1e-12, 1e6);
     if (auto s = t->map("schedule")) {
       auto& sc = c.train.lr;
+      sc.total_epochs = c.train.epochs;  // cosine decays over the whole run
       sc.kind = parse_lr_kind(get_choice(*s, "kind", to_string(sc.kind), kSchedules));
       sc.gamma = get_double_in(*s, "gamma", sc.gamma, 1e-12, 1.0);
       sc.step_epochs = get_double_in(*s, "step_epochs", sc.step_epochs, 1e-9, 1e6);
       sc.warmup_epochs = get_double_in(*s, "warmup_epochs", sc.warmup_epochs, 0.0, 1e6);
       sc.warmup_start = get_double_in(*s, "warmup_start", sc.warmup_start, 0.0, 1.0);
+      sc.final_factor = get_double_in(*s, "final_factor", sc.final_factor, 0.0, 1.0);
+      if (sc.kind != lr_kind::cosine && s->has("final_factor"))
+        throw s->error("train.schedule.final_factor is only read by kind: cosine");
       if (auto ms = s->child("milestones")) {
         if (!ms->IsSequence()) throw s->error_at(*ms, "train.schedule.milestones: expected a list of epochs");
         for (std::size_t i = 0; i < ms->size(); ++i)
@@ -338,6 +348,9 @@ run_config load_run_config(const std::string& file, const std::vector<std::strin
     c.train.eval_examples = get_int_in(*t, "eval_examples", c.train.eval_examples, 0, 1 << 30);
     c.train.log_every = get_int_in(*t, "log_every", c.train.log_every, 1, 1 << 30);
     c.train.diverge_loss = get_double_in(*t, "diverge_loss", c.train.diverge_loss, 1e-6, 1e300);
+    c.train.momentum = get_double_in(*t, "momentum", c.train.momentum, 0.0, 0.999999);
+    c.train.weight_decay = get_double_in(*t, "weight_decay", c.train.weight_decay, 0.0, 1e6);
+    c.train.consensus_every = get_int_in(*t, "consensus_every", c.train.consensus_every, 0, 1 << 30);
     t->finish();
   }
 
@@ -346,6 +359,12 @@ run_config load_run_config(const std::string& file, const std::vector<std::strin
     c.network.start_timeout_s = get_double_in(*n, "start_timeout_s", c.network.start_timeout_s, 0.01, 86400);
     c.network.round_timeout_s = get_double_in(*n, "round_timeout_s", c.network.round_timeout_s, 0.01, 86400);
     c.network.linger_s = get_double_in(*n, "linger_s", c.network.linger_s, 0.0, 3600);
+    if (auto e = n->map("emulate")) {
+      c.network.emulate_rate_mbit = get_double_in(*e, "rate_mbit", c.network.emulate_rate_mbit, 0.0, 1e6);
+      c.network.emulate_delay_ms = get_double_in(*e, "delay_ms", c.network.emulate_delay_ms, 0.0, 3.6e6);
+      e->finish();
+    }
+    c.network.shaping = n->get_string("shaping", c.network.shaping);
     n->finish();
   }
   if (auto o = r.map("output")) {
@@ -357,6 +376,9 @@ run_config load_run_config(const std::string& file, const std::vector<std::strin
   if (c.algorithm == "dpsgd" && c.compressor.name != "identity")
     throw r.error("algorithm: dpsgd is the full-precision reference and sends raw floats; remove 'compressor' "
                   "or use naive, dcd or ecd to compress");
+  if (c.algorithm == "allreduce" && c.compressor.name != "identity")
+    throw r.error("algorithm: allreduce sums full-precision gradients with a ring all-reduce; remove 'compressor' "
+                  "or use allgather to send compressed gradients to every node");
   c.canonical = canonical_yaml(c);
   c.run_id = hash64(c.canonical);
   return c;

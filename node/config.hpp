@@ -54,6 +54,12 @@ struct train_config {
   int eval_examples = 0;      // test examples per evaluation during training; 0 = all (the final one uses all)
   int log_every = 10;         // CSV row and progress line every this many rounds
   double diverge_loss = 1e4;  // a training loss above this ends the run as diverged (exit 3)
+  double momentum = 0.0;      // local heavy-ball: m = momentum·m + g, the step uses m; in [0, 1)
+  double weight_decay = 0.0;  // L2 penalty: g += weight_decay·x before momentum; >= 0
+  // Every this many rounds (and at the last), every node sends its model to rank 0 over a separate
+  // probe exchange; rank 0 logs the consensus distance (1/n)Σ‖x_i − x̄‖² and the test loss and
+  // accuracy of the average model x̄. Probe bytes are logged apart from training traffic. 0 = off.
+  int consensus_every = 0;
 };
 
 struct network_config {
@@ -61,6 +67,13 @@ struct network_config {
   double start_timeout_s = 60;    // round 1: how long to wait for neighbours to come up
   double round_timeout_s = 30;    // later rounds: a neighbour silent this long is an error
   double linger_s = 10;           // at exit, how long unsent messages may still leave
+  // Link emulation in the transport (gossip/link_emulation.hpp): each node's egress paced at this
+  // rate, each message delivered this much later. 0 = off. For kernels without tc netem.
+  double emulate_rate_mbit = 0;
+  double emulate_delay_ms = 0;
+  // Free text recorded in run.json saying how the network was shaped outside qgossip (e.g. by
+  // scripts/cluster.sh: "tc tbf rate 10mbit on each node's veth"). Empty = not shaped outside.
+  std::string shaping;
 };
 
 struct run_config {
@@ -68,7 +81,9 @@ struct run_config {
   std::string name = "run";   // runs/<name>/
   std::uint64_t seed = 1;     // same initial model on every node; data order; quantization noise
   topology_config topology;
-  std::string algorithm = "dcd";  // dpsgd | naive | dcd | ecd | choco; or {name: choco, consensus_step: 0.3}
+  // dpsgd | naive | dcd | ecd | choco (decentralized, over topology's graph) | allreduce | allgather
+  // (centralized data-parallel baselines: every node talks to every other); or {name: choco, consensus_step: 0.3}
+  std::string algorithm = "dcd";
   algorithm_options algorithm_params;
   codec_spec compressor{"identity", {}};
   model_spec model;                 // model: {kind: mlp | softmax, hidden: [128]}

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numbers>
 #include <sstream>
 #include <utility>
 
@@ -22,7 +23,8 @@ lr_kind parse_lr_kind(const std::string& name) {
   if (name == "constant") return lr_kind::constant;
   if (name == "step") return lr_kind::step;
   if (name == "multistep") return lr_kind::multistep;
-  throw config_error("lr_schedule.kind: unknown '" + name + "' (expected constant, step or multistep)");
+  if (name == "cosine") return lr_kind::cosine;
+  throw config_error("lr_schedule.kind: unknown '" + name + "' (expected constant, step, multistep or cosine)");
 }
 
 const char* to_string(lr_kind kind) {
@@ -33,6 +35,8 @@ const char* to_string(lr_kind kind) {
       return "step";
     case lr_kind::multistep:
       return "multistep";
+    case lr_kind::cosine:
+      return "cosine";
   }
   return "?";
 }
@@ -46,6 +50,10 @@ lr_schedule::lr_schedule(lr_schedule_spec spec) : spec_(std::move(spec)) {
   if (s.kind != lr_kind::constant && !(s.gamma > 0 && s.gamma <= 1)) bad("gamma", "in (0, 1]", s.gamma);
   if (s.kind == lr_kind::step && (!(s.step_epochs > 0) || !std::isfinite(s.step_epochs))) {
     bad("step_epochs", "> 0", s.step_epochs);
+  }
+  if (s.kind == lr_kind::cosine) {
+    if (!(s.total_epochs > 0) || !std::isfinite(s.total_epochs)) bad("total_epochs", "> 0", s.total_epochs);
+    if (!(s.final_factor >= 0 && s.final_factor <= 1)) bad("final_factor", "in [0, 1]", s.final_factor);
   }
   if (s.kind == lr_kind::multistep) {
     if (s.milestones.empty()) throw config_error("lr_schedule.milestones must not be empty for multistep");
@@ -71,6 +79,11 @@ double lr_schedule::lr_at(double epoch) const {
       const auto passed =
           std::upper_bound(s.milestones.begin(), s.milestones.end(), epoch) - s.milestones.begin();
       lr *= std::pow(s.gamma, static_cast<double>(passed));
+      break;
+    }
+    case lr_kind::cosine: {
+      const double progress = std::min(epoch, s.total_epochs) / s.total_epochs;
+      lr *= s.final_factor + (1.0 - s.final_factor) * 0.5 * (1.0 + std::cos(std::numbers::pi * progress));
       break;
     }
   }

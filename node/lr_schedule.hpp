@@ -3,6 +3,7 @@
 //   constant:  lr
 //   step:      lr · gamma^floor(epoch / step_epochs)              (decay every step_epochs epochs)
 //   multistep: lr · gamma^(number of milestones <= epoch)         (decay at the given epochs)
+//   cosine:    lr · (f + (1 − f)·(1 + cos(π·min(epoch, E)/E))/2)   (E = total_epochs, f = final_factor)
 // then, for epoch < warmup_epochs, scaled by a linear warm-up from warmup_start to 1:
 //   factor = warmup_start + (1 − warmup_start) · epoch / warmup_epochs.
 // Warm-up is in epochs like the rest; a warm-up of w rounds is w / batches_per_epoch epochs.
@@ -11,9 +12,9 @@
 
 namespace qgossip {
 
-enum class lr_kind { constant, step, multistep };
+enum class lr_kind { constant, step, multistep, cosine };
 
-// "constant" | "step" | "multistep"; config_error listing the choices otherwise.
+// "constant" | "step" | "multistep" | "cosine"; config_error listing the choices otherwise.
 [[nodiscard]] lr_kind parse_lr_kind(const std::string& name);
 [[nodiscard]] const char* to_string(lr_kind kind);
 
@@ -23,6 +24,8 @@ struct lr_schedule_spec {
   double gamma = 0.1;                // decay factor for step/multistep, in (0, 1]
   double step_epochs = 1.0;          // step: decay period in epochs, > 0
   std::vector<double> milestones{};  // multistep: epochs, >= 0, strictly increasing, non-empty
+  double total_epochs = 1.0;         // cosine: the epoch where the decay ends (the run's length), > 0
+  double final_factor = 0.0;         // cosine: lr factor reached at total_epochs, in [0, 1]
   double warmup_epochs = 0.0;        // >= 0; 0 disables warm-up
   double warmup_start = 0.1;         // warm-up's initial factor, in [0, 1]
 };

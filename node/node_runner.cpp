@@ -1,5 +1,6 @@
 #include "node/node_runner.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -11,9 +12,12 @@
 #include <sstream>
 
 #include "algorithms/algorithm.hpp"
+#include "algorithms/mixing.hpp"
 #include "core/errors.hpp"
 #include "core/hash.hpp"
 #include "gossip/exchange.hpp"
+#include "gossip/link_emulation.hpp"
+#include "gossip/ring_allreduce.hpp"
 #include "gossip/zmq/transport.hpp"
 #include "node/batch_sampler.hpp"
 #include "node/dataset.hpp"
@@ -74,6 +78,42 @@ data_split load_data(const run_config& c, int rank) {
           ? partition_iid(train.size, n, rank, c.seed)
           : partition_by_label(train.labels, train.classes, n, rank, c.seed, c.data.skew);
   return {train.subset(shard), std::move(test)};
+}
+
+// The centralized algorithms talk to every other rank with equal weight, whatever the topology.
+mixing_row complete_row(int rank, int n) {
+  mixing_row row;
+  row.rank = rank;
+  row.self_weight = 1.0 / n;
+  for (int j = 0; j < n; ++j)
+    if (j != rank) {
+      row.neighbours.push_back(j);
+      row.weights.push_back(1.0 / n);
+    }
+  return row;
+}
+
+std::vector<int> sorted_union(std::vector<int> a, const std::vector<int>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  std::sort(a.begin(), a.end());
+  a.erase(std::unique(a.begin(), a.end()), a.end());
+  return a;
+}
+
+// How the run's network is shaped, for run.json: the transport's own emulation, shaping done
+// outside qgossip (network.shaping, e.g. scripts/cluster.sh's tc), both, or none.
+std::string shaping_description(const network_config& nw) {
+  std::string out;
+  if (nw.emulate_rate_mbit > 0 || nw.emulate_delay_ms > 0) {
+    std::ostringstream os;
+    os << "transport link emulation (gossip/link_emulation.hpp): each node's egress ";
+    if (nw.emulate_rate_mbit > 0) os << "paced at " << nw.emulate_rate_mbit << " Mbit/s";
+    else os << "unpaced";
+    os << ", " << nw.emulate_delay_ms << " ms one-way delay per message";
+    out = os.str();
+  }
+  if (!nw.shaping.empty()) out += (out.empty() ? "" : "; ") + nw.shaping;
+  return out.empty() ? "none" : out;
 }
 
 mixing_row row_of(const topology& t, int rank) {
@@ -144,8 +184,21 @@ node_exit run_node(const run_config& c, int rank, const node_run_options& option
   std::vector<float> x0(net->num_params());
   net->init(x0, c.seed);  // the same x_1 on every node
   std::unique_ptr<compressor> codec = make_compressor(c.compressor, net->layer_bounds());
-  mixing_row row = row_of(topo, rank);
+  const bool centralized = is_centralized(c.algorithm);
+  mixing_row row = centralized ? complete_row(rank, n) : row_of(topo, rank);
   std::unique_ptr<algorithm> alg = make_algorithm(c.algorithm, row, x0, c.algorithm_params);
+  const communication pattern = alg->pattern();
+  // Whom training messages go to and come from (a ring all-reduce: its left and right), and every
+  // peer this node talks to at all (probes add rank 0, or, on rank 0, everyone).
+  std::vector<int> train_peers = row.neighbours;
+  if (pattern == communication::ring_allreduce)
+    train_peers = n > 1 ? sorted_union({(rank + 1) % n}, {(rank + n - 1) % n}) : std::vector<int>{};
+  const bool probing = c.train.consensus_every > 0 && n > 1;
+  std::vector<int> all_others = complete_row(rank, n).neighbours;
+  std::vector<int> peers = train_peers;
+  if (probing) peers = sorted_union(peers, rank == 0 ? all_others : std::vector<int>{0});
+  // Training iterations per round: a ring all-reduce takes 2(n-1) exchange rounds.
+  const std::uint64_t steps_per_round = pattern == communication::ring_allreduce ? ring_allreduce_steps(n) : 1;
   lr_schedule schedule(c.train.lr);
   std::vector<std::size_t> shard_rows(data.train.size);  // data.train is the shard already
   for (std::size_t i = 0; i < shard_rows.size(); ++i) shard_rows[i] = i;
@@ -172,20 +225,35 @@ node_exit run_node(const run_config& c, int rank, const node_run_options& option
   run_log log(dir, rank, options.progress_json);
   if (rank == 0)
     log.write_run_json(c.name, c.canonical, n, c.algorithm, codec->describe(), net->describe(), c.run_id,
-                       format_report(report));
+                       format_report(report), shaping_description(c.network));
 
+  const std::size_t largest_message = std::max(codec->max_encoded_bytes(net->num_params()),
+                                               probing ? net->num_params() * sizeof(float) : std::size_t{0});
+  // A peer may run ahead by one round in gossip; by up to n-1 exchange rounds in a ring all-reduce,
+  // and a probe may come from a node up to n-1 hops (rounds) away.
+  const std::uint64_t lookahead =
+      pattern == communication::ring_allreduce || probing ? static_cast<std::uint64_t>(std::max(n, 2)) : 1;
   zmq_options zo;
-  zo.max_payload_bytes = static_cast<std::uint32_t>(
-      std::min<std::size_t>(codec->max_encoded_bytes(net->num_params()), std::numeric_limits<std::uint32_t>::max()));
+  zo.max_payload_bytes =
+      static_cast<std::uint32_t>(std::min<std::size_t>(largest_message, std::numeric_limits<std::uint32_t>::max()));
   zo.linger = to_ms(c.network.linger_s);
   zo.send_timeout = to_ms(c.network.round_timeout_s);
-  std::map<int, std::string> peers;
-  for (int j : row.neighbours) peers[j] = peer_endpoint(c, j);
-  zmq_transport transport(rank, bind_endpoint(c, rank), peers, zo);
+  zo.send_hwm = static_cast<int>(std::max<std::uint64_t>(16, 2 * lookahead + 4));
+  zo.receive_hwm = zo.send_hwm;
+  std::map<int, std::string> endpoints;
+  for (int j : peers) endpoints[j] = peer_endpoint(c, j);
+  zmq_transport zmq(rank, bind_endpoint(c, rank), endpoints, zo);
+  link_emulation emulation;
+  emulation.rate_bits_per_s = c.network.emulate_rate_mbit * 1e6;
+  emulation.delay = std::chrono::microseconds(static_cast<std::int64_t>(std::llround(c.network.emulate_delay_ms * 1000)));
+  std::unique_ptr<emulated_link_transport> emulated;
+  if (!emulation.pass_through()) emulated = std::make_unique<emulated_link_transport>(zmq, emulation);
+  transport& transport = emulated ? static_cast<class transport&>(*emulated) : zmq;
 
   exchange_options eo;
   eo.rank = rank;
-  eo.neighbours = row.neighbours;
+  eo.neighbours = peers;
+  eo.lookahead = lookahead;
   eo.run_id = c.run_id;
   eo.first_deadline = to_ms(c.network.start_timeout_s);
   eo.round_deadline = to_ms(c.network.round_timeout_s);
@@ -193,12 +261,15 @@ node_exit run_node(const run_config& c, int rank, const node_run_options& option
   eo.log = [rank](const std::string& line) { say(rank, line); };
   eo.should_stop = stop_requested;
   exchange ex(transport, eo);
+  std::unique_ptr<ring_allreduce> reducer;
+  if (pattern == communication::ring_allreduce && n > 1) reducer = std::make_unique<ring_allreduce>(ex, rank, n);
 
   {
     std::ostringstream os;
     os << c.algorithm << " with " << codec->describe() << ", " << net->describe() << " (" << net->num_params()
-       << " parameters), shard of " << data.train.size << " examples, neighbours";
-    for (int j : row.neighbours) os << " " << j;
+       << " parameters), shard of " << data.train.size << " examples, "
+       << (pattern == communication::ring_allreduce ? "ring all-reduce with" : "sends to");
+    for (int j : train_peers) os << " " << j;
     os << "; " << rounds << " rounds (" << rounds_per_epoch << " per epoch); listening on "
        << bind_endpoint(c, rank);
     say(rank, os.str());
@@ -216,11 +287,16 @@ node_exit run_node(const run_config& c, int rank, const node_run_options& option
   // --- The round loop: faults from here on are values. ---
   const std::size_t dim = net->num_params();
   float_vector grad(dim), own_decoded(dim), decoded(dim);  // aligned: see core/aligned.hpp
+  float_vector velocity(c.train.momentum > 0 ? dim : 0);   // heavy-ball momentum buffer
+  float_vector reduced(pattern == communication::ring_allreduce ? dim : 0);
+  float_vector average(probing && rank == 0 ? dim : 0);
+  std::vector<double> average_sum(average.size());
   std::vector<std::byte> encoded;
   encoded.reserve(codec->max_encoded_bytes(dim));
-  std::vector<inbound_message> inbound;
+  std::vector<inbound_message> inbound, probe_inbound;
   round_record rec;
   double compute_s = 0, codec_s = 0, loss_sum = 0;
+  std::chrono::nanoseconds probe_comm{0};                   // exchange time spent in probes
   std::uint64_t last_round_sent = 0, last_round_recv = 0;  // the latest round's traffic alone
   std::uint64_t loss_count = 0;
   node_summary summary;
@@ -242,12 +318,49 @@ node_exit run_node(const run_config& c, int rank, const node_run_options& option
     rec.train_loss = loss_count ? loss_sum / static_cast<double>(loss_count) : rec.train_loss;
     rec.round_bytes_sent = last_round_sent;
     rec.round_bytes_recv = last_round_recv;
-    rec.bytes_sent = s.bytes_sent;
-    rec.bytes_recv = s.bytes_received;
+    rec.bytes_sent = s.bytes_sent - s.probe_bytes_sent;
+    rec.bytes_recv = s.bytes_received - s.probe_bytes_received;
+    rec.probe_bytes_sent = s.probe_bytes_sent;
     rec.compute_s = compute_s;
     rec.codec_s = codec_s;
-    rec.comm_s = std::chrono::duration<double>(s.wait_time + s.send_time).count();
+    rec.comm_s = std::chrono::duration<double>(s.wait_time + s.send_time - probe_comm).count();
     rec.rejected = s.rejected_total();
+  };
+  // Every node sends its model to rank 0; rank 0 averages them (in rank order, in double) and logs
+  // the consensus distance and the average model's test metrics into rec.
+  const std::vector<int> to_rank0{0}, nobody;
+  auto probe = [&](std::uint64_t t, bool last) -> status {
+    const auto before = ex.stats().wait_time + ex.stats().send_time;
+    const std::span<const float> x = alg->model();
+    const outgoing_message msg{.codec = static_cast<std::uint16_t>(codec_id::identity), .codec_tag = 0,
+                               .count = static_cast<std::uint32_t>(dim), .payload = std::as_bytes(x)};
+    status st = ex.round(message_kind::probe, t * steps_per_round, msg, probe_inbound,
+                         rank == 0 ? round_peers{nobody, all_others} : round_peers{to_rank0, nobody});
+    probe_comm += ex.stats().wait_time + ex.stats().send_time - before;
+    if (!st || rank != 0) return st;
+    std::vector<std::span<const float>> models{x};
+    for (const auto& m : probe_inbound) {
+      if (m.payload.size() != dim * sizeof(float))
+        return status::error(errc::corrupt, "probe from rank " + std::to_string(m.header.sender) + " has " +
+                                                std::to_string(m.payload.size()) + " bytes, expected " +
+                                                std::to_string(dim * sizeof(float)));
+      models.emplace_back(reinterpret_cast<const float*>(m.payload.data()), dim);
+    }
+    std::fill(average_sum.begin(), average_sum.end(), 0.0);
+    for (const auto& m : models)  // rank order: rank 0, then the others ascending
+      for (std::size_t i = 0; i < dim; ++i) average_sum[i] += m[i];
+    for (std::size_t i = 0; i < dim; ++i) average_sum[i] /= static_cast<double>(n);
+    double distance = 0;
+    for (const auto& m : models)
+      for (std::size_t i = 0; i < dim; ++i) distance += (m[i] - average_sum[i]) * (m[i] - average_sum[i]);
+    for (std::size_t i = 0; i < dim; ++i) average[i] = static_cast<float>(average_sum[i]);
+    rec.consensus_dist = distance / static_cast<double>(n);
+    const std::size_t examples = last || c.train.eval_examples == 0 ? model::kAllExamples
+                                                                      : static_cast<std::size_t>(c.train.eval_examples);
+    eval_result r = net->evaluate(average, data.test, examples);
+    rec.avg_test_loss = r.loss;
+    rec.avg_test_acc = r.accuracy;
+    return st;
   };
 
   node_exit outcome = node_exit::ok;
@@ -273,27 +386,54 @@ node_exit run_node(const run_config& c, int rank, const node_run_options& option
     }
     loss_sum += loss;
     ++loss_count;
-    std::span<const float> v = alg->outgoing(grad, static_cast<float>(lr), t);
+    if (c.train.weight_decay > 0) mixing::axpy(grad, static_cast<float>(c.train.weight_decay), alg->model());
+    std::span<const float> step = grad;
+    if (c.train.momentum > 0) {  // local heavy-ball: m = beta m + g; the algorithm steps along m
+      mixing::blend(velocity, static_cast<float>(c.train.momentum), 1.0f, grad);
+      step = velocity;
+    }
+    std::span<const float> v = alg->outgoing(step, static_cast<float>(lr), t);
     if (!all_finite(v)) {
       outcome = node_exit::diverged;
       summary.error = "diverged at round " + std::to_string(t) + ": the outgoing message is not finite";
       break;
     }
     const auto t1 = clock_type::now();
-    codec_context ctx{.seed = c.seed, .rank = static_cast<std::uint32_t>(rank), .iteration = t, .stream = 0};
-    encoded.clear();
-    codec->encode(v, ctx, encoded);
-    status own = codec->decode(encoded, ctx, own_decoded);
-    QG_ENFORCE(own.is_ok(), "the compressor cannot decode its own message: " << own.to_string());
-    alg->absorb_own(own_decoded, t);
-    const auto t2 = clock_type::now();
-    outgoing_message msg{.codec = static_cast<std::uint16_t>(codec->id()),
-                         .codec_tag = codec->params_tag(),
-                         .count = static_cast<std::uint32_t>(dim),
-                         .payload = encoded};
+    auto t2 = t1, t3 = t1, t4 = t1;
     const std::uint64_t sent_before = ex.stats().bytes_sent, recv_before = ex.stats().bytes_received;
-    status st = ex.round(message_kind::train, t, msg, inbound);
-    const auto t3 = clock_type::now();
+    status st;
+    if (pattern == communication::ring_allreduce) {
+      std::copy(v.begin(), v.end(), reduced.begin());
+      if (reducer) st = reducer->sum(reduced, (t - 1) * steps_per_round + 1);
+      t3 = t4 = clock_type::now();
+      if (st) alg->absorb_own(reduced, t);
+    } else {
+      codec_context ctx{.seed = c.seed, .rank = static_cast<std::uint32_t>(rank), .iteration = t, .stream = 0};
+      encoded.clear();
+      codec->encode(v, ctx, encoded);
+      status own = codec->decode(encoded, ctx, own_decoded);
+      QG_ENFORCE(own.is_ok(), "the compressor cannot decode its own message: " << own.to_string());
+      alg->absorb_own(own_decoded, t);
+      t2 = clock_type::now();
+      outgoing_message msg{.codec = static_cast<std::uint16_t>(codec->id()),
+                           .codec_tag = codec->params_tag(),
+                           .count = static_cast<std::uint32_t>(dim),
+                           .payload = encoded};
+      st = ex.round(message_kind::train, t, msg, inbound, round_peers{train_peers, train_peers});
+      t3 = clock_type::now();
+      for (std::size_t k = 0; st && k < inbound.size(); ++k) {
+        const int from = train_peers[k];
+        codec_context rctx{.seed = c.seed, .rank = static_cast<std::uint32_t>(from), .iteration = t, .stream = 0};
+        status d = codec->decode(inbound[k].payload, rctx, decoded);
+        if (!d.is_ok()) {
+          // The checksum matched, so the sender encoded something invalid: a bug or a mismatched build.
+          st = status::error(d.code(), "cannot decode the message of rank " + std::to_string(from) + ": " + d.message());
+          break;
+        }
+        alg->absorb(from, decoded, t);
+      }
+      t4 = clock_type::now();
+    }
     last_round_sent = ex.stats().bytes_sent - sent_before;
     last_round_recv = ex.stats().bytes_received - recv_before;
     if (!st.is_ok()) {
@@ -301,30 +441,24 @@ node_exit run_node(const run_config& c, int rank, const node_run_options& option
       summary.error = "round " + std::to_string(t) + ": " + st.to_string();
       break;
     }
-    bool bad = false;
-    for (std::size_t k = 0; k < inbound.size(); ++k) {
-      const int from = row.neighbours[k];
-      codec_context rctx{.seed = c.seed, .rank = static_cast<std::uint32_t>(from), .iteration = t, .stream = 0};
-      status d = codec->decode(inbound[k].payload, rctx, decoded);
-      if (!d.is_ok()) {
-        // The checksum matched, so the sender encoded something invalid: a bug or a mismatched build.
-        outcome = node_exit::failed;
-        summary.error = "round " + std::to_string(t) + ": cannot decode the message of rank " + std::to_string(from) +
-                        ": " + d.to_string();
-        bad = true;
-        break;
-      }
-      alg->absorb(from, decoded, t);
-    }
-    if (bad) break;
-    const auto t4 = clock_type::now();
     alg->finish(t);
     const auto t5 = clock_type::now();
     compute_s += std::chrono::duration<double>((t1 - t0) + (t5 - t4)).count();
     codec_s += std::chrono::duration<double>((t2 - t1) + (t4 - t3)).count();
 
+    rec.consensus_dist.reset();
+    rec.avg_test_loss.reset();
+    rec.avg_test_acc.reset();
+    const bool probe_now = probing && (t % static_cast<std::uint64_t>(c.train.consensus_every) == 0 || t == rounds);
+    if (probe_now) {
+      if (status ps = probe(t, t == rounds); !ps) {
+        outcome = ps.code() == errc::cancelled ? node_exit::interrupted : node_exit::failed;
+        summary.error = "round " + std::to_string(t) + ": consensus probe: " + ps.to_string();
+        break;
+      }
+    }
     const bool eval_now = t % eval_period == 0 && t != rounds;
-    if (eval_now || t % static_cast<std::uint64_t>(c.train.log_every) == 0 || t == rounds) {
+    if (eval_now || probe_now || t % static_cast<std::uint64_t>(c.train.log_every) == 0 || t == rounds) {
       rec.test_loss.reset();
       rec.test_acc.reset();
       if (eval_now) evaluate(static_cast<std::size_t>(c.train.eval_examples));
@@ -337,9 +471,15 @@ node_exit run_node(const run_config& c, int rank, const node_run_options& option
     }
   }
 
+  if (outcome == node_exit::ok && emulated) {
+    // The last round's messages may still be in the emulated link: let them leave.
+    if (status fs = emulated->flush(clock_type::now() + to_ms(c.network.linger_s)); !fs)
+      say(rank, "warning: messages still in the emulated link at exit: " + fs.to_string());
+  }
+
   if (outcome != node_exit::ok) {
     say(rank, "stopping: " + summary.error);
-    transport.abandon_queued();
+    zmq.abandon_queued();
     if (rec.iteration != t) {
       rec.test_loss.reset();
       rec.test_acc.reset();

@@ -51,6 +51,17 @@ replica_check_result check_replicas(const fs::path& run_dir) {
       continue;
     }
     result.copies_kind = *kind;
+    if (*kind == "same_model") {
+      if (rank == summaries.begin()->first) continue;
+      const std::string* mine = string_field(s, "model_hash");
+      const std::string* first = string_field(summaries.begin()->second, "model_hash");
+      ++result.edges_checked;
+      if (!mine || !first || *mine != *first)
+        result.mismatches.push_back("node " + std::to_string(rank) + "'s model is " + (mine ? *mine : "?") +
+                                    " but node " + std::to_string(summaries.begin()->first) + "'s is " +
+                                    (first ? *first : "?"));
+      continue;
+    }
     for (const auto& [key, value] : s.members) {
       if (key.rfind("copy_", 0) != 0) continue;
       const int owner = std::stoi(key.substr(5));

@@ -2,7 +2,9 @@
 // Checks, from the node summaries of a finished run (node-<rank>.json), that every copy a node
 // holds of a neighbour equals what that neighbour holds itself:
 //  - "replica" (DCD-PSGD): node i's replica of j hashes equal to j's model_hash;
-//  - "estimate" (ECD-PSGD): node i's estimate of j hashes equal to j's own estimate (its copy_<j>).
+//  - "estimate" (ECD-PSGD): node i's estimate of j hashes equal to j's own estimate (its copy_<j>);
+//  - "public_copy" (CHOCO-SGD): as estimates;
+//  - "same_model" (centralized allreduce/allgather): every node's model_hash equals node 0's.
 // This is the end-to-end proof that compression, the wire and the update order keep copies exact.
 #include <filesystem>
 #include <string>

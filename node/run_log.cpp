@@ -75,7 +75,8 @@ void run_log::emit(const std::string& json_line) {
 
 void run_log::write_run_json(const std::string& name, const std::string& canonical, int n,
                              const std::string& algorithm, const std::string& compressor, const std::string& model,
-                             std::uint64_t run_id, const std::string& topology_report) {
+                             std::uint64_t run_id, const std::string& topology_report,
+                             const std::string& network_shaping) {
   std::time_t now = std::time(nullptr);
   char when[64];
   std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
@@ -93,6 +94,7 @@ void run_log::write_run_json(const std::string& name, const std::string& canonic
       .field("compiler", std::string(__VERSION__))
       .field("csv_columns", std::string(kCsvColumns))
       .field("topology_report", topology_report)
+      .field("network_shaping", network_shaping)
       .field("config_yaml", canonical)
       .end_object();
   write_atomically(dir_ / "run.json", j.str());
@@ -112,7 +114,10 @@ void run_log::row(const round_record& r) {
                      (r.test_acc ? csv_number(*r.test_acc) : "") + "," + std::to_string(r.bytes_sent) + "," +
                      std::to_string(r.bytes_recv) + "," + std::to_string(r.round_bytes_sent) + "," +
                      std::to_string(r.round_bytes_recv) + "," + csv_number(r.compute_s) + "," +
-                     csv_number(r.codec_s) + "," + csv_number(r.comm_s) + "," + std::to_string(r.rejected);
+                     csv_number(r.codec_s) + "," + csv_number(r.comm_s) + "," + std::to_string(r.rejected) + "," +
+                     std::to_string(r.probe_bytes_sent) + "," + (r.consensus_dist ? csv_number(*r.consensus_dist) : "") +
+                     "," + (r.avg_test_loss ? csv_number(*r.avg_test_loss) : "") + "," +
+                     (r.avg_test_acc ? csv_number(*r.avg_test_acc) : "");
   std::fprintf(csv_, "%s\n", line.c_str());
   std::fflush(csv_);
 }
@@ -140,6 +145,9 @@ void run_log::finish(const node_summary& s) {
       .field("train_loss", s.last.train_loss);
   optional_field(j, "test_loss", s.last.test_loss);
   optional_field(j, "test_acc", s.last.test_acc);
+  optional_field(j, "consensus_dist", s.last.consensus_dist);
+  optional_field(j, "avg_test_loss", s.last.avg_test_loss);
+  optional_field(j, "avg_test_acc", s.last.avg_test_acc);
   j.field("bytes_sent", s.last.bytes_sent)
       .field("bytes_recv", s.last.bytes_recv)
       .field("mean_round_bytes_sent", s.mean_round_bytes_sent)
@@ -147,6 +155,7 @@ void run_log::finish(const node_summary& s) {
       .field("time_codec_s", s.last.codec_s)
       .field("time_comm_s", s.last.comm_s)
       .field("rejected", s.last.rejected)
+      .field("probe_bytes_sent", s.last.probe_bytes_sent)
       .field("rejected_detail", s.rejected_detail)
       .field("model_hash", hex64(s.model_hash))
       .field("copies_kind", s.copies_kind);

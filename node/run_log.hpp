@@ -21,7 +21,7 @@ namespace qgossip {
 
 inline constexpr const char* kCsvColumns =
     "iteration,epoch,wall_s,lr,train_loss,test_loss,test_acc,bytes_sent,bytes_recv,round_bytes_sent,"
-    "round_bytes_recv,compute_s,codec_s,comm_s,rejected";
+    "round_bytes_recv,compute_s,codec_s,comm_s,rejected,probe_bytes_sent,consensus_dist,avg_test_loss,avg_test_acc";
 
 struct round_record {
   std::uint64_t iteration = 0;
@@ -32,6 +32,11 @@ struct round_record {
   std::uint64_t round_bytes_sent = 0, round_bytes_recv = 0;  // the row's round alone
   double compute_s = 0, codec_s = 0, comm_s = 0;             // cumulative
   std::uint64_t rejected = 0;                                // cumulative rejected messages
+  // Consensus probes (train.consensus_every): bytes_sent/recv above count training traffic only;
+  // probe traffic is counted here. Rank 0 fills the other three on rows where a probe ran.
+  std::uint64_t probe_bytes_sent = 0;      // cumulative
+  std::optional<double> consensus_dist;    // (1/n) Σ ||x_i − x̄||²
+  std::optional<double> avg_test_loss, avg_test_acc;  // the average model x̄ on the test set
 };
 
 struct copy_hash {
@@ -67,7 +72,7 @@ class run_log {
 
   void write_run_json(const std::string& name, const std::string& canonical_config_yaml, int n,
                       const std::string& algorithm, const std::string& compressor, const std::string& model,
-                      std::uint64_t run_id, const std::string& topology_report);
+                      std::uint64_t run_id, const std::string& topology_report, const std::string& network_shaping);
   void start(int n, std::uint64_t rounds, double epochs);
   void row(const round_record& r);
   // The progress line alone (rows are written every log_every rounds; progress may be sparser).

@@ -37,6 +37,7 @@ enum class codec_id : std::uint16_t {
   sign = 9,      // signs scaled by ||v||_1 / d (biased)
   fp16 = 10,     // IEEE half precision cast
   bf16 = 11,     // bfloat16 cast
+  isgq = 12,     // indirect SG quantization of FC-layer factors (isgq_codec; not a compressor)
 };
 
 // Keys of the random stream for one encode, and what the decoder needs to regenerate shared

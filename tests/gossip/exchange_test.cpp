@@ -457,3 +457,67 @@ TEST_CASE("exchange: a stop request ends a waiting round within the check interv
   CHECK(took < 200ms + 10 * kStopCheckInterval);  // far below the 10 s deadline
   CHECK(ex.round(message_kind::train, 1, m.out, out).code() == errc::invalid);  // spent, like a timeout
 }
+
+TEST_CASE("exchange: a directed round sends to some neighbours and gathers from others") {
+  by_hand h;
+  const std::vector<int> to{3}, from{1};
+  send_as(h.t1, 1, message_kind::train, 0);
+  message m(0, message_kind::train, 0);
+  REQUIRE(h.ex.round(message_kind::train, 0, m.out, h.out, round_peers{to, from}).is_ok());
+  CHECK(check_delivery({1}, message_kind::train, 0, h.out) == "");
+  inbound_frames rx;
+  CHECK(h.t3.receive(transport_clock::now() + 1s, rx).is_ok());  // rank 3 got ours ...
+  CHECK(h.t1.receive(transport_clock::now() + 50ms, rx).code() == errc::timeout);  // ... rank 1 did not
+  CHECK(h.ex.stats().messages_sent == 1);
+
+  // A message for the current round from a peer not expected to send in it is rejected, whether it
+  // was buffered before the round or arrives during it.
+  send_as(h.t3, 3, message_kind::train, 1);
+  send_as(h.t1, 1, message_kind::train, 1);
+  message m1(0, message_kind::train, 1);
+  REQUIRE(h.ex.round(message_kind::train, 1, m1.out, h.out, round_peers{to, from}).is_ok());
+  CHECK(check_delivery({1}, message_kind::train, 1, h.out) == "");
+  CHECK(h.ex.stats().rejected_for(reject_reason::sender) == 1);
+  CHECK(h.logged("rank 3 is not expected to send in this round"));
+
+  // Receiving from nobody completes at once; peers outside the neighbours are refused.
+  message m2(0, message_kind::train, 2);
+  const std::vector<int> none, stranger{2};
+  CHECK(h.ex.round(message_kind::train, 2, m2.out, h.out, round_peers{none, none}).is_ok());
+  CHECK(h.out.empty());
+  CHECK(h.ex.round(message_kind::train, 3, m2.out, h.out, round_peers{stranger, none}).code() == errc::invalid);
+}
+
+TEST_CASE("exchange: lookahead buffers a peer that runs several rounds ahead") {
+  inproc_network net(2);
+  inproc_transport t0 = net.endpoint(0), t1 = net.endpoint(1);
+  exchange_options o = options_for(0, {1});
+  o.lookahead = 3;
+  exchange ex(t0, o);
+  // All before round 0's own message, so round 0 reads them all: 1..3 are buffered, 4 (= lookahead + 1
+  // ahead) is a gap.
+  for (std::uint64_t it : {1, 2, 3, 4, 0}) send_as(t1, 1, message_kind::train, it);
+  std::vector<inbound_message> out;
+  for (std::uint64_t it = 0; it <= 3; ++it) {
+    message m(0, message_kind::train, it);
+    REQUIRE(ex.round(message_kind::train, it, m.out, out).is_ok());
+    if (it == 0) CHECK(ex.stats().rejected_for(reject_reason::gap) == 1);
+    CHECK(check_delivery({1}, message_kind::train, it, out) == "");
+  }
+  CHECK(ex.stats().rejected_for(reject_reason::gap) == 1);
+  CHECK(ex.stats().duplicates == 0);
+}
+
+TEST_CASE("exchange: probe bytes are counted apart") {
+  by_hand h;
+  send_as(h.t1, 1, message_kind::train, 0);
+  send_as(h.t3, 3, message_kind::train, 0);
+  REQUIRE(h.round(message_kind::train, 0).is_ok());
+  const std::uint64_t train_sent = h.ex.stats().bytes_sent;
+  send_as(h.t1, 1, message_kind::probe, 0);
+  send_as(h.t3, 3, message_kind::probe, 0);
+  REQUIRE(h.round(message_kind::probe, 0).is_ok());
+  CHECK(h.ex.stats().probe_bytes_sent == 2 * (kWireHeaderBytes + kProbeBytes));
+  CHECK(h.ex.stats().bytes_sent == train_sent + h.ex.stats().probe_bytes_sent);
+  CHECK(h.ex.stats().probe_bytes_received == 2 * (kWireHeaderBytes + kProbeBytes));
+}

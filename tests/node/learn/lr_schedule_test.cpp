@@ -54,9 +54,21 @@ TEST_CASE("kinds parse by name") {
   CHECK(parse_lr_kind("step") == lr_kind::step);
   CHECK(parse_lr_kind("multistep") == lr_kind::multistep);
   CHECK(std::string(to_string(parse_lr_kind("constant"))) == "constant");
-  CHECK_THROWS_WITH_AS((void)parse_lr_kind("cosine"),
-                       "lr_schedule.kind: unknown 'cosine' (expected constant, step or multistep)",
+  CHECK(parse_lr_kind("cosine") == lr_kind::cosine);
+  CHECK_THROWS_WITH_AS((void)parse_lr_kind("cosin"),
+                       "lr_schedule.kind: unknown 'cosin' (expected constant, step, multistep or cosine)",
                        config_error);
+}
+
+TEST_CASE("cosine decays from lr to final_factor·lr over total_epochs, then stays") {
+  const lr_schedule s({.kind = lr_kind::cosine, .lr = 2.0, .total_epochs = 10, .final_factor = 0.1});
+  CHECK(s.lr_at(0) == doctest::Approx(2.0));
+  CHECK(s.lr_at(5) == doctest::Approx(2.0 * (0.1 + 0.9 * 0.5)));  // halfway: cos = 0
+  CHECK(s.lr_at(10) == doctest::Approx(0.2));
+  CHECK(s.lr_at(30) == doctest::Approx(0.2));
+  for (double e = 0; e < 10; e += 0.5) CHECK(s.lr_at(e + 0.5) < s.lr_at(e));  // strictly decreasing
+  CHECK_THROWS_AS(lr_schedule({.kind = lr_kind::cosine, .total_epochs = 0}), config_error);
+  CHECK_THROWS_AS(lr_schedule({.kind = lr_kind::cosine, .final_factor = 1.5}), config_error);
 }
 
 TEST_CASE("invalid specs name the field") {
