@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <limits>
 
+#include "algorithms/compress/isgq.hpp"
 #include "core/hash.hpp"
 #include "node/yaml_reader.hpp"
 
@@ -146,7 +147,10 @@ codec_spec parse_compressor(yaml_reader& root) {
         spec.params.emplace_back(k, it->second.Scalar());
       }
     }
-    (void)make_compressor(spec);  // validates name, parameters and values now, with a position
+    if (spec.name == "isgq")
+      (void)make_isgq(spec);  // not a vector codec: it encodes a layer's factors (all-gather only)
+    else
+      (void)make_compressor(spec);  // validates name, parameters and values now, with a position
   } catch (const config_error& e) {
     if (e.has_position()) throw;
     throw root.error_at(*node, "compressor: " + e.message());
@@ -376,6 +380,11 @@ run_config load_run_config(const std::string& file, const std::vector<std::strin
   if (c.algorithm == "dpsgd" && c.compressor.name != "identity")
     throw r.error("algorithm: dpsgd is the full-precision reference and sends raw floats; remove 'compressor' "
                   "or use naive, dcd or ecd to compress");
+  if (c.compressor.name == "isgq" && c.algorithm != "allgather")
+    throw r.error("compressor: isgq sends each node's gradient factors to every node; use algorithm: allgather");
+  if (c.compressor.name == "isgq" && (c.train.momentum > 0 || c.train.weight_decay > 0))
+    throw r.error("compressor: isgq encodes the raw loss gradient's factors, so train.momentum and "
+                  "train.weight_decay cannot be applied before sending; set them to 0");
   if (c.algorithm == "allreduce" && c.compressor.name != "identity")
     throw r.error("algorithm: allreduce sums full-precision gradients with a ring all-reduce; remove 'compressor' "
                   "or use allgather to send compressed gradients to every node");

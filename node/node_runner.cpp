@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "algorithms/algorithm.hpp"
+#include "algorithms/compress/isgq.hpp"
 #include "algorithms/mixing.hpp"
 #include "core/errors.hpp"
 #include "core/hash.hpp"
@@ -183,7 +184,14 @@ node_exit run_node(const run_config& c, int rank, const node_run_options& option
   std::unique_ptr<model> net = make_model(c.model, data.train.dim, data.train.classes);
   std::vector<float> x0(net->num_params());
   net->init(x0, c.seed);  // the same x_1 on every node
-  std::unique_ptr<compressor> codec = make_compressor(c.compressor, net->layer_bounds());
+  // ISGQ (all-gather only) sends each layer's quantized factors instead of a compressed gradient:
+  // `factored` encodes and decodes the messages; `codec` is then the raw-float identity, used for
+  // nothing but sizing.
+  std::unique_ptr<isgq_codec> factored = c.compressor.name == "isgq" ? make_isgq(c.compressor) : nullptr;
+  std::unique_ptr<compressor> codec =
+      make_compressor(factored ? codec_spec{"identity", {}} : c.compressor, net->layer_bounds());
+  const std::vector<fc_factors> fc_shapes = factored ? net->fc_shapes() : std::vector<fc_factors>{};
+  const std::string codec_description = factored ? factored->describe() : codec->describe();
   const bool centralized = is_centralized(c.algorithm);
   mixing_row row = centralized ? complete_row(rank, n) : row_of(topo, rank);
   std::unique_ptr<algorithm> alg = make_algorithm(c.algorithm, row, x0, c.algorithm_params);
@@ -224,11 +232,13 @@ node_exit run_node(const run_config& c, int rank, const node_run_options& option
   std::filesystem::path dir = std::filesystem::path(c.output_dir) / c.name;
   run_log log(dir, rank, options.progress_json);
   if (rank == 0)
-    log.write_run_json(c.name, c.canonical, n, c.algorithm, codec->describe(), net->describe(), c.run_id,
+    log.write_run_json(c.name, c.canonical, n, c.algorithm, codec_description, net->describe(), c.run_id,
                        format_report(report), shaping_description(c.network));
 
-  const std::size_t largest_message = std::max(codec->max_encoded_bytes(net->num_params()),
-                                               probing ? net->num_params() * sizeof(float) : std::size_t{0});
+  const std::size_t largest_message =
+      std::max(factored ? factored->max_encoded_bytes(fc_shapes, static_cast<std::size_t>(c.train.batch))
+                        : codec->max_encoded_bytes(net->num_params()),
+               probing ? net->num_params() * sizeof(float) : std::size_t{0});
   // A peer may run ahead by one round in gossip; by up to n-1 exchange rounds in a ring all-reduce,
   // and a probe may come from a node up to n-1 hops (rounds) away.
   const std::uint64_t lookahead =
@@ -266,7 +276,7 @@ node_exit run_node(const run_config& c, int rank, const node_run_options& option
 
   {
     std::ostringstream os;
-    os << c.algorithm << " with " << codec->describe() << ", " << net->describe() << " (" << net->num_params()
+    os << c.algorithm << " with " << codec_description << ", " << net->describe() << " (" << net->num_params()
        << " parameters), shard of " << data.train.size << " examples, "
        << (pattern == communication::ring_allreduce ? "ring all-reduce with" : "sends to");
     for (int j : train_peers) os << " " << j;
@@ -292,7 +302,8 @@ node_exit run_node(const run_config& c, int rank, const node_run_options& option
   float_vector average(probing && rank == 0 ? dim : 0);
   std::vector<double> average_sum(average.size());
   std::vector<std::byte> encoded;
-  encoded.reserve(codec->max_encoded_bytes(dim));
+  encoded.reserve(largest_message);
+  std::vector<fc_factors> factors;
   std::vector<inbound_message> inbound, probe_inbound;
   round_record rec;
   double compute_s = 0, codec_s = 0, loss_sum = 0;
@@ -364,7 +375,7 @@ node_exit run_node(const run_config& c, int rank, const node_run_options& option
   };
 
   node_exit outcome = node_exit::ok;
-  std::uint64_t t = 0;
+  std::uint64_t t = 0, completed = 0;  // the round under way, the last one finished
   double lr = 0;
   while (t < rounds) {
     if (stop_requested()) {
@@ -375,7 +386,13 @@ node_exit run_node(const run_config& c, int rank, const node_run_options& option
     ++t;
     const auto t0 = clock_type::now();
     lr = schedule.lr_at(static_cast<double>(t - 1) / static_cast<double>(rounds_per_epoch));
-    double loss = net->loss_and_grad(alg->model(), data.train, sampler.next(), grad);
+    double loss = 0;
+    if (factored) {
+      loss = net->loss_and_factors(alg->model(), data.train, sampler.next(), factors);
+      gradient_from_factors(factors, grad);  // the exact local gradient, for the checks below
+    } else {
+      loss = net->loss_and_grad(alg->model(), data.train, sampler.next(), grad);
+    }
     if (!std::isfinite(loss) || loss > c.train.diverge_loss || !all_finite(grad)) {
       outcome = node_exit::diverged;
       summary.error = "diverged at round " + std::to_string(t) + ": training loss " + std::to_string(loss) +
@@ -410,13 +427,19 @@ node_exit run_node(const run_config& c, int rank, const node_run_options& option
     } else {
       codec_context ctx{.seed = c.seed, .rank = static_cast<std::uint32_t>(rank), .iteration = t, .stream = 0};
       encoded.clear();
-      codec->encode(v, ctx, encoded);
-      status own = codec->decode(encoded, ctx, own_decoded);
+      if (factored) factored->encode(factors, ctx, encoded);
+      else codec->encode(v, ctx, encoded);
+      auto decode = [&](std::span<const std::byte> bytes, const codec_context& dctx, float_vector& out) {
+        if (!factored) return codec->decode(bytes, dctx, out);
+        std::fill(out.begin(), out.end(), 0.0f);
+        return factored->decode(bytes, dctx, fc_shapes, out);
+      };
+      status own = decode(encoded, ctx, own_decoded);
       QG_ENFORCE(own.is_ok(), "the compressor cannot decode its own message: " << own.to_string());
       alg->absorb_own(own_decoded, t);
       t2 = clock_type::now();
-      outgoing_message msg{.codec = static_cast<std::uint16_t>(codec->id()),
-                           .codec_tag = codec->params_tag(),
+      outgoing_message msg{.codec = static_cast<std::uint16_t>(factored ? factored->id() : codec->id()),
+                           .codec_tag = factored ? factored->params_tag() : codec->params_tag(),
                            .count = static_cast<std::uint32_t>(dim),
                            .payload = encoded};
       st = ex.round(message_kind::train, t, msg, inbound, round_peers{train_peers, train_peers});
@@ -424,7 +447,7 @@ node_exit run_node(const run_config& c, int rank, const node_run_options& option
       for (std::size_t k = 0; st && k < inbound.size(); ++k) {
         const int from = train_peers[k];
         codec_context rctx{.seed = c.seed, .rank = static_cast<std::uint32_t>(from), .iteration = t, .stream = 0};
-        status d = codec->decode(inbound[k].payload, rctx, decoded);
+        status d = decode(inbound[k].payload, rctx, decoded);
         if (!d.is_ok()) {
           // The checksum matched, so the sender encoded something invalid: a bug or a mismatched build.
           st = status::error(d.code(), "cannot decode the message of rank " + std::to_string(from) + ": " + d.message());
@@ -442,6 +465,7 @@ node_exit run_node(const run_config& c, int rank, const node_run_options& option
       break;
     }
     alg->finish(t);
+    completed = t;
     const auto t5 = clock_type::now();
     compute_s += std::chrono::duration<double>((t1 - t0) + (t5 - t4)).count();
     codec_s += std::chrono::duration<double>((t2 - t1) + (t4 - t3)).count();
@@ -492,9 +516,11 @@ node_exit run_node(const run_config& c, int rank, const node_run_options& option
                    : outcome == node_exit::diverged ? "diverged"
                    : outcome == node_exit::interrupted ? "interrupted" : "failed";
   summary.last = rec;
-  summary.rounds = ex.stats().rounds;
+  summary.rounds = completed;
   summary.mean_round_bytes_sent =
-      summary.rounds ? static_cast<double>(ex.stats().bytes_sent) / static_cast<double>(summary.rounds) : 0.0;
+      summary.rounds ? static_cast<double>(ex.stats().bytes_sent - ex.stats().probe_bytes_sent) /
+                           static_cast<double>(summary.rounds)
+                     : 0.0;
   summary.wall_s = seconds_since(wall_start);
   summary.model_hash = hash64(alg->model());
   for (const auto& copy : alg->held_copies()) summary.copies.push_back({copy.rank, hash64(copy.values)});

@@ -62,16 +62,39 @@ std::string text(const flat_json& j, const std::string& key) {
   return std::get<std::string>(*v);
 }
 
+// The CSV of a run as rows of named columns.
+std::vector<std::map<std::string, std::string>> csv_rows(const fs::path& file) {
+  std::istringstream in(read_file(file));
+  std::string line;
+  std::getline(in, line);
+  std::vector<std::string> header;
+  for (std::istringstream h(line); std::getline(h, line, ',');) header.push_back(line);
+  std::vector<std::map<std::string, std::string>> rows;
+  while (std::getline(in, line)) {
+    std::map<std::string, std::string> row;
+    std::size_t k = 0, start = 0;
+    for (std::size_t i = 0; i <= line.size(); ++i)
+      if (i == line.size() || line[i] == ',') {
+        if (k < header.size()) row[header[k++]] = line.substr(start, i - start);
+        start = i + 1;
+      }
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
 struct ring_run {
   fs::path dir;
   std::map<int, flat_json> nodes;
 };
 
 ring_run launch_ring(const temp_dir& tmp, const std::string& name, const std::string& algorithm,
-                     const std::string& compressor, double epochs = 3) {
+                     const std::string& compressor, double epochs = 3, const std::vector<std::string>& sets = {}) {
   fs::path cfg = tmp.path / (name + ".yaml");
   write_file(cfg, ring_config(name, algorithm, compressor, tmp.path / "runs", free_port_range(8), epochs));
-  process_result r = run_qgossip({"launch", cfg.string(), "--plain", "--no-plot"});
+  std::vector<std::string> args{"launch", cfg.string(), "--plain", "--no-plot"};
+  for (const auto& s : sets) args.insert(args.end(), {"--set", s});
+  process_result r = run_qgossip(args);
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   ring_run run{tmp.path / "runs" / name, {}};
@@ -135,13 +158,9 @@ TEST_CASE("8-bit QSGD sends at most 0.27x the bytes of 32-bit per round, headers
     CHECK(b <= 0.27 * a);
   }
   // The CSV's round_bytes_sent is the row's round alone: for a fixed-size codec, the mean.
-  std::string csv = read_file(q8.dir / "node-0.csv");
-  std::string last = csv.substr(csv.rfind('\n', csv.size() - 2) + 1);
-  std::vector<std::string> cols;
-  std::stringstream ss(last);
-  for (std::string cell; std::getline(ss, cell, ',');) cols.push_back(cell);
-  REQUIRE(cols.size() == 15);
-  CHECK(std::stod(cols[9]) == doctest::Approx(number(q8.nodes[0], "mean_round_bytes_sent")));
+  auto rows = csv_rows(q8.dir / "node-0.csv");
+  REQUIRE(!rows.empty());
+  CHECK(std::stod(rows.back().at("round_bytes_sent")) == doctest::Approx(number(q8.nodes[0], "mean_round_bytes_sent")));
 }
 
 TEST_CASE("a run whose loss explodes ends as diverged, named by the launcher") {
@@ -215,4 +234,83 @@ TEST_CASE("killing a node mid-run: its neighbours stop within the deadline and n
       if (code < 0) kill(p.pid, SIGKILL), wait_for(p, 5);
       CHECK(code == 1);
     }
+}
+
+
+TEST_CASE("centralized baselines: all-reduce and all-gather keep the same model on every node") {
+  temp_dir tmp;
+  for (const char* algorithm : {"allreduce", "allgather"}) {
+    CAPTURE(algorithm);
+    const std::string codec = std::string(algorithm) == "allgather" ? "{name: qsgd, bits: 8, bucket: 512}" : "identity";
+    ring_run run = launch_ring(tmp, std::string("central-") + algorithm, algorithm, codec, 1);
+    for (const auto& [rank, s] : run.nodes) {
+      CAPTURE(rank);
+      CHECK(text(s, "status") == "ok");
+      CHECK(number(s, "test_acc") > 0.9);
+      CHECK(text(s, "model_hash") == text(run.nodes[0], "model_hash"));
+    }
+    replica_check_result check = check_replicas(run.dir);
+    CHECK(check.copies_kind == "same_model");
+    CHECK(check.edges_checked == 7);
+    CHECK(check.mismatches.empty());
+    if (std::string(algorithm) == "allreduce") {
+      // 2(n-1) = 14 messages per round, each a padded eighth of the model (MLP 32-32-4: 1188
+      // parameters, ceil(1188 / 8) = 149 floats) plus the 48-byte header.
+      CHECK(number(run.nodes[0], "mean_round_bytes_sent") == 14 * (48 + 149 * 4));
+    }
+  }
+}
+
+TEST_CASE("ISGQ: all-gather of quantized layer factors trains, keeps one model, and sends far less") {
+  temp_dir tmp;
+  ring_run full = launch_ring(tmp, "isgq-32", "allgather", "identity", 1);
+  ring_run isgq = launch_ring(tmp, "isgq-k1", "allgather", "{name: isgq, kx: 1, kd: 1}", 1);
+  for (const auto& [rank, s] : isgq.nodes) {
+    CAPTURE(rank);
+    CHECK(text(s, "status") == "ok");
+    CHECK(number(s, "test_acc") > 0.9);
+    CHECK(text(s, "model_hash") == text(isgq.nodes[0], "model_hash"));
+    // Batch 32 against 1188 parameters: X and Δ at 3 levels (2 bits) are a fraction of 32-bit G.
+    CHECK(number(s, "mean_round_bytes_sent") < 0.25 * number(full.nodes[rank], "mean_round_bytes_sent"));
+  }
+  CHECK(check_replicas(isgq.dir).mismatches.empty());
+}
+
+TEST_CASE("consensus probes: rank 0 logs the distance and the average model; probe bytes are kept apart") {
+  temp_dir tmp;
+  ring_run plain = launch_ring(tmp, "probe-off", "dcd", "{name: qsgd, bits: 8, bucket: 512}", 0.5);
+  ring_run probed = launch_ring(tmp, "probe-on", "dcd", "{name: qsgd, bits: 8, bucket: 512}", 0.5,
+                                {"train.consensus_every=5"});
+  for (int r = 0; r < 8; ++r) {
+    CAPTURE(r);
+    // Probes change no training message: training bytes and models are those of the plain run.
+    CHECK(number(probed.nodes[r], "bytes_sent") == number(plain.nodes[r], "bytes_sent"));
+    CHECK(text(probed.nodes[r], "model_hash") == text(plain.nodes[r], "model_hash"));
+    // 16 rounds (31 per epoch); probes at rounds 5, 10, 15 and the last: 4 models of 1188 floats.
+    CHECK(number(probed.nodes[r], "probe_bytes_sent") == (r == 0 ? 0 : 4 * (48 + 1188 * 4)));
+  }
+  auto rows = csv_rows(probed.dir / "node-0.csv");
+  int probes = 0;
+  for (const auto& row : rows) {
+    if (row.at("consensus_dist").empty()) continue;
+    ++probes;
+    CHECK(std::stod(row.at("consensus_dist")) >= 0);
+    CHECK(std::stod(row.at("consensus_dist")) < 1.0);  // nodes stay close on a ring with DCD
+    CHECK(!row.at("avg_test_acc").empty());
+  }
+  CHECK(probes == 4);
+  CHECK(number(probed.nodes[0], "avg_test_acc") > 0.9);
+  CHECK(number(probed.nodes[0], "consensus_dist") < 0.1);
+}
+
+TEST_CASE("link emulation delays every round and run.json says how the run was shaped") {
+  temp_dir tmp;
+  // 0.1 epoch = 4 rounds of 32-example batches on 1000-example shards; 40 ms one-way per message.
+  ring_run run = launch_ring(tmp, "emulated", "dpsgd", "identity", 0.1, {"network.emulate.delay_ms=40"});
+  for (const auto& [rank, s] : run.nodes) {
+    CAPTURE(rank);
+    CHECK(text(s, "status") == "ok");
+    CHECK(number(s, "time_comm_s") >= 4 * 0.040 * 0.95);  // each round waits at least one delay
+  }
+  CHECK(read_file(run.dir / "run.json").find("40 ms one-way delay per message") != std::string::npos);
 }
