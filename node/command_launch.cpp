@@ -12,6 +12,37 @@
 
 namespace qgossip {
 
+namespace {
+
+// The words of --exec-prefix for one node: split at whitespace (no quoting), {rank} replaced.
+std::vector<std::string> exec_prefix_words(const std::string& prefix, int rank) {
+  std::vector<std::string> words;
+  std::string word;
+  auto finish = [&] {
+    if (!word.empty()) words.push_back(std::move(word));
+    word.clear();
+  };
+  for (std::size_t i = 0; i < prefix.size(); ++i) {
+    const char ch = prefix[i];
+    if (ch == ' ' || ch == '\t' || ch == '\n') {
+      finish();
+    } else if (ch == '{') {
+      const auto close = prefix.find('}', i);
+      const std::string name = prefix.substr(i, close == std::string::npos ? std::string::npos : close - i + 1);
+      if (name != "{rank}")
+        throw config_error("--exec-prefix '" + prefix + "': unknown placeholder '" + name + "' (only {rank})");
+      word += std::to_string(rank);
+      i = close;
+    } else {
+      word += ch;
+    }
+  }
+  finish();
+  return words;
+}
+
+}  // namespace
+
 int print_replica_check(const std::string& run_dir);  // command_verify.cpp
 
 void add_launch_command(CLI::App& app, int* exit_code) {
@@ -21,22 +52,30 @@ void add_launch_command(CLI::App& app, int* exit_code) {
       "(CUDA_VISIBLE_DEVICES) when GPUs are present, shows one live progress line, forwards Ctrl-C, and if a\n"
       "node fails stops the others and names it. Then checks replicas (qgossip verify) and draws the plot.\n"
       "Node logs: runs/<name>/node-<rank>.log (stderr), node-<rank>.csv, node-<rank>.json, run.json.\n"
-      "For several hosts, start `qgossip run` on each (ssh or srun) instead: see the README.");
+      "For several hosts, start `qgossip run` on each (ssh or srun) instead: see the README.\n"
+      "--exec-prefix runs each node's command line behind a prefix, split at spaces (no quoting) with\n"
+      "{rank} replaced by the node's rank: --exec-prefix 'ip netns exec qg{rank}' starts node r in network\n"
+      "namespace qg<r> (scripts/cluster.sh; docs/cluster.md), 'taskset -c {rank}' pins node r to core r.\n"
+      "The prefix must exec the node (not fork and wait), so that signals and exit codes reach it.");
   struct options {
     std::string config;
     std::vector<std::string> sets;
     bool no_plot = false;
     bool plain = false;
+    std::string exec_prefix;
   };
   auto opt = std::make_shared<options>();
   cmd->add_option("RUN_YAML", opt->config, "Run YAML (e.g. configs/demo.yaml)")->required();
   cmd->add_option("--set", opt->sets, "Override a config value for every node, e.g. --set train.epochs=1");
   cmd->add_flag("--no-plot", opt->no_plot, "Do not draw the PNG figures at the end");
   cmd->add_flag("--plain", opt->plain, "Plain progress lines instead of the live single-line display");
+  cmd->add_option("--exec-prefix", opt->exec_prefix,
+                  "Words to put before each node's command, {rank} replaced, e.g. 'ip netns exec qg{rank}'");
   cmd->callback([opt, exit_code] {
     // Validate everything that can be checked here before starting any process.
     run_config c = load_run_config(opt->config, opt->sets);
     (void)build_topology(c.topology);
+    (void)exec_prefix_words(opt->exec_prefix, 0);  // an unknown placeholder
     std::filesystem::path dir = std::filesystem::path(c.output_dir) / c.name;
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
@@ -47,7 +86,8 @@ void add_launch_command(CLI::App& app, int* exit_code) {
     for (int r = 0; r < c.topology.n; ++r) {
       node_process p;
       p.rank = r;
-      p.argv = {self_executable(), "run", "--config", opt->config, "--rank", std::to_string(r)};
+      p.argv = exec_prefix_words(opt->exec_prefix, r);
+      p.argv.insert(p.argv.end(), {self_executable(), "run", "--config", opt->config, "--rank", std::to_string(r)});
       for (const auto& s : opt->sets) p.argv.insert(p.argv.end(), {"--set", s});
       int gpu = c.topology.nodes[static_cast<std::size_t>(r)].gpu;
       if (gpus > 0) p.env.emplace_back("CUDA_VISIBLE_DEVICES", std::to_string(gpu >= 0 ? gpu : r % gpus));

@@ -1,0 +1,298 @@
+#!/usr/bin/env bash
+# Runs `qgossip launch` inside a one-machine cluster with a real, shaped network: one network
+# namespace per node, joined by a bridge, each node's egress limited by tc. See docs/cluster.md.
+set -euo pipefail
+
+usage() {
+  cat <<'EOF'
+Usage: bash scripts/cluster.sh [OPTIONS] RUN_YAML [qgossip launch options, e.g. --set train.epochs=1]
+
+Starts the run's n nodes (n = its topology size) each in its own network namespace PREFIX<rank>
+holding SUBNET.<rank+1>/24 on a veth into a bridge PREFIX-br, shapes each node's egress with tc,
+runs `qgossip launch` with the nodes inside their namespaces, and tears everything down afterwards
+(also when the launch fails or is interrupted). Exits with the launch's exit code.
+
+Options:
+  --rate RATE       egress bandwidth of each node, in tc's units: 10mbit, 500kbit, 1gbit, 2.5mbit
+                    (tc tbf on the node's veth). Default: unshaped.
+  --latency DELAY   one-way delay added to each node's egress: 50ms, 500us, 1s. tc netem when this
+                    kernel has it; otherwise the node's transport emulates it
+                    (--set network.emulate.delay_ms). Default: none.
+  --prefix NAME     namespace/interface name prefix, letters and digits starting and ending with a
+                    letter (default qg): namespaces qg0, qg1, ..., bridge
+                    qg-br, veths qg-h<rank> (bridge side) and qg-n<rank> (node side).
+  --subnet A.B.C    the nodes' /24 (default 10.77.0): node r is A.B.C.(r+1). It exists only inside
+                    the namespaces, so it cannot clash with the host's addresses.
+  --qgossip PATH    the qgossip binary (default: $QGOSSIP, else build/qgossip, else qgossip in PATH)
+  --keep            leave namespaces, bridge and qdiscs in place for inspection (prints how to remove them)
+  -h, --help        this text
+
+The shaping is recorded in run.json (--set network.shaping=...). Needs root (CAP_NET_ADMIN and
+CAP_SYS_ADMIN), iproute2 (ip, tc) and python3. Refuses to start when any of its namespaces or
+interfaces already exists.
+
+Example: sudo bash scripts/cluster.sh --rate 10mbit --latency 50ms configs/demo.yaml --set train.epochs=1
+EOF
+}
+
+die() {
+  echo "cluster.sh: $*" >&2
+  exit 2
+}
+
+rate="" latency="" prefix="qg" subnet="10.77.0" keep=0
+qgossip="${QGOSSIP:-}"
+while (($# > 0)); do
+  case "$1" in
+    -h | --help) usage; exit 0 ;;
+    --rate) rate="${2:?--rate needs a value}"; shift 2 ;;
+    --latency) latency="${2:?--latency needs a value}"; shift 2 ;;
+    --prefix) prefix="${2:?--prefix needs a value}"; shift 2 ;;
+    --subnet) subnet="${2:?--subnet needs a value}"; shift 2 ;;
+    --qgossip) qgossip="${2:?--qgossip needs a value}"; shift 2 ;;
+    --keep) keep=1; shift ;;
+    --) shift; break ;;
+    -*) die "unknown option '$1' (options go before RUN_YAML; see --help)" ;;
+    *) break ;;
+  esac
+done
+(($# > 0)) || { usage >&2; exit 2; }
+run_yaml="$1"
+shift
+launch_args=("$@")
+# Nothing to tear down yet; the real handlers come with the first thing created.
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# ---- checks before touching anything -----------------------------------------------------------
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+if [[ -z "$qgossip" ]]; then
+  if [[ -x "$repo/build/qgossip" ]]; then qgossip="$repo/build/qgossip"; else qgossip="$(command -v qgossip || true)"; fi
+fi
+[[ -n "$qgossip" && -x "$qgossip" ]] || die "no qgossip binary (build it, or pass --qgossip PATH or QGOSSIP=PATH)"
+[[ -f "$run_yaml" ]] || die "no such run YAML: $run_yaml"
+for tool in ip tc python3; do
+  command -v "$tool" >/dev/null || die "'$tool' not found (ip and tc: apt-get install iproute2)"
+done
+# Ending in a letter keeps names unambiguous: prefix qg1 with rank 0 and prefix qg with rank 10 would both be qg10.
+[[ "$prefix" =~ ^[A-Za-z]([A-Za-z0-9]*[A-Za-z])?$ ]] ||
+  die "--prefix '$prefix': letters and digits, starting and ending with a letter"
+[[ "$subnet" =~ ^([0-9]{1,3})\.([0-9]{1,3})\.([0-9]{1,3})$ ]] || die "--subnet '$subnet': expected three octets, e.g. 10.77.0"
+for octet in "${BASH_REMATCH[@]:1}"; do ((10#$octet <= 255)) || die "--subnet '$subnet': octet $octet > 255"; done
+
+# Root, or at least the capabilities `ip netns add` (mount) and link/qdisc changes need.
+cap_eff=$(awk '/^CapEff:/ {print $2}' /proc/self/status)
+if ! (((16#$cap_eff >> 12) & 1 && (16#$cap_eff >> 21) & 1)); then
+  die "needs root: creating network namespaces takes CAP_NET_ADMIN and CAP_SYS_ADMIN (run it with sudo)"
+fi
+
+# tc's rate units are decimal (kbit = 1000 bit/s). Only bit rates: "mbps" in tc means megaBYTES.
+rate_bits=""
+if [[ -n "$rate" ]]; then
+  [[ "$rate" =~ ^([0-9]+(\.[0-9]+)?)(bit|kbit|mbit|gbit)$ ]] ||
+    die "--rate '$rate': expected a number and bit, kbit, mbit or gbit, e.g. 10mbit"
+  case "${BASH_REMATCH[3]}" in bit) mult=1 ;; kbit) mult=1e3 ;; mbit) mult=1e6 ;; gbit) mult=1e9 ;; esac
+  rate_bits=$(awk -v x="${BASH_REMATCH[1]}" -v m="$mult" 'BEGIN { printf "%.0f", x * m }')
+  ((rate_bits >= 8000)) || die "--rate '$rate': below 8kbit tbf cannot pass a full-size packet in a second"
+fi
+latency_us=""
+if [[ -n "$latency" ]]; then
+  [[ "$latency" =~ ^([0-9]+(\.[0-9]+)?)(us|ms|s)$ ]] || die "--latency '$latency': expected e.g. 50ms, 500us or 1s"
+  case "${BASH_REMATCH[3]}" in us) mult=1 ;; ms) mult=1e3 ;; s) mult=1e6 ;; esac
+  latency_us=$(awk -v x="${BASH_REMATCH[1]}" -v m="$mult" 'BEGIN { printf "%.0f", x * m }')
+fi
+
+# The topology after the launch's own --set overrides: its size and every node's address.
+topology_sets=()
+for ((i = 0; i < ${#launch_args[@]}; ++i)); do
+  case "${launch_args[i]}" in
+    --set) topology_sets+=(--set "${launch_args[i + 1]:-}"); i=$((i + 1)) ;;
+    --set=*) topology_sets+=(--set "${launch_args[i]#--set=}") ;;
+  esac
+done
+topology_json=$("$qgossip" topology "$run_yaml" --json "${topology_sets[@]}") ||
+  die "qgossip topology $run_yaml rejected the topology (see above)"
+# n, then the topology section with node r moved to SUBNET.(r+1) (ports kept).
+readarray -t topo < <(python3 -c '
+import json, sys
+report = json.loads(sys.argv[1])
+t = report["topology"]
+for r, node in enumerate(t["nodes"]):
+    node["host"] = "%s.%d" % (sys.argv[2], r + 1)
+print(report["n"])
+print(json.dumps(t, separators=(",", ":")))
+' "$topology_json" "$subnet")
+n="${topo[0]:-}"
+cluster_topology="${topo[1]:-}"
+[[ "$n" =~ ^[0-9]+$ && -n "$cluster_topology" ]] || die "could not read the topology of $run_yaml"
+((n >= 1 && n <= 253)) || die "the topology has $n nodes; one /24 holds at most 253 (SUBNET.1 .. SUBNET.253)"
+
+bridge="${prefix}-br"
+ns_name() { echo "${prefix}$1"; }
+host_veth() { echo "${prefix}-h$1"; }
+node_veth() { echo "${prefix}-n$1"; }
+((${#bridge} <= 15 && ${#prefix} + 2 + ${#n} <= 15)) ||
+  die "--prefix '$prefix' is too long for interface names (15 characters at most with '-h$((n - 1))')"
+
+existing_ns=$(ip netns list | awk '{print $1}')
+for ((r = 0; r < n; ++r)); do
+  ns=$(ns_name "$r")
+  if grep -qxF "$ns" <<<"$existing_ns"; then
+    die "network namespace $ns already exists (another cluster, or one kept with --keep): remove it with 'ip netns del $ns' or pick another --prefix"
+  fi
+  dev=$(host_veth "$r")
+  ! ip link show dev "$dev" >/dev/null 2>&1 || die "interface $dev already exists: pick another --prefix"
+done
+! ip link show dev "$bridge" >/dev/null 2>&1 || die "bridge $bridge already exists (another cluster?): remove it with 'ip link del $bridge' or pick another --prefix"
+
+# ---- setup; teardown on every exit from here on -------------------------------------------------
+
+created_ns=()
+bridge_created=0
+launch_pid=""
+signalled=0
+
+# shellcheck disable=SC2317  # reached through trap
+teardown() {
+  local rc=$?
+  trap - EXIT INT TERM
+  if ((keep)); then
+    if ((${#created_ns[@]} > 0 || bridge_created)); then
+      echo "cluster.sh: --keep: left ${created_ns[*]} and bridge $bridge in place. Inspect: ip netns exec $(ns_name 0) tc -s qdisc show" >&2
+      echo "cluster.sh: remove with: for ns in ${created_ns[*]}; do ip netns del \$ns; done; ip link del $bridge" >&2
+    fi
+    exit "$rc"
+  fi
+  local ns pids r
+  for ((r = 0; r < ${#created_ns[@]}; ++r)); do
+    ns=${created_ns[r]}
+    # Deleting the veth deletes its pair at once; deleting a namespace deletes its devices later, so
+    # a cluster started right after this one could still find the old names.
+    ip link del "$(host_veth "$r")" 2>/dev/null || true
+    # A namespace lives on while processes are in it: stop what this run left there (nodes normally
+    # die with the launcher already).
+    pids=$(ip netns pids "$ns" 2>/dev/null || true)
+    if [[ -n "$pids" ]]; then
+      # shellcheck disable=SC2086  # one pid per word
+      kill -TERM $pids 2>/dev/null || true
+      sleep 1
+      pids=$(ip netns pids "$ns" 2>/dev/null || true)
+      # shellcheck disable=SC2086
+      [[ -z "$pids" ]] || kill -KILL $pids 2>/dev/null || true
+    fi
+    if ip netns list | awk '{print $1}' | grep -qxF "$ns"; then
+      ip netns del "$ns" || echo "cluster.sh: could not delete namespace $ns" >&2
+    fi
+  done
+  if ((bridge_created)) && ip link show dev "$bridge" >/dev/null 2>&1; then
+    ip link del "$bridge" || echo "cluster.sh: could not delete bridge $bridge" >&2
+  fi
+  exit "$rc"
+}
+
+# shellcheck disable=SC2317  # reached through trap
+on_signal() {
+  local sig=$1
+  signalled=1
+  if [[ -n "$launch_pid" ]] && kill -0 "$launch_pid" 2>/dev/null; then
+    # The launcher stops its nodes and exits 128+signal; a second signal makes it kill them at once.
+    kill "-$sig" "$launch_pid" 2>/dev/null || true
+  else
+    [[ "$sig" == INT ]] && exit 130
+    exit 143
+  fi
+}
+trap teardown EXIT
+trap 'on_signal INT' INT
+trap 'on_signal TERM' TERM
+
+# Each name is recorded BEFORE it is created: a signal is handled between two commands, and what
+# was created must not escape the teardown. (Names were checked free above.)
+bridge_created=1
+ip link add "$bridge" type bridge
+ip link set "$bridge" up
+
+# tbf: burst = 10 ms of traffic at the rate, at least 16 KiB (well above one 1514-byte frame, so
+# full-size packets always pass); queue limit = 400 ms at the rate, so TCP sees queueing, not loss.
+burst_bytes=""
+if [[ -n "$rate_bits" ]]; then
+  burst_bytes=$((rate_bits / 8 / 100))
+  ((burst_bytes >= 16384)) || burst_bytes=16384
+  tbf_args=(tbf rate "${rate_bits}bit" burst "$burst_bytes" latency 400ms)
+fi
+
+netem="" netem_error=""
+for ((r = 0; r < n; ++r)); do
+  ns=$(ns_name "$r")
+  created_ns+=("$ns")
+  ip netns add "$ns"
+  ip link add "$(host_veth "$r")" type veth peer name "$(node_veth "$r")" netns "$ns"
+  ip link set "$(host_veth "$r")" master "$bridge" up
+  ip -n "$ns" link set lo up
+  ip -n "$ns" addr add "$subnet.$((r + 1))/24" dev "$(node_veth "$r")"
+  ip -n "$ns" link set "$(node_veth "$r")" up
+  dev=$(node_veth "$r")
+  if [[ -n "$latency_us" ]]; then
+    # netem when the kernel has it (detected on the first node, then used on all), tbf below it.
+    if [[ -z "$netem" ]]; then
+      if netem_error=$(tc -n "$ns" qdisc add dev "$dev" root handle 1: netem delay "${latency_us}us" 2>&1); then
+        netem=yes
+      else
+        netem=no
+      fi
+    elif [[ "$netem" == yes ]]; then
+      tc -n "$ns" qdisc add dev "$dev" root handle 1: netem delay "${latency_us}us"
+    fi
+  fi
+  if [[ -n "$rate_bits" ]]; then
+    if [[ "$netem" == yes ]]; then
+      tc -n "$ns" qdisc add dev "$dev" parent 1:1 handle 10: "${tbf_args[@]}"
+    else
+      tc -n "$ns" qdisc add dev "$dev" root handle 10: "${tbf_args[@]}"
+    fi
+  fi
+done
+
+# What run.json records: the mechanism, precisely.
+shaping="scripts/cluster.sh: $n network namespaces ${prefix}0..${prefix}$((n - 1)) on bridge $bridge (veth pairs, node r at $subnet.(r+1)/24)"
+if [[ -n "$rate_bits" ]]; then
+  shaping+="; rate: tc tbf rate ${rate_bits}bit burst ${burst_bytes}b latency 400ms on each node's veth egress (--rate $rate)"
+else
+  shaping+="; rate: unshaped veth"
+fi
+emulate_sets=()
+delay_ms=$(awk -v us="${latency_us:-0}" 'BEGIN { printf "%.10g", us / 1000 }')
+if [[ -z "$latency_us" ]]; then
+  shaping+="; latency: none added"
+elif [[ "$netem" == yes ]]; then
+  shaping+="; latency: ${delay_ms} ms one-way by tc netem delay ${latency_us}us on each node's veth egress, tbf below netem (--latency $latency)"
+else
+  shaping+="; latency: ${delay_ms} ms one-way by transport emulation, network.emulate.delay_ms (--latency $latency; no netem in this kernel: ${netem_error//$'\n'/ })"
+  emulate_sets=(--set "network.emulate.delay_ms=$delay_ms")
+fi
+# It travels as a YAML double-quoted string.
+shaping="${shaping//\\//}"
+shaping="${shaping//\"/\'}"
+echo "cluster.sh: $shaping" >&2
+
+# ---- the launch --------------------------------------------------------------------------------
+
+# Our --set come after the caller's, so they win: the topology is replaced whole (the caller's
+# topology overrides are already folded into it).
+# set -m: the launcher gets its own process group, so a Ctrl-C on the terminal reaches this script
+# alone and is forwarded to the launcher exactly once (on_signal); a second one kills the nodes at once.
+set -m
+"$qgossip" launch "$run_yaml" "${launch_args[@]}" \
+  --set "topology=$cluster_topology" "${emulate_sets[@]}" --set "network.shaping=\"$shaping\"" \
+  --exec-prefix "ip netns exec ${prefix}{rank}" &
+launch_pid=$!
+set +m
+while :; do
+  signalled=0
+  wait "$launch_pid" && rc=0 || rc=$?
+  # Interrupted by a trapped signal (forwarded to the launcher): wait again for its exit code.
+  ((signalled)) && kill -0 "$launch_pid" 2>/dev/null && continue
+  break
+done
+exit "$rc"
