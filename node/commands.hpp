@@ -11,5 +11,6 @@ void add_topology_command(CLI::App& app, int* exit_code);  // validate a topolog
 void add_plot_command(CLI::App& app, int* exit_code);      // PNG figures from run directories
 void add_verify_command(CLI::App& app, int* exit_code);    // replicas/estimates equal their owners
 void add_codec_command(CLI::App& app, int* exit_code);     // measure a codec; write/read its payload
+void add_logs_command(CLI::App& app, int* exit_code);      // per-node table, spread and warnings of a run
 
 }  // namespace qgossip

@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   qgossip::add_plot_command(app, &exit_code);
   qgossip::add_verify_command(app, &exit_code);
   qgossip::add_codec_command(app, &exit_code);
+  qgossip::add_logs_command(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -5,6 +5,7 @@ add_library(qgossip_node STATIC
   node_runner.cpp
   npy.cpp
   replica_check.cpp
+  run_summary.cpp
   run_log.cpp
   subprocess.cpp
   topology_builder.cpp
@@ -22,6 +23,7 @@ add_executable(qgossip
   command_topology.cpp
   command_verify.cpp
   command_codec.cpp
+  command_logs.cpp
 )
 target_link_libraries(qgossip PRIVATE qgossip_node CLI11::CLI11)
 set_target_properties(qgossip PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR})
