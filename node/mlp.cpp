@@ -71,10 +71,9 @@ float* mlp::forward(std::span<const float> params, const float* x, std::size_t n
   return acts_[layers - 1].data();
 }
 
-double mlp::loss_and_grad(std::span<const float> params, const dataset& d, std::span<const std::size_t> batch,
-                          std::span<float> grad) const {
-  QG_ENFORCE(params.size() == num_params() && grad.size() == num_params(),
-             "params " << params.size() << " grad " << grad.size() << " model " << num_params());
+float* mlp::forward_batch(std::span<const float> params, const dataset& d,
+                          std::span<const std::size_t> batch) const {
+  QG_ENFORCE(params.size() == num_params(), "params " << params.size() << " model " << num_params());
   QG_ENFORCE(d.dim == input_dim() && d.classes == classes(),
              "data " << d.dim << "->" << d.classes << " model " << describe());
   QG_ENFORCE(!batch.empty());
@@ -82,9 +81,27 @@ double mlp::loss_and_grad(std::span<const float> params, const dataset& d, std::
   grow_scratch(inputs_, n * input_dim());
   grow_scratch(labels_, n);
   gather(d, batch, inputs_, labels_);
+  return forward(params, inputs_.data(), n);
+}
 
+void mlp::backprop_to_previous(std::span<const float> params, std::size_t l, std::size_t n) const {
+  const std::size_t in = widths_[l], out = widths_[l + 1];
+  grow_scratch(delta_, in * n);
+  const_matrix_map dz(acts_[l].data(), idx(out), idx(n));
+  const_matrix_map w(params.data() + bounds_[l], idx(out), idx(in));
+  matrix_map da(delta_.data(), idx(in), idx(n));
+  da.noalias() = w.transpose() * dz;
+  // ReLU'(z) = [z > 0] = [relu(z) > 0]: the stored activation is enough to mask with.
+  matrix_map a_prev(acts_[l - 1].data(), idx(in), idx(n));
+  a_prev.array() = (a_prev.array() > 0.0f).select(da.array(), 0.0f);
+}
+
+double mlp::loss_and_grad(std::span<const float> params, const dataset& d, std::span<const std::size_t> batch,
+                          std::span<float> grad) const {
+  QG_ENFORCE(grad.size() == num_params(), "grad " << grad.size() << " model " << num_params());
+  float* logits = forward_batch(params, d, batch);
+  const std::size_t n = batch.size();
   const std::size_t layers = widths_.size() - 1;
-  float* logits = forward(params, inputs_.data(), n);
   // From here on acts_[l] is overwritten, last layer first, by d(loss)/d(pre-activation of l).
   const double loss = softmax_xent_grad(matrix_map(logits, idx(classes()), idx(n)),
                                         std::span<const std::uint8_t>(labels_).first(n));
@@ -98,15 +115,45 @@ double mlp::loss_and_grad(std::span<const float> params, const dataset& d, std::
     dw.noalias() = dz * a_in.transpose();
     db.noalias() = dz.rowwise().sum();
     if (l == 0) break;  // no gradient w.r.t. the data
-    grow_scratch(delta_, in * n);
-    const_matrix_map w(params.data() + bounds_[l], idx(out), idx(in));
-    matrix_map da(delta_.data(), idx(in), idx(n));
-    da.noalias() = w.transpose() * dz;
-    // ReLU'(z) = [z > 0] = [relu(z) > 0]: the stored activation is enough to mask with.
-    matrix_map a_prev(acts_[l - 1].data(), idx(in), idx(n));
-    a_prev.array() = (a_prev.array() > 0.0f).select(da.array(), 0.0f);
+    backprop_to_previous(params, l, n);
   }
   return loss;
+}
+
+double mlp::loss_and_factors(std::span<const float> params, const dataset& d, std::span<const std::size_t> batch,
+                             std::vector<fc_factors>& out) const {
+  float* logits = forward_batch(params, d, batch);
+  const std::size_t n = batch.size();
+  const std::size_t layers = widths_.size() - 1;
+  out.resize(layers);
+  // The inputs first: back-propagation overwrites the activations.
+  for (std::size_t l = 0; l < layers; ++l) {
+    fc_factors& f = out[l];
+    f.offset = bounds_[l];
+    f.in = widths_[l];
+    f.out = widths_[l + 1];
+    f.batch = n;
+    const float* input = l == 0 ? inputs_.data() : acts_[l - 1].data();
+    f.x.assign(input, input + f.in * n);
+  }
+  const double loss = softmax_xent_grad(matrix_map(logits, idx(classes()), idx(n)),
+                                        std::span<const std::uint8_t>(labels_).first(n), xent_grad::per_example);
+  for (std::size_t l = layers; l-- > 0;) {
+    out[l].delta.assign(acts_[l].data(), acts_[l].data() + widths_[l + 1] * n);
+    if (l == 0) break;
+    backprop_to_previous(params, l, n);
+  }
+  return loss;
+}
+
+std::vector<fc_factors> mlp::fc_shapes() const {
+  std::vector<fc_factors> shapes(widths_.size() - 1);
+  for (std::size_t l = 0; l < shapes.size(); ++l) {
+    shapes[l].offset = bounds_[l];
+    shapes[l].in = widths_[l];
+    shapes[l].out = widths_[l + 1];
+  }
+  return shapes;
 }
 
 eval_result mlp::evaluate(std::span<const float> params, const dataset& d, std::size_t max_examples) const {

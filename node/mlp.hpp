@@ -27,6 +27,9 @@ class mlp final : public model {
   void init(std::span<float> params, std::uint64_t seed) const override;
   double loss_and_grad(std::span<const float> params, const dataset& d, std::span<const std::size_t> batch,
                        std::span<float> grad) const override;
+  double loss_and_factors(std::span<const float> params, const dataset& d, std::span<const std::size_t> batch,
+                          std::vector<fc_factors>& out) const override;
+  std::vector<fc_factors> fc_shapes() const override;
   eval_result evaluate(std::span<const float> params, const dataset& d,
                        std::size_t max_examples = kAllExamples) const override;
   std::string describe() const override;
@@ -35,6 +38,13 @@ class mlp final : public model {
   // Runs the layers on the n inputs (columns of `x`, dim × n); leaves every layer's output in
   // acts_ (ReLU applied for hidden layers, logits for the last) and returns the logits' storage.
   float* forward(std::span<const float> params, const float* x, std::size_t n) const;
+  // Checks the arguments of loss_and_grad/loss_and_factors, gathers the batch into inputs_/labels_
+  // and runs forward on it; returns the logits' storage.
+  float* forward_batch(std::span<const float> params, const dataset& d, std::span<const std::size_t> batch) const;
+  // One step of back-propagation for the n examples: from d(loss)/d(pre-activation of layer l),
+  // held in acts_[l], to that of layer l-1, written over acts_[l-1] (ReLU' read from it first).
+  // REQUIRES: 1 <= l < layers.
+  void backprop_to_previous(std::span<const float> params, std::size_t l, std::size_t n) const;
 
   std::vector<std::size_t> widths_;
   std::vector<std::size_t> bounds_;

@@ -14,11 +14,13 @@ using const_matrix_map = Eigen::Map<const Eigen::MatrixXf>;
 using const_vector_map = Eigen::Map<const Eigen::VectorXf>;
 using vector_map = Eigen::Map<Eigen::VectorXf>;
 
-double softmax_xent_grad(Eigen::Ref<Eigen::MatrixXf> logits, std::span<const std::uint8_t> labels) {
+double softmax_xent_grad(Eigen::Ref<Eigen::MatrixXf> logits, std::span<const std::uint8_t> labels,
+                         xent_grad kind) {
   const Eigen::Index classes = logits.rows();
   const Eigen::Index n = logits.cols();
   QG_ENFORCE(static_cast<std::size_t>(n) == labels.size(), "logits " << n << " labels " << labels.size());
   const double inv_n = 1.0 / static_cast<double>(n);
+  const double scale = kind == xent_grad::mean ? inv_n : 1.0;
   double loss = 0.0;
   for (Eigen::Index j = 0; j < n; ++j) {
     float* z = logits.col(j).data();
@@ -31,7 +33,7 @@ double softmax_xent_grad(Eigen::Ref<Eigen::MatrixXf> logits, std::span<const std
     loss += lse - static_cast<double>(z[y]);
     for (Eigen::Index k = 0; k < classes; ++k) {
       const double p = std::exp(static_cast<double>(z[k]) - lse);
-      z[k] = static_cast<float>((p - (k == y ? 1.0 : 0.0)) * inv_n);
+      z[k] = static_cast<float>((p - (k == y ? 1.0 : 0.0)) * scale);
     }
   }
   return loss * inv_n;
@@ -69,10 +71,9 @@ void softmax_regression::init(std::span<float> params, std::uint64_t seed) const
   std::fill(params.begin() + static_cast<std::ptrdiff_t>(classes_ * dim_), params.end(), 0.0f);
 }
 
-double softmax_regression::loss_and_grad(std::span<const float> params, const dataset& d,
-                                         std::span<const std::size_t> batch, std::span<float> grad) const {
-  QG_ENFORCE(params.size() == num_params() && grad.size() == num_params(),
-             "params " << params.size() << " grad " << grad.size() << " model " << num_params());
+void softmax_regression::forward_batch(std::span<const float> params, const dataset& d,
+                                       std::span<const std::size_t> batch) const {
+  QG_ENFORCE(params.size() == num_params(), "params " << params.size() << " model " << num_params());
   QG_ENFORCE(d.dim == dim_ && d.classes == classes_,
              "data " << d.dim << "->" << d.classes << " model " << describe());
   QG_ENFORCE(!batch.empty());
@@ -83,20 +84,56 @@ double softmax_regression::loss_and_grad(std::span<const float> params, const da
   gather(d, batch, inputs_, labels_);
 
   const auto c = static_cast<Eigen::Index>(classes_);
-  const auto in = static_cast<Eigen::Index>(dim_);
   const auto cols = static_cast<Eigen::Index>(n);
-  const_matrix_map w(params.data(), c, in);
+  const_matrix_map w(params.data(), c, static_cast<Eigen::Index>(dim_));
   const_vector_map b(params.data() + classes_ * dim_, c);
-  const_matrix_map x(inputs_.data(), in, cols);
+  const_matrix_map x(inputs_.data(), static_cast<Eigen::Index>(dim_), cols);
   matrix_map z(logits_.data(), c, cols);
   z.noalias() = w * x;
   z.colwise() += b;
+}
+
+double softmax_regression::loss_and_grad(std::span<const float> params, const dataset& d,
+                                         std::span<const std::size_t> batch, std::span<float> grad) const {
+  QG_ENFORCE(grad.size() == num_params(), "grad " << grad.size() << " model " << num_params());
+  forward_batch(params, d, batch);
+  const std::size_t n = batch.size();
+  const auto c = static_cast<Eigen::Index>(classes_);
+  const auto in = static_cast<Eigen::Index>(dim_);
+  const auto cols = static_cast<Eigen::Index>(n);
+  matrix_map z(logits_.data(), c, cols);
   const double loss = softmax_xent_grad(z, std::span<const std::uint8_t>(labels_).first(n));
+  const_matrix_map x(inputs_.data(), in, cols);
   matrix_map dw(grad.data(), c, in);
   vector_map db(grad.data() + classes_ * dim_, c);
   dw.noalias() = z * x.transpose();
   db.noalias() = z.rowwise().sum();
   return loss;
+}
+
+double softmax_regression::loss_and_factors(std::span<const float> params, const dataset& d,
+                                            std::span<const std::size_t> batch,
+                                            std::vector<fc_factors>& out) const {
+  forward_batch(params, d, batch);
+  const std::size_t n = batch.size();
+  matrix_map z(logits_.data(), static_cast<Eigen::Index>(classes_), static_cast<Eigen::Index>(n));
+  const double loss = softmax_xent_grad(z, std::span<const std::uint8_t>(labels_).first(n), xent_grad::per_example);
+  out.resize(1);
+  fc_factors& f = out[0];
+  f.offset = 0;
+  f.in = dim_;
+  f.out = classes_;
+  f.batch = n;
+  f.x.assign(inputs_.begin(), inputs_.begin() + static_cast<std::ptrdiff_t>(n * dim_));
+  f.delta.assign(logits_.begin(), logits_.begin() + static_cast<std::ptrdiff_t>(n * classes_));
+  return loss;
+}
+
+std::vector<fc_factors> softmax_regression::fc_shapes() const {
+  std::vector<fc_factors> shapes(1);
+  shapes[0].in = dim_;
+  shapes[0].out = classes_;
+  return shapes;
 }
 
 eval_result softmax_regression::evaluate(std::span<const float> params, const dataset& d,

@@ -27,6 +27,9 @@ class softmax_regression final : public model {
   void init(std::span<float> params, std::uint64_t seed) const override;
   double loss_and_grad(std::span<const float> params, const dataset& d, std::span<const std::size_t> batch,
                        std::span<float> grad) const override;
+  double loss_and_factors(std::span<const float> params, const dataset& d, std::span<const std::size_t> batch,
+                          std::vector<fc_factors>& out) const override;
+  std::vector<fc_factors> fc_shapes() const override;
   eval_result evaluate(std::span<const float> params, const dataset& d,
                        std::size_t max_examples = kAllExamples) const override;
   std::string describe() const override;
@@ -35,6 +38,9 @@ class softmax_regression final : public model {
   std::size_t dim_;
   std::size_t classes_;
   std::vector<std::size_t> bounds_;
+  // Checks the arguments, gathers the batch into inputs_/labels_ and leaves its logits in logits_.
+  void forward_batch(std::span<const float> params, const dataset& d, std::span<const std::size_t> batch) const;
+
   // Scratch, grown on demand and reused (this is why an instance is not thread-safe).
   mutable std::vector<float> inputs_;
   mutable std::vector<std::uint8_t> labels_;
@@ -43,9 +49,15 @@ class softmax_regression final : public model {
 
 // --- The softmax cross-entropy head (numerically stable log-sum-exp, accumulated in double) ---
 
+// Which derivative softmax_xent_grad leaves in the logits: of the batch's mean loss (what the
+// gradient needs), or of each example's own loss (the Δ of a layer's gradient factors).
+enum class xent_grad { mean, per_example };
+
 // logits: classes × n, one column per example; labels[j] is column j's label (< classes).
-// Returns the mean loss and overwrites logits with d(mean loss)/d(logits) = (softmax − onehot)/n.
-double softmax_xent_grad(Eigen::Ref<Eigen::MatrixXf> logits, std::span<const std::uint8_t> labels);
+// Returns the mean loss and overwrites logits with d(mean loss)/d(logits) = (softmax − onehot)/n,
+// or with per_example column j's d(loss_j)/d(logits_j) = softmax − onehot.
+double softmax_xent_grad(Eigen::Ref<Eigen::MatrixXf> logits, std::span<const std::uint8_t> labels,
+                         xent_grad kind = xent_grad::mean);
 
 // Adds the summed loss and the number of correct arg-max predictions (ties: lowest class).
 void softmax_xent_eval(const Eigen::Ref<const Eigen::MatrixXf>& logits, std::span<const std::uint8_t> labels,

@@ -145,13 +145,29 @@ struct unpack_result {
   std::size_t index = 0;  // the first index of the bad word
 };
 
+// Division of 32-bit words by the base without a divide instruction (Lemire, Kaser & Kurz, "Faster
+// remainder by direct computation", 2019): exact for every 32-bit n and divisor d >= 2.
+struct fast_divisor {
+  std::uint32_t d;
+  std::uint64_t m;  // floor((2^64 - 1) / d) + 1
+  explicit fast_divisor(std::uint32_t divisor) : d(divisor), m(~std::uint64_t{0} / divisor + 1) {}
+  std::uint32_t quotient(std::uint32_t n) const {
+    return static_cast<std::uint32_t>((static_cast<unsigned __int128>(m) * n) >> 64);
+  }
+  std::uint32_t remainder(std::uint32_t n) const {
+    const std::uint64_t low = m * n;
+    return static_cast<std::uint32_t>((static_cast<unsigned __int128>(low) * d) >> 64);
+  }
+};
+
 unpack_result unpack_codes(std::span<const std::byte> in, const packing& p, std::span<std::uint16_t> codes) {
   word_reader reader(in);
+  const fast_divisor base(p.base);
   std::size_t i = 0;
-  auto split = [&](std::uint64_t word, std::size_t digits) {
+  auto split = [&](std::uint32_t word, std::size_t digits) {
     for (std::size_t d = 0; d < digits; ++d) {
-      codes[i + d] = static_cast<std::uint16_t>(word % p.base);
-      word /= p.base;
+      codes[i + d] = static_cast<std::uint16_t>(base.remainder(word));
+      word = base.quotient(word);
     }
   };
   for (; i + p.group <= codes.size(); i += p.group) {
@@ -172,22 +188,45 @@ unpack_result unpack_codes(std::span<const std::byte> in, const packing& p, std:
 // ---------------------------------------------------------------------------------------------
 // Quantizers. The dithered one is the arithmetic of kernels/cpu/dither.hpp, element for element.
 
+// The tile loops take raw pointers: GCC 12 does not vectorize them through std::span.
+// codes = clamp(floor(fl(x / kappa) + u), -K, K) + K, with u the dither's uniforms in [0, 1), or
+// 1/2 for every value without one (u == nullptr: round to nearest).
+void quantize_tile(const float* x, std::size_t m, float kappa, std::uint32_t levels, const float* u,
+                   std::uint16_t* codes) {
+  const float k = static_cast<float>(levels);
+  const auto offset = static_cast<std::int32_t>(levels);
+  const auto code = [&](float v, float shift) {
+    const float q = std::clamp(std::floor(v / kappa + shift), -k, k);
+    return static_cast<std::uint16_t>(static_cast<std::int32_t>(q) + offset);
+  };
+  if (u != nullptr) {
+    for (std::size_t i = 0; i < m; ++i) codes[i] = code(x[i], u[i]);
+  } else {
+    for (std::size_t i = 0; i < m; ++i) codes[i] = code(x[i], 0.5f);
+  }
+}
+
+void dequantize_tile(const std::uint16_t* codes, std::size_t m, float kappa, std::uint32_t levels, const float* u,
+                     float* out) {
+  const double kd = kappa, k = static_cast<double>(levels);
+  for (std::size_t i = 0; i < m; ++i) {
+    // q - U = (code - K) - (u - 1/2), exact in double; one rounding to float at the end.
+    const double v = kd * ((static_cast<double>(codes[i]) - k) - (static_cast<double>(u[i]) - 0.5));
+    out[i] = static_cast<float>(std::clamp(v, -double{FLT_MAX}, double{FLT_MAX}));
+  }
+}
+
 void dither_codes(std::span<const float> x, float kappa, std::uint32_t levels, const kernels::philox_stream& rng,
                   std::uint64_t first, std::span<std::uint16_t> codes) {
   if (!(kappa > 0.0f)) {
     std::fill(codes.begin(), codes.end(), static_cast<std::uint16_t>(levels));
     return;
   }
-  const float k = static_cast<float>(levels);
-  const auto offset = static_cast<std::int32_t>(levels);
   alignas(64) float u[kTile];
   for (std::size_t t = 0; t < x.size(); t += kTile) {
     const std::size_t m = std::min(kTile, x.size() - t);
     kernels::philox_uniforms(rng, first + t, std::span<float>(u, m));
-    for (std::size_t i = 0; i < m; ++i) {
-      const float q = std::clamp(std::floor(x[t + i] / kappa + u[i]), -k, k);
-      codes[t + i] = static_cast<std::uint16_t>(static_cast<std::int32_t>(q) + offset);
-    }
+    quantize_tile(x.data() + t, m, kappa, levels, u, codes.data() + t);
   }
 }
 
@@ -198,16 +237,11 @@ void dither_values(std::span<const std::uint16_t> codes, float kappa, std::uint3
     std::fill(out.begin(), out.end(), 0.0f);
     return;
   }
-  const double kd = kappa, k = static_cast<double>(levels);
   alignas(64) float u[kTile];
   for (std::size_t t = 0; t < codes.size(); t += kTile) {
     const std::size_t m = std::min(kTile, codes.size() - t);
     kernels::philox_uniforms(rng, first + t, std::span<float>(u, m));
-    for (std::size_t i = 0; i < m; ++i) {
-      // q - U = (code - K) - (u - 1/2), exact in double; one rounding to float at the end.
-      const double v = kd * ((static_cast<double>(codes[t + i]) - k) - (static_cast<double>(u[i]) - 0.5));
-      out[t + i] = static_cast<float>(std::clamp(v, -double{FLT_MAX}, double{FLT_MAX}));
-    }
+    dequantize_tile(codes.data() + t, m, kappa, levels, u, out.data() + t);
   }
 }
 
@@ -217,12 +251,7 @@ void nearest_codes(std::span<const float> x, float kappa, std::uint32_t levels, 
     std::fill(codes.begin(), codes.end(), static_cast<std::uint16_t>(levels));
     return;
   }
-  const float k = static_cast<float>(levels);
-  const auto offset = static_cast<std::int32_t>(levels);
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    const float q = std::clamp(std::floor(x[i] / kappa + 0.5f), -k, k);
-    codes[i] = static_cast<std::uint16_t>(static_cast<std::int32_t>(q) + offset);
-  }
+  quantize_tile(x.data(), x.size(), kappa, levels, nullptr, codes.data());
 }
 
 // The bins of the mse variant: the uniform quantizer's step, chosen per matrix among
@@ -240,12 +269,25 @@ float mse_step(std::span<const float> m, std::uint32_t levels, float kappa_max) 
   for (int j = 0; j < kStepCandidates; ++j) {
     const auto kappa = static_cast<float>(static_cast<double>(kappa_max) * std::exp2(-0.25 * j));
     if (!(kappa > 0.0f)) break;
+    // Eight independent partial sums, so the loop vectorizes without reassociating anything.
+    constexpr std::size_t kLanes = 8;
+    double lane[kLanes] = {};
+    const float* x = m.data();
+    std::size_t i = 0;
+    for (; i + kLanes <= m.size(); i += kLanes) {
+      for (std::size_t t = 0; t < kLanes; ++t) {
+        const float q = std::min(std::max(std::floor(x[i + t] / kappa + 0.5f), -k), k);
+        const double d = static_cast<double>(x[i + t]) - static_cast<double>(q * kappa);
+        lane[t] += d * d;
+      }
+    }
     double err = 0;
-    for (const float x : m) {
-      const float q = std::clamp(std::floor(x / kappa + 0.5f), -k, k);
-      const double d = static_cast<double>(x) - static_cast<double>(q) * kappa;
+    for (; i < m.size(); ++i) {
+      const float q = std::min(std::max(std::floor(x[i] / kappa + 0.5f), -k), k);
+      const double d = static_cast<double>(x[i]) - static_cast<double>(q * kappa);
       err += d * d;
     }
+    for (const double v : lane) err += v;
     if (err < best_err) {
       best_err = err;
       best = kappa;
@@ -308,17 +350,41 @@ quadratic build_quadratic(std::span<const float> p_values, std::span<const std::
   q.r = Eigen::VectorXd::Zero(static_cast<Eigen::Index>(levels));
   q.p = Eigen::VectorXd::Zero(static_cast<Eigen::Index>(levels));
   q.count.assign(levels, 0);
-  std::vector<std::uint16_t> row_codes(batch);
+  // H, row by row: with the row's distinct codes u_0..u_{p-1} (p <= L, usually a handful) and
+  // R = S M (L × p, M the row's one-hot codes), H(c_e, u_j) += R(e, j). Building R adds whole
+  // columns of S (vectorized), where adding S(e, e') into H one entry at a time would chain on the
+  // few cells that most entries hit.
+  std::vector<std::uint16_t> row_codes(batch), local(batch), distinct;
+  std::vector<int> slot(levels, -1);
+  std::vector<double> rmat;
+  double* h = q.h.data();  // column-major levels × levels
   for (std::size_t i = 0; i < rows; ++i) {
-    for (std::size_t e = 0; e < batch; ++e) row_codes[e] = codes[e * rows + i];
+    distinct.clear();
     for (std::size_t e = 0; e < batch; ++e) {
-      const std::uint16_t k = row_codes[e];
+      const std::uint16_t k = codes[e * rows + i];
+      row_codes[e] = k;
+      if (slot[k] < 0) {
+        slot[k] = static_cast<int>(distinct.size());
+        distinct.push_back(k);
+      }
+      local[e] = static_cast<std::uint16_t>(slot[k]);
       ++q.count[k];
       q.r(k) += pr(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(e));
       q.p(k) += s_col(static_cast<Eigen::Index>(e));
-      const double* s_e = s.col(static_cast<Eigen::Index>(e)).data();  // S is symmetric
-      for (std::size_t e2 = 0; e2 < batch; ++e2) q.h(k, row_codes[e2]) += s_e[e2];
     }
+    const std::size_t p = distinct.size();
+    rmat.assign(batch * p, 0.0);
+    for (std::size_t e2 = 0; e2 < batch; ++e2) {
+      double* col = rmat.data() + local[e2] * batch;
+      const double* s_e2 = s.data() + e2 * batch;
+      for (std::size_t e = 0; e < batch; ++e) col[e] += s_e2[e];
+    }
+    for (std::size_t j = 0; j < p; ++j) {
+      double* h_col = h + static_cast<std::size_t>(distinct[j]) * levels;
+      const double* col = rmat.data() + j * batch;
+      for (std::size_t e = 0; e < batch; ++e) h_col[row_codes[e]] += col[e];
+    }
+    for (const std::uint16_t k : distinct) slot[k] = -1;
   }
   const double inv_l = 1.0 / static_cast<double>(batch);
   q.h *= inv_l * inv_l;
@@ -431,10 +497,11 @@ double isgq_message_bits::compression_gain() const {
 }
 
 isgq_codec::isgq_codec(const isgq_options& options) : options_(options) {
-  const std::uint32_t max_levels =
-      options.variant == isgq_variant::mse ? kMaxMseLevels : kMaxDitherLevels;
+  const bool mse = options.variant == isgq_variant::mse;
+  const std::uint32_t max_levels = mse ? kMaxMseLevels : kMaxDitherLevels;
   QG_ENFORCE(options.kx >= 1 && options.kx <= max_levels && options.kd >= 1 && options.kd <= max_levels,
              "kx=" << options.kx << " kd=" << options.kd << " max=" << max_levels);
+  QG_ENFORCE(!mse || options.scale == isgq_scale::matrix, "the mse variant has no per-column scale");
   QG_ENFORCE(options.mse_iterations <= kMaxMseIterations, "iterations=" << options.mse_iterations);
   QG_ENFORCE(std::isfinite(options.mse_lambda) && options.mse_lambda >= 0.0, "lambda=" << options.mse_lambda);
   params_tag_ = params_tag_of(describe());
@@ -442,9 +509,14 @@ isgq_codec::isgq_codec(const isgq_options& options) : options_(options) {
 
 std::string isgq_codec::describe() const {
   std::string s = "isgq:kx=" + std::to_string(options_.kx) + ",kd=" + std::to_string(options_.kd);
-  if (options_.variant == isgq_variant::dither) return s + ",variant=dither";
+  if (options_.variant == isgq_variant::dither)
+    return s + ",variant=dither,scale=" + (options_.scale == isgq_scale::matrix ? "matrix" : "column");
   return s + ",variant=mse,iterations=" + std::to_string(options_.mse_iterations) +
          ",lambda=" + format_real(options_.mse_lambda);
+}
+
+std::size_t isgq_codec::scales_per_matrix(std::size_t batch) const {
+  return options_.variant == isgq_variant::dither && options_.scale == isgq_scale::column ? batch : 1;
 }
 
 isgq_message_bits isgq_codec::bits_per_message(std::span<const fc_factors> shapes, std::size_t batch) const {
@@ -457,7 +529,8 @@ isgq_message_bits isgq_codec::bits_per_message(std::span<const fc_factors> shape
     isgq_layer_bits b;
     b.paper_bits = static_cast<double>(batch) * (static_cast<double>(s.in) * lx + static_cast<double>(s.out) * ld);
     b.code_bits = 8 * (packed_bytes(s.in * batch, px) + packed_bytes(s.out * batch, pd));
-    b.side_bits = options_.variant == isgq_variant::dither ? 64 : 32 * (2 * options_.kx + 1 + 2 * options_.kd + 1);
+    b.side_bits = options_.variant == isgq_variant::dither ? 64 * scales_per_matrix(batch)
+                                                           : 32 * (2 * options_.kx + 1 + 2 * options_.kd + 1);
     b.dense_bits = 32 * s.out * (s.in + 1);
     bits.layers.push_back(b);
   }
@@ -494,18 +567,31 @@ void isgq_codec::encode(std::span<const fc_factors> layers, const codec_context&
 
   const auto rng = kernels::philox_stream::make(ctx.seed, ctx.rank, ctx.iteration, ctx.stream);
   const packing px = packing_for(options_.kx), pd = packing_for(options_.kd);
+  const std::size_t scales = scales_per_matrix(batch);
   std::uint64_t counter = 0;  // the first element counter of the next matrix
   std::vector<std::uint16_t> cx, cd;
+  std::vector<float> kappas(scales);
+  // Dithers matrix m (its scales first, then its codes into `codes`): one kappa per segment of
+  // m.size() / scales values (the whole matrix, or one example's column).
+  const auto dither_matrix = [&](std::span<const float> m, std::uint32_t levels, std::vector<std::uint16_t>& codes) {
+    const std::size_t segment = m.size() / scales;
+    for (std::size_t c = 0; c < scales; ++c) {
+      const std::span<const float> part = m.subspan(c * segment, segment);
+      kappas[c] = scale_of(part, levels);
+      dither_codes(part, kappas[c], levels, rng, counter + c * segment,
+                   std::span<std::uint16_t>(codes).subspan(c * segment, segment));
+    }
+    put_floats(kappas, p);
+    counter += m.size();
+  };
   for (const fc_factors& f : layers) {
-    const float kx = scale_of(f.x, options_.kx), kd = scale_of(f.delta, options_.kd);
     cx.resize(f.x.size());
     cd.resize(f.delta.size());
     if (options_.variant == isgq_variant::dither) {
-      dither_codes(f.x, kx, options_.kx, rng, counter, cx);
-      dither_codes(f.delta, kd, options_.kd, rng, counter + f.x.size(), cd);
-      put_floats(std::span<const float>(&kx, 1), p);
-      put_floats(std::span<const float>(&kd, 1), p);
+      dither_matrix(f.x, options_.kx, cx);
+      dither_matrix(f.delta, options_.kd, cd);
     } else {
+      const float kx = scale_of(f.x, options_.kx), kd = scale_of(f.delta, options_.kd);
       const float sx = mse_step(f.x, options_.kx, kx), sd = mse_step(f.delta, options_.kd, kd);
       nearest_codes(f.x, sx, options_.kx, cx);
       nearest_codes(f.delta, sd, options_.kd, cd);
@@ -513,8 +599,8 @@ void isgq_codec::encode(std::span<const fc_factors> layers, const codec_context&
       fit_mse(f, cx, cd, options_, alpha, beta);
       put_floats(alpha, p);
       put_floats(beta, p);
+      counter += f.x.size() + f.delta.size();
     }
-    counter += f.x.size() + f.delta.size();
     const std::size_t bx = packed_bytes(cx.size(), px), bd = packed_bytes(cd.size(), pd);
     pack_codes(cx, px, std::span<std::byte>(p, bx));
     p += bx;
@@ -546,30 +632,50 @@ status isgq_codec::decode_factors(std::span<const std::byte> in, const codec_con
   const auto rng = kernels::philox_stream::make(ctx.seed, ctx.rank, ctx.iteration, ctx.stream);
   const packing px = packing_for(options_.kx), pd = packing_for(options_.kd);
   const bool dither = options_.variant == isgq_variant::dither;
+  const std::size_t scales = scales_per_matrix(batch);
   const std::byte* p = in.data() + kHeaderBytes;
   std::uint64_t counter = 0;
   std::vector<std::uint16_t> codes;
+  std::vector<float> kx(scales), kd(scales);
+  std::vector<float> alpha(2 * options_.kx + 1), beta(2 * options_.kd + 1);
   out.resize(shapes.size());
 
-  // One matrix: side information already read; codes at p.
-  auto matrix = [&](std::size_t l, const char* what, std::size_t count, std::uint32_t levels, const packing& pk,
-                    float kappa, std::span<const float> points, float_vector& values) -> status {
+  // Reads `count` floats into `values`; each must pass `ok`.
+  const auto read_floats = [&](std::vector<float>& values, bool (*ok)(std::uint32_t)) -> std::size_t {
+    for (std::size_t k = 0; k < values.size(); ++k) {
+      std::uint32_t bits;
+      std::memcpy(&bits, p, 4);
+      p += 4;
+      if (!ok(bits)) return k;
+      values[k] = std::bit_cast<float>(bits);
+    }
+    return values.size();
+  };
+  // One matrix's codes, at p, into values (dither: with the scales `kappas`, one per segment).
+  const auto matrix = [&](const std::string& where, std::size_t count, std::uint32_t levels, const packing& pk,
+                          std::span<const float> kappas, std::span<const float> points,
+                          float_vector& values) -> status {
     const std::size_t bytes = packed_bytes(count, pk);
     codes.resize(count);
     const unpack_result r = unpack_codes(std::span<const std::byte>(p, bytes), pk, codes);
     p += bytes;
-    const std::string where = "layer " + std::to_string(l) + " " + what + ": ";
     if (r.fault == unpack_fault::word)
       return corrupt(where + "packed word at index " + std::to_string(r.index) + " is not below (2K+1)^digits");
     if (r.fault == unpack_fault::padding) return corrupt(where + "nonzero padding bits after the last word");
     values.resize(count);
     if (dither) {
-      if (!(kappa > 0.0f)) {
-        const auto bad = std::find_if(codes.begin(), codes.end(), [&](std::uint16_t c) { return c != levels; });
-        if (bad != codes.end())
-          return corrupt(where + "index " + std::to_string(bad - codes.begin()) + " is nonzero with a zero scale");
+      const std::size_t segment = count / kappas.size();
+      for (std::size_t c = 0; c < kappas.size(); ++c) {
+        const std::span<const std::uint16_t> part = std::span<const std::uint16_t>(codes).subspan(c * segment, segment);
+        if (!(kappas[c] > 0.0f)) {
+          const auto bad = std::find_if(part.begin(), part.end(), [&](std::uint16_t v) { return v != levels; });
+          if (bad != part.end())
+            return corrupt(where + "index " + std::to_string(c * segment + (bad - part.begin())) +
+                           " is nonzero with a zero scale");
+        }
+        dither_values(part, kappas[c], levels, rng, counter + c * segment,
+                      std::span<float>(values).subspan(c * segment, segment));
       }
-      dither_values(codes, kappa, levels, rng, counter, values);
     } else {
       point_values(codes, points, values);
     }
@@ -577,38 +683,26 @@ status isgq_codec::decode_factors(std::span<const std::byte> in, const codec_con
     return status::ok();
   };
 
-  std::vector<float> alpha(2 * options_.kx + 1), beta(2 * options_.kd + 1);
   for (std::size_t l = 0; l < shapes.size(); ++l) {
     fc_factors& f = out[l];
     f.offset = shapes[l].offset;
     f.in = shapes[l].in;
     f.out = shapes[l].out;
     f.batch = batch;
-    float kx = 0, kd = 0;
-    const std::string where = "layer " + std::to_string(l) + ": ";
+    const std::string where = "layer " + std::to_string(l) + " ";
     if (dither) {
-      std::uint32_t bits[2];
-      std::memcpy(bits, p, 8);
-      p += 8;
-      if (!finite_nonnegative(bits[0])) return corrupt(where + "the scale of X is NaN, infinite or negative");
-      if (!finite_nonnegative(bits[1])) return corrupt(where + "the scale of delta is NaN, infinite or negative");
-      kx = std::bit_cast<float>(bits[0]);
-      kd = std::bit_cast<float>(bits[1]);
+      if (const std::size_t k = read_floats(kx, finite_nonnegative); k < kx.size())
+        return corrupt(where + "X: scale " + std::to_string(k) + " is NaN, infinite or negative");
+      if (const std::size_t k = read_floats(kd, finite_nonnegative); k < kd.size())
+        return corrupt(where + "delta: scale " + std::to_string(k) + " is NaN, infinite or negative");
     } else {
-      for (std::vector<float>* points : {&alpha, &beta}) {
-        for (std::size_t k = 0; k < points->size(); ++k) {
-          std::uint32_t bits;
-          std::memcpy(&bits, p, 4);
-          p += 4;
-          if (!finite_bits(bits))
-            return corrupt(where + "reconstruction point " + std::to_string(k) + " of " +
-                           (points == &alpha ? "X" : "delta") + " is NaN or infinite");
-          (*points)[k] = std::bit_cast<float>(bits);
-        }
-      }
+      if (const std::size_t k = read_floats(alpha, finite_bits); k < alpha.size())
+        return corrupt(where + "X: reconstruction point " + std::to_string(k) + " is NaN or infinite");
+      if (const std::size_t k = read_floats(beta, finite_bits); k < beta.size())
+        return corrupt(where + "delta: reconstruction point " + std::to_string(k) + " is NaN or infinite");
     }
-    if (status st = matrix(l, "X", f.in * batch, options_.kx, px, kx, alpha, f.x); !st) return st;
-    if (status st = matrix(l, "delta", f.out * batch, options_.kd, pd, kd, beta, f.delta); !st) return st;
+    if (status st = matrix(where + "X: ", f.in * batch, options_.kx, px, kx, alpha, f.x); !st) return st;
+    if (status st = matrix(where + "delta: ", f.out * batch, options_.kd, pd, kd, beta, f.delta); !st) return st;
   }
   QG_ENFORCE(p == in.data() + in.size(), "isgq: read " << (p - in.data()) << " of " << in.size() << " bytes");
   return status::ok();
@@ -640,7 +734,37 @@ status isgq_codec::decode(std::span<const std::byte> in, const codec_context& ct
   return status::ok();
 }
 
+namespace {
+
+// One tile of W = Δ Xᵀ / L: inputs [j0, j0 + jb) by outputs [o0, o0 + ob), jb <= JB, ob <= OB
+// (kFull: exactly JB × OB, so the loops have constant bounds). The tile's sums stay in registers
+// while the examples stream by; every entry is still its own float sum over e = 0..L-1 in order,
+// so the result is the same for any tiling and any vector width. 2 × 32 measured fastest with
+// GCC 12 at -O3 -march=x86-64-v3 (0.2 ms for 784 × 128 × 32; 4 × 16 spills and is 10× slower).
+template <std::size_t JB, std::size_t OB, bool kFull>
+void product_tile(const fc_factors& f, std::size_t j0, std::size_t jb, std::size_t o0, std::size_t ob, float* dw) {
+  if constexpr (kFull) {
+    jb = JB;
+    ob = OB;
+  }
+  float acc[JB][OB] = {};
+  for (std::size_t e = 0; e < f.batch; ++e) {
+    const float* d = f.delta.data() + e * f.out + o0;
+    const float* x = f.x.data() + e * f.in + j0;
+    for (std::size_t c = 0; c < jb; ++c) {
+      const float xv = x[c];
+      for (std::size_t t = 0; t < ob; ++t) acc[c][t] += xv * d[t];
+    }
+  }
+  const auto scale = static_cast<float>(f.batch);  // exact for L <= 2^24
+  for (std::size_t c = 0; c < jb; ++c)
+    for (std::size_t t = 0; t < ob; ++t) dw[(j0 + c) * f.out + o0 + t] = acc[c][t] / scale;
+}
+
+}  // namespace
+
 void gradient_from_factors(std::span<const fc_factors> layers, std::span<float> grad) {
+  constexpr std::size_t kJ = 2, kO = 32;
   for (std::size_t l = 0; l < layers.size(); ++l) {
     const fc_factors& f = layers[l];
     const std::size_t n = f.batch, in = f.in, out = f.out;
@@ -650,34 +774,29 @@ void gradient_from_factors(std::span<const fc_factors> layers, std::span<float> 
     QG_ENFORCE(f.offset <= grad.size() && out * (in + 1) <= grad.size() - f.offset,
                "layer " << l << " at " << f.offset << " does not fit a gradient of " << grad.size());
     float* dw = grad.data() + f.offset;
-    float* db = dw + out * in;
-    const float* x = f.x.data();
-    const float* delta = f.delta.data();
-    const auto scale = static_cast<float>(n);  // exact: n <= 2^24 in practice, and the same everywhere
-    // Column j of W accumulates x_je · Δ_:e over the examples in order; every entry is its own
-    // float sum, so the result does not depend on how the inner loop is vectorized.
-    for (std::size_t j = 0; j < in; ++j) {
-      float* col = dw + j * out;
-      std::fill_n(col, out, 0.0f);
-      for (std::size_t e = 0; e < n; ++e) {
-        const float xv = x[e * in + j];
-        if (xv == 0.0f) continue;  // ReLU inputs are often exactly zero
-        const float* d = delta + e * out;
-        for (std::size_t o = 0; o < out; ++o) col[o] += xv * d[o];
+    for (std::size_t j0 = 0; j0 < in; j0 += kJ) {
+      const std::size_t jb = std::min(kJ, in - j0);
+      for (std::size_t o0 = 0; o0 < out; o0 += kO) {
+        const std::size_t ob = std::min(kO, out - o0);
+        if (jb == kJ && ob == kO)
+          product_tile<kJ, kO, true>(f, j0, jb, o0, ob, dw);
+        else
+          product_tile<kJ, kO, false>(f, j0, jb, o0, ob, dw);
       }
-      for (std::size_t o = 0; o < out; ++o) col[o] /= scale;
     }
+    float* db = dw + out * in;
     std::fill_n(db, out, 0.0f);
     for (std::size_t e = 0; e < n; ++e) {
-      const float* d = delta + e * out;
+      const float* d = f.delta.data() + e * out;
       for (std::size_t o = 0; o < out; ++o) db[o] += d[o];
     }
+    const auto scale = static_cast<float>(n);
     for (std::size_t o = 0; o < out; ++o) db[o] /= scale;
   }
 }
 
 std::unique_ptr<isgq_codec> make_isgq(const codec_spec& spec) {
-  const codec_params params(spec, {"kx", "kd", "variant", "iterations", "lambda"});
+  const codec_params params(spec, {"kx", "kd", "variant", "scale", "iterations", "lambda"});
   isgq_options o;
   const std::string variant = params.get_choice("variant", "dither", {"dither", "mse"});
   o.variant = variant == "mse" ? isgq_variant::mse : isgq_variant::dither;
@@ -688,7 +807,10 @@ std::unique_ptr<isgq_codec> make_isgq(const codec_spec& spec) {
   if (o.variant == isgq_variant::dither) {
     for (const char* key : {"iterations", "lambda"})
       if (params.has(key)) params.fail("parameter '" + std::string(key) + "' applies to variant=mse only");
+    o.scale = params.get_choice("scale", "matrix", {"matrix", "column"}) == "column" ? isgq_scale::column
+                                                                                    : isgq_scale::matrix;
   } else {
+    if (params.has("scale")) params.fail("parameter 'scale' applies to variant=dither only");
     o.mse_iterations = static_cast<std::uint32_t>(params.get_uint("iterations", 1, 0, isgq_codec::kMaxMseIterations));
     o.mse_lambda = params.get_real("lambda", 1.0, 0.0, 1e12);
   }

@@ -272,3 +272,118 @@ TEST_CASE("plain SGD drives the loss down and separable data gets classified") {
     CHECK(held_out.accuracy > 0.95);
   }
 }
+
+// --- Gradient factors (loss_and_factors, for ISGQ) ---
+
+namespace {
+
+// Rebuilds each layer's gradient from its factors in double, (1/L) Δ Xᵀ and (1/L) Δ 1, and compares
+// it with the float gradient loss_and_grad writes, layer by layer, in the Frobenius norm.
+// Why 1e-4: both sides are float computations of the same sums. An entry of loss_and_grad's product
+// carries at most ~L·2^-24 relative error of its sum of |terms|; a hidden layer's Δ goes through
+// one more float product (inner size = the next layer's width ≤ 128) on both paths, and Δ itself
+// differs only by the scaling 1/L (exact for L = 32, one rounding otherwise). So the relative
+// difference is ≲ (32 + 128 + 10)·6e-8 ≈ 1e-5 even where terms cancel to a tenth of their sum,
+// while a wrong factor (a stale X overwritten by back-propagation, a Δ scaled by 1/L, a transposed
+// layout) is off by O(1). Measured on this build: 4e-8 to 1e-7.
+void check_factors(const model& m, const dataset& d, std::span<const std::size_t> batch, std::uint64_t seed) {
+  std::vector<float> params(m.num_params()), grad(m.num_params());
+  m.init(params, seed);
+  for (std::size_t k = 0; k < params.size(); ++k)  // non-zero biases (and a nudge everywhere)
+    params[k] += 0.01f * float(int(k % 11) - 5);
+  const double loss = m.loss_and_grad(params, d, batch, grad);
+  std::vector<fc_factors> factors;
+  CHECK(m.loss_and_factors(params, d, batch, factors) == loss);  // the same forward pass, bit for bit
+
+  const std::vector<fc_factors> shapes = m.fc_shapes();
+  REQUIRE(factors.size() == shapes.size());
+  REQUIRE(factors.size() + 1 == m.layer_bounds().size());
+  const std::size_t n = batch.size();
+  for (std::size_t l = 0; l < factors.size(); ++l) {
+    CAPTURE(l);
+    const fc_factors& f = factors[l];
+    CHECK(f.offset == m.layer_bounds()[l]);
+    CHECK(shapes[l].offset == f.offset);
+    CHECK(shapes[l].in == f.in);
+    CHECK(shapes[l].out == f.out);
+    CHECK(shapes[l].batch == 0);
+    CHECK(f.offset + f.out * (f.in + 1) == m.layer_bounds()[l + 1]);
+    CHECK(f.batch == n);
+    REQUIRE(f.x.size() == f.in * n);
+    REQUIRE(f.delta.size() == f.out * n);
+    if (l == 0) {
+      for (std::size_t e = 0; e < n; ++e)
+        CHECK(std::equal(f.x.begin() + e * f.in, f.x.begin() + (e + 1) * f.in, d.row(batch[e]).begin()));
+    } else {
+      CHECK(std::all_of(f.x.begin(), f.x.end(), [](float v) { return v >= 0.0f; }));  // ReLU outputs
+    }
+    double diff = 0, norm = 0;
+    for (std::size_t o = 0; o < f.out; ++o) {
+      for (std::size_t i = 0; i <= f.in; ++i) {  // i == in: the bias, whose input is 1
+        double g = 0;
+        for (std::size_t e = 0; e < n; ++e)
+          g += double(f.delta[e * f.out + o]) * (i < f.in ? double(f.x[e * f.in + i]) : 1.0);
+        g /= double(n);
+        const double model_g = grad[f.offset + i * f.out + o];
+        diff += (g - model_g) * (g - model_g);
+        norm += model_g * model_g;
+      }
+    }
+    CHECK(norm > 0);
+    CHECK(std::sqrt(diff) <= 1e-4 * std::sqrt(norm));
+  }
+  // The output layer's Δ is each example's own softmax − onehot: its columns sum to 0, and the
+  // label's entry is the only negative one.
+  const fc_factors& last = factors.back();
+  for (std::size_t e = 0; e < n; ++e) {
+    double sum = 0;
+    for (std::size_t c = 0; c < last.out; ++c) {
+      const float v = last.delta[e * last.out + c];
+      sum += v;
+      CHECK((v < 0.0f) == (c == d.labels[batch[e]]));
+    }
+    CHECK(std::abs(sum) < 1e-6);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("loss_and_factors reproduces loss_and_grad's loss and gradient") {
+  SUBCASE("mlp 784-128-10 at batch 32") {
+    const dataset d = small_data(300, 784, 10, 8);
+    const mlp m(784, {128}, 10);
+    std::vector<std::size_t> batch(32);
+    for (std::size_t e = 0; e < batch.size(); ++e) batch[e] = (e * 37 + 5) % 300;
+    check_factors(m, d, batch, 31);
+  }
+  SUBCASE("mlp with two hidden layers, batch 7 (1/L is not exact)") {
+    const dataset d = small_data(100, 30, 5, 9);
+    const mlp m(30, {16, 8}, 5);
+    const std::vector<std::size_t> batch{3, 1, 4, 1, 5, 92, 65};
+    check_factors(m, d, batch, 32);
+  }
+  SUBCASE("softmax 784-10 at batch 25") {
+    const dataset d = small_data(200, 784, 10, 10);
+    const softmax_regression m(784, 10);
+    const auto batch = iota_n(25);
+    check_factors(m, d, batch, 33);
+  }
+}
+
+TEST_CASE("loss_and_factors reuses its output and follows the batch size") {
+  const dataset d = small_data(200, 12, 3, 11);
+  const mlp m(12, {9, 6}, 3);
+  std::vector<float> params(m.num_params());
+  m.init(params, 4);
+  std::vector<fc_factors> reused, fresh;
+  (void)m.loss_and_factors(params, d, iota_n(150), reused);
+  const std::vector<std::size_t> small{4, 9, 1};
+  const double loss = m.loss_and_factors(params, d, small, reused);
+  CHECK(mlp(12, {9, 6}, 3).loss_and_factors(params, d, small, fresh) == loss);
+  REQUIRE(reused.size() == fresh.size());
+  for (std::size_t l = 0; l < reused.size(); ++l) {
+    CHECK(reused[l].batch == 3);
+    CHECK(reused[l].x == fresh[l].x);
+    CHECK(reused[l].delta == fresh[l].delta);
+  }
+}
