@@ -31,6 +31,18 @@ std::unique_ptr<algorithm> make_algorithm(std::string_view name, const mixing_ro
                      "'; expected one of dpsgd, naive, dcd, ecd, choco, allreduce, allgather");
 }
 
+mixing_row complete_mixing_row(int rank, int n) {
+  mixing_row row;
+  row.rank = rank;
+  row.self_weight = 1.0 / n;
+  for (int j = 0; j < n; ++j)
+    if (j != rank) {
+      row.neighbours.push_back(j);
+      row.weights.push_back(1.0 / n);
+    }
+  return row;
+}
+
 bool is_centralized(std::string_view name) { return name == "allreduce" || name == "allgather"; }
 
 }  // namespace qgossip

@@ -76,6 +76,10 @@ struct algorithm_options {
   double consensus_step = 1.0;  // CHOCO-SGD's gamma_c, in (0, 1]
 };
 
+// The row of a node that talks to every other node with equal weight 1/n: the centralized
+// algorithms' row, whatever the topology.
+mixing_row complete_mixing_row(int rank, int n);
+
 // Builds the named algorithm ("dpsgd", "naive", "dcd", "ecd", "choco", "allreduce", "allgather") for
 // node row.rank, starting at x0 (the same on every node). Throws config_error for an unknown name or
 // a bad option. For the centralized ones (is_centralized), row must list every other rank.

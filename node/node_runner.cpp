@@ -81,19 +81,6 @@ data_split load_data(const run_config& c, int rank) {
   return {train.subset(shard), std::move(test)};
 }
 
-// The centralized algorithms talk to every other rank with equal weight, whatever the topology.
-mixing_row complete_row(int rank, int n) {
-  mixing_row row;
-  row.rank = rank;
-  row.self_weight = 1.0 / n;
-  for (int j = 0; j < n; ++j)
-    if (j != rank) {
-      row.neighbours.push_back(j);
-      row.weights.push_back(1.0 / n);
-    }
-  return row;
-}
-
 std::vector<int> sorted_union(std::vector<int> a, const std::vector<int>& b) {
   a.insert(a.end(), b.begin(), b.end());
   std::sort(a.begin(), a.end());
@@ -193,7 +180,7 @@ node_exit run_node(const run_config& c, int rank, const node_run_options& option
   const std::vector<fc_factors> fc_shapes = factored ? net->fc_shapes() : std::vector<fc_factors>{};
   const std::string codec_description = factored ? factored->describe() : codec->describe();
   const bool centralized = is_centralized(c.algorithm);
-  mixing_row row = centralized ? complete_row(rank, n) : row_of(topo, rank);
+  mixing_row row = centralized ? complete_mixing_row(rank, n) : row_of(topo, rank);
   std::unique_ptr<algorithm> alg = make_algorithm(c.algorithm, row, x0, c.algorithm_params);
   const communication pattern = alg->pattern();
   // Whom training messages go to and come from (a ring all-reduce: its left and right), and every
@@ -202,7 +189,7 @@ node_exit run_node(const run_config& c, int rank, const node_run_options& option
   if (pattern == communication::ring_allreduce)
     train_peers = n > 1 ? sorted_union({(rank + 1) % n}, {(rank + n - 1) % n}) : std::vector<int>{};
   const bool probing = c.train.consensus_every > 0 && n > 1;
-  std::vector<int> all_others = complete_row(rank, n).neighbours;
+  std::vector<int> all_others = complete_mixing_row(rank, n).neighbours;
   std::vector<int> peers = train_peers;
   if (probing) peers = sorted_union(peers, rank == 0 ? all_others : std::vector<int>{0});
   // Training iterations per round: a ring all-reduce takes 2(n-1) exchange rounds.

@@ -18,6 +18,9 @@ Options:
   --latency DELAY   one-way delay added to each node's egress: 50ms, 500us, 1s. tc netem when this
                     kernel has it; otherwise the node's transport emulates it
                     (--set network.emulate.delay_ms). Default: none.
+  --queue DELAY     tbf's queue: the longest a packet may wait before it is dropped (tc tbf
+                    latency). Default 400ms. A node sends a whole round (one copy per neighbour)
+                    at once; a queue shorter than a round's bytes at the rate drops part of it.
   --prefix NAME     namespace/interface name prefix, letters and digits starting and ending with a
                     letter (default qg): namespaces qg0, qg1, ..., bridge
                     qg-br, veths qg-h<rank> (bridge side) and qg-n<rank> (node side).
@@ -40,13 +43,14 @@ die() {
   exit 2
 }
 
-rate="" latency="" prefix="qg" subnet="10.77.0" keep=0
+rate="" latency="" queue="400ms" prefix="qg" subnet="10.77.0" keep=0
 qgossip="${QGOSSIP:-}"
 while (($# > 0)); do
   case "$1" in
     -h | --help) usage; exit 0 ;;
     --rate) rate="${2:?--rate needs a value}"; shift 2 ;;
     --latency) latency="${2:?--latency needs a value}"; shift 2 ;;
+    --queue) queue="${2:?--queue needs a value}"; shift 2 ;;
     --prefix) prefix="${2:?--prefix needs a value}"; shift 2 ;;
     --subnet) subnet="${2:?--subnet needs a value}"; shift 2 ;;
     --qgossip) qgossip="${2:?--qgossip needs a value}"; shift 2 ;;
@@ -214,12 +218,14 @@ ip link add "$bridge" type bridge
 ip link set "$bridge" up
 
 # tbf: burst = 10 ms of traffic at the rate, at least 16 KiB (well above one 1514-byte frame, so
-# full-size packets always pass); queue limit = 400 ms at the rate, so TCP sees queueing, not loss.
+# full-size packets always pass); queue limit = --queue (400 ms) at the rate: a packet that would wait
+# longer is dropped. A node's whole round (all its neighbours' copies) arrives at once, so a queue
+# shorter than one round's bytes at the rate turns part of every round into TCP loss recovery.
 burst_bytes=""
 if [[ -n "$rate_bits" ]]; then
   burst_bytes=$((rate_bits / 8 / 100))
   ((burst_bytes >= 16384)) || burst_bytes=16384
-  tbf_args=(tbf rate "${rate_bits}bit" burst "$burst_bytes" latency 400ms)
+  tbf_args=(tbf rate "${rate_bits}bit" burst "$burst_bytes" latency "$queue")
 fi
 
 netem="" netem_error=""
@@ -257,7 +263,7 @@ done
 # What run.json records: the mechanism, precisely.
 shaping="scripts/cluster.sh: $n network namespaces ${prefix}0..${prefix}$((n - 1)) on bridge $bridge (veth pairs, node r at $subnet.(r+1)/24)"
 if [[ -n "$rate_bits" ]]; then
-  shaping+="; rate: tc tbf rate ${rate_bits}bit burst ${burst_bytes}b latency 400ms on each node's veth egress (--rate $rate)"
+  shaping+="; rate: tc tbf rate ${rate_bits}bit burst ${burst_bytes}b latency $queue on each node's veth egress (--rate $rate)"
 else
   shaping+="; rate: unshaped veth"
 fi

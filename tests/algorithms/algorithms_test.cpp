@@ -246,28 +246,12 @@ TEST_CASE("CHOCO-SGD converges with the biased top-10% compressor") {
   CHECK(choco.max_distance_to_optimum() < at_1000);
 }
 
-namespace {
-
-mixing_row complete_row(int rank, int n) {
-  mixing_row r;
-  r.rank = rank;
-  r.self_weight = 1.0 / n;
-  for (int j = 0; j < n; ++j)
-    if (j != rank) {
-      r.neighbours.push_back(j);
-      r.weights.push_back(1.0 / n);
-    }
-  return r;
-}
-
-}  // namespace
-
 TEST_CASE("all-gather SGD: every node holds the same bits every round and reaches the optimum") {
   const int n = 5;
   simulation sim("dpsgd", n, 0.0f);  // for its targets and optimum; the nodes are replaced below
   sim.nodes.clear();
   std::vector<float> x0(kDim, 0.0f);
-  for (int i = 0; i < n; ++i) sim.nodes.push_back(make_algorithm("allgather", complete_row(i, n), x0));
+  for (int i = 0; i < n; ++i) sim.nodes.push_back(make_algorithm("allgather", complete_mixing_row(i, n), x0));
   CHECK(sim.nodes[0]->pattern() == communication::all_to_all);
   const double start = sim.max_distance_to_optimum();
   for (std::uint64_t t = 1; t <= 2000; ++t) {
@@ -281,7 +265,7 @@ TEST_CASE("all-gather SGD: every node holds the same bits every round and reache
       sim.nodes[i]->absorb_own(sent[i], t);
     }
     for (int i = 0; i < n; ++i) {
-      for (int j : complete_row(i, n).neighbours) sim.nodes[i]->absorb(j, sent[j], t);
+      for (int j : complete_mixing_row(i, n).neighbours) sim.nodes[i]->absorb(j, sent[j], t);
       sim.nodes[i]->finish(t);
     }
     for (int i = 1; i < n; ++i) REQUIRE(bit_equal(sim.nodes[i]->model(), sim.nodes[0]->model()));
@@ -294,7 +278,7 @@ TEST_CASE("all-gather SGD: every node holds the same bits every round and reache
 TEST_CASE("all-reduce SGD steps with the mean of the summed gradients and refuses messages") {
   const int n = 4;
   std::vector<float> x0(kDim, 1.0f);
-  auto node = make_algorithm("allreduce", complete_row(2, n), x0);
+  auto node = make_algorithm("allreduce", complete_mixing_row(2, n), x0);
   CHECK(node->pattern() == communication::ring_allreduce);
   CHECK_FALSE(node->compresses());
   std::vector<float> grad(kDim, 0.5f), sum(kDim, 8.0f);  // as if the four gradients summed to 8
