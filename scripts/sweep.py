@@ -664,6 +664,8 @@ def draw_curves(plt, sweep, spec, items, x_column, xlabel):
         ax.set_title(panel or sweep["name"])
         ax.set_xlabel(xlabel)
         ax.set_ylabel(y.replace("_", " "))
+        if y == "consensus_dist" and all(v > 0 for v in bounded):
+            ax.set_yscale("log")  # the distance shrinks by orders of magnitude as the rate decays
         ax.grid(True, alpha=0.3)
         legend(ax)
     if bounded and "loss" in y:
@@ -701,6 +703,7 @@ def draw_epoch_time(plt, sweep, spec, items, x_key, panel_key):
                     color=colours[line], label=line)
         if x_key == "rate_mbit":
             ax.set_xscale("log")
+        ax.set_yscale("log")  # epoch times span 1 s to 1000 s across a bandwidth sweep
         if panel_key == "delay_ms":
             ax.set_title(f"latency {p:g} ms" if p is not None else "latency not set")
         else:

@@ -301,6 +301,15 @@ TEST_CASE("consensus probes: rank 0 logs the distance and the average model; pro
   CHECK(probes == 4);
   CHECK(number(probed.nodes[0], "avg_test_acc") > 0.9);
   CHECK(number(probed.nodes[0], "consensus_dist") < 0.1);
+
+  // qgossip logs reads the run back: one ok row per node, the average model, no warnings.
+  process_result logs = run_qgossip({"logs", probed.dir.string()});
+  INFO(logs.output);
+  CHECK(logs.exit_code == 0);
+  CHECK(logs.output.find("average model (probed by node 0)") != std::string::npos);
+  CHECK(logs.output.find("no warnings") != std::string::npos);
+  process_result missing = run_qgossip({"logs", (tmp.path / "no-such-run").string()});
+  CHECK(missing.exit_code == 1);
 }
 
 TEST_CASE("link emulation delays every round and run.json says how the run was shaped") {
