@@ -13,7 +13,6 @@
 
 #include "algorithms/algorithm.hpp"
 #include "algorithms/compress/isgq.hpp"
-#include "algorithms/mixing.hpp"
 #include "core/errors.hpp"
 #include "core/hash.hpp"
 #include "gossip/exchange.hpp"
@@ -23,6 +22,7 @@
 #include "node/batch_sampler.hpp"
 #include "node/dataset.hpp"
 #include "node/idx_reader.hpp"
+#include "node/local_step.hpp"
 #include "node/lr_schedule.hpp"
 #include "node/model_factory.hpp"
 #include "node/partition.hpp"
@@ -284,7 +284,7 @@ node_exit run_node(const run_config& c, int rank, const node_run_options& option
   // --- The round loop: faults from here on are values. ---
   const std::size_t dim = net->num_params();
   float_vector grad(dim), own_decoded(dim), decoded(dim);  // aligned: see core/aligned.hpp
-  float_vector velocity(c.train.momentum > 0 ? dim : 0);   // heavy-ball momentum buffer
+  local_step local(dim, c.train.momentum, c.train.weight_decay);
   float_vector reduced(pattern == communication::ring_allreduce ? dim : 0);
   float_vector average(probing && rank == 0 ? dim : 0);
   std::vector<double> average_sum(average.size());
@@ -390,13 +390,7 @@ node_exit run_node(const run_config& c, int rank, const node_run_options& option
     }
     loss_sum += loss;
     ++loss_count;
-    if (c.train.weight_decay > 0) mixing::axpy(grad, static_cast<float>(c.train.weight_decay), alg->model());
-    std::span<const float> step = grad;
-    if (c.train.momentum > 0) {  // local heavy-ball: m = beta m + g; the algorithm steps along m
-      mixing::blend(velocity, static_cast<float>(c.train.momentum), 1.0f, grad);
-      step = velocity;
-    }
-    std::span<const float> v = alg->outgoing(step, static_cast<float>(lr), t);
+    std::span<const float> v = alg->outgoing(local.apply(grad, alg->model()), static_cast<float>(lr), t);
     if (!all_finite(v)) {
       outcome = node_exit::diverged;
       summary.error = "diverged at round " + std::to_string(t) + ": the outgoing message is not finite";

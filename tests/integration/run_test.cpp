@@ -242,7 +242,13 @@ TEST_CASE("centralized baselines: all-reduce and all-gather keep the same model 
   for (const char* algorithm : {"allreduce", "allgather"}) {
     CAPTURE(algorithm);
     const std::string codec = std::string(algorithm) == "allgather" ? "{name: qsgd, bits: 8, bucket: 512}" : "identity";
-    ring_run run = launch_ring(tmp, std::string("central-") + algorithm, algorithm, codec, 1);
+    // all-gather also runs with the training knobs on: momentum, weight decay and a cosine schedule
+    // keep the nodes identical (each node's momentum buffer sees the same sequence of steps).
+    const std::vector<std::string> knobs =
+        std::string(algorithm) == "allgather"
+            ? std::vector<std::string>{"train.momentum=0.5", "train.weight_decay=0.0001", "train.schedule.kind=cosine"}
+            : std::vector<std::string>{};
+    ring_run run = launch_ring(tmp, std::string("central-") + algorithm, algorithm, codec, 1, knobs);
     for (const auto& [rank, s] : run.nodes) {
       CAPTURE(rank);
       CHECK(text(s, "status") == "ok");
