@@ -3,7 +3,8 @@
 # every target (QGOSSIP_SANITIZE in the root CMakeLists), in its own build directory, running the unit
 # tests of the byte-parsing layers. The decoders' corruption tests (truncated, oversized, random and bit-flipped payloads) run
 # here, so an out-of-bounds read or undefined behaviour fails the build instead of passing silently.
-# CPU only (no CUDA under ASan), no benchmarks.
+# CPU only (no CUDA under ASan), no benchmarks. Test cases in the doctest suite "statistics" (means and
+# variances over thousands of valid decodes) run only in the normal build (tests/CMakeLists.txt).
 #   scripts/test-sanitize.sh                # configure, build, ctest the core/kernels/compress/gossip tests
 #   scripts/test-sanitize.sh -R compress    # extra arguments go to ctest
 # Build dir: $QGOSSIP_SANITIZE_BUILD_DIR, default build-sanitize/. Parallel jobs: $QGOSSIP_JOBS (nproc).

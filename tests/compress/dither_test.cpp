@@ -216,7 +216,7 @@ TEST_CASE("the error is uniform on (-kappa/2, kappa/2] and uncorrelated with the
   }
 }
 
-TEST_CASE("unbiased per coordinate (Hoeffding, 4000 trials)") {
+TEST_CASE("unbiased per coordinate (Hoeffding, 4000 trials)" * doctest::test_suite("statistics")) {
   // A decoded value lies in [x - kappa/2, x + kappa/2]: P(|mean - x| >= t) <= 2 exp(-2 T t^2 / kappa^2).
   // t = kappa sqrt(ln(2 m / 1e-9) / (2T)) for m coordinates keeps any false failure below 1e-9.
   constexpr int kTrials = 4000;

@@ -406,7 +406,7 @@ TEST_CASE("dithered values: the error is uniform with variance kappa²/12, and X
   }
 }
 
-TEST_CASE("dithered ISGQ is unbiased, with the variance the error model predicts") {
+TEST_CASE("dithered ISGQ is unbiased, with the variance the error model predicts" * doctest::test_suite("statistics")) {
   // Each value's error is independent with variance kappa²/12 (its matrix's, or its column's
   // kappa), so with sx_e² and sd_e² those of example e's X and Δ:
   //   Var G~_oi = (1/L²) sum_e (Δ_oe² sx_e² + X_ie² sd_e² + sx_e² sd_e²),   Var G~_b,o = (1/L²) sum_e sd_e².
@@ -464,7 +464,7 @@ TEST_CASE("dithered ISGQ is unbiased, with the variance the error model predicts
   }
 }
 
-TEST_CASE("MSE-ISGQ beats dither at the same K on a real MLP batch, and Alg. 1 never increases its objective") {
+TEST_CASE("MSE-ISGQ beats dither at the same K on a real MLP batch, and Alg. 1 never increases its objective" * doctest::test_suite("statistics")) {
   // A real batch: mlp 784-128-10 on 784-d synthetic clusters, batch 32, at initialization. The
   // comparison is deterministic (fixed seeds); dither's error is averaged over 4 dithers. The
   // objective is ||G - G~||² + lambda (sum(G - G~))² / N; rounds are accepted only when they do not

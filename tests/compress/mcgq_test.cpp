@@ -149,7 +149,7 @@ TEST_CASE("Wasserstein-1 over positions: hand examples and the 1/K bound of stra
   }
 }
 
-TEST_CASE("unbiased per coordinate (Hoeffding, 4000 trials) on gaussian, heavy-tailed, sparse and one-hot") {
+TEST_CASE("unbiased per coordinate (Hoeffding, 4000 trials) on gaussian, heavy-tailed, sparse and one-hot" * doctest::test_suite("statistics")) {
   // Each decoded coordinate takes one of two values step * floor / ceil(N p_k), step = ||g||_1 / N, so
   // P(|mean - g_k| >= t) <= 2 exp(-2 T t^2 / step^2) per coordinate. With t = step * sqrt(ln(2 m / 1e-9)
   // / (2T)) for m coordinates in all, the chance of any false failure is below 1e-9 (seeds fixed).
@@ -185,7 +185,7 @@ TEST_CASE("unbiased per coordinate (Hoeffding, 4000 trials) on gaussian, heavy-t
   }
 }
 
-TEST_CASE("E||C(v) - v||^2 / ||v||^2 stays below relative_error_bound = min(1/(4K^2), 1/K)") {
+TEST_CASE("E||C(v) - v||^2 / ||v||^2 stays below relative_error_bound = min(1/(4K^2), 1/K)" * doctest::test_suite("statistics")) {
   // The bound is a worst case over vectors; on these inputs the mean of 200 trials is far below it
   // (gaussian at K = 1: about 0.11 against 0.25), so sampling noise cannot reach it.
   for (const char* spec : {"mcgq:K=1", "mcgq:K=0.25", "mcgq:K=4"}) {
@@ -206,7 +206,7 @@ TEST_CASE("E||C(v) - v||^2 / ||v||^2 stays below relative_error_bound = min(1/(4
   }
 }
 
-TEST_CASE("bits per value on a gaussian vector at K = 1 (the paper reports ~32x on real gradients)") {
+TEST_CASE("bits per value on a gaussian vector at K = 1 (the paper reports ~32x on real gradients)" * doctest::test_suite("statistics")) {
   const std::size_t n = 1 << 20;
   const std::vector<float> v = gaussian(n, 10);
   for (const char* spec : {"mcgq:K=1", "mcgq:K=1,coding=dense", "mcgq:K=0.1", "mcgq:K=0.01"}) {

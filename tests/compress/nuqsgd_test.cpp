@@ -211,7 +211,7 @@ TEST_CASE("every decoded value is one of the two levels around r, with v's sign"
   }
 }
 
-TEST_CASE("NUQSGD is unbiased: the mean of many decodes converges to v, coordinate by coordinate") {
+TEST_CASE("NUQSGD is unbiased: the mean of many decodes converges to v, coordinate by coordinate" * doctest::test_suite("statistics")) {
   // Each coordinate takes lo_i or hi_i (w_i apart), so by Hoeffding
   // P(|mean_i - E Q_i| >= c w_i / sqrt(T)) <= 2 exp(-2c^2) = 4.6e-11 for c = 3.5: < 1e-6 over all
   // coordinates of all cases. E Q_i differs from v_i by at most 2^-24 w_i (the grid of u) plus float
@@ -249,7 +249,7 @@ TEST_CASE("NUQSGD is unbiased: the mean of many decodes converges to v, coordina
   }
 }
 
-TEST_CASE("NUQSGD's error: the exact E||Q(v)-v||^2 obeys the bound, and the codec realizes it") {
+TEST_CASE("NUQSGD's error: the exact E||Q(v)-v||^2 obeys the bound, and the codec realizes it" * doctest::test_suite("statistics")) {
   // (1) exact expectation <= relative_error_bound * ||v||^2, on the test vectors and on the
   //     near-worst case for the bound's sqrt(d) term: d = 4^(s+1) equal values, r = 2^-(s+1) each,
   //     midway in the bottom interval (expected error exactly ||v||^2, bound 1 + 1/8).
@@ -281,7 +281,7 @@ TEST_CASE("NUQSGD's error: the exact E||Q(v)-v||^2 obeys the bound, and the code
   }
 }
 
-TEST_CASE("NUQSGD has lower variance than QSGD with the same number of nonzero levels") {
+TEST_CASE("NUQSGD has lower variance than QSGD with the same number of nonzero levels" * doctest::test_suite("statistics")) {
   // NUQSGD with s has s + 1 nonzero levels (2^-s .. 1); QSGD with levels = s + 1 has as many
   // (1/(s+1) .. 1). Both use the bucket's L2 norm. Compared: the exact E||C(v)-v||^2 of each, and
   // the measured means over T = 30 encodes (each within a few percent of its expectation at n = 8192,

@@ -165,7 +165,7 @@ TEST_CASE("sparse_elias_max_bits bounds every zero pattern (exhaustive for short
   }
 }
 
-TEST_CASE("the table-driven sparse coder writes and reads exactly the bits of elias.hpp over bit_stream") {
+TEST_CASE("the table-driven sparse coder writes and reads exactly the bits of elias.hpp over bit_stream" * doctest::test_suite("statistics")) {
   // Random buckets with long zero runs (gaps up to ~2^20) and magnitudes up to INT32_MAX, written by
   // sparse_elias_writer and parsed by the reference (bit_stream + elias_omega_get), then written by
   // the reference and parsed by sparse_elias_reader.

@@ -108,7 +108,7 @@ std::string spec_of(std::uint32_t levels, std::size_t bucket, const char* norm) 
 
 }  // namespace
 
-TEST_CASE("QSGD is unbiased: the mean of many decodes converges to v, coordinate by coordinate") {
+TEST_CASE("QSGD is unbiased: the mean of many decodes converges to v, coordinate by coordinate" * doctest::test_suite("statistics")) {
   // T decodes with independent streams (iteration t). Q_i takes two values lo_i, hi_i (w_i apart), so
   // by Hoeffding P(|mean_i - E Q_i| >= c w_i / sqrt(T)) <= 2 exp(-2 c^2); c = 3.5 gives 4.6e-11 per
   // coordinate, < 1e-6 for all coordinates of all cases together. Deterministic rounding (to the
@@ -157,7 +157,7 @@ TEST_CASE("QSGD is unbiased: the mean of many decodes converges to v, coordinate
   }
 }
 
-TEST_CASE("QSGD's error: E||Q(v)-v||^2 <= min(d/(4s^2), sqrt(d)/s) ||v||^2, and the codec realizes it") {
+TEST_CASE("QSGD's error: E||Q(v)-v||^2 <= min(d/(4s^2), sqrt(d)/s) ||v||^2, and the codec realizes it" * doctest::test_suite("statistics")) {
   // (1) The exact expectation obeys the bound the codec reports (which is the paper's
   //     min(d/s^2, sqrt(d)/s) with the factor 1/4 of p(1-p) <= 1/4 kept; so the paper's holds too).
   // (2) The average of T = 300 measured errors is within 6 sd (sd = sqrt(Var/T), exact) of the
@@ -200,7 +200,7 @@ TEST_CASE("QSGD's error: E||Q(v)-v||^2 <= min(d/(4s^2), sqrt(d)/s) ||v||^2, and 
   }
 }
 
-TEST_CASE("QSGD (L2, no bucketing) sends E[nnz] <= s(s + sqrt(d)) nonzeros") {
+TEST_CASE("QSGD (L2, no bucketing) sends E[nnz] <= s(s + sqrt(d)) nonzeros" * doctest::test_suite("statistics")) {
   // Exact E[nnz] against the bound, then the measured mean over T = 300 against E[nnz] within 6 sd.
   constexpr std::size_t kN = 2000;
   constexpr int kTrials = 300;

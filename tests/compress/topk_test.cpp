@@ -43,7 +43,7 @@ std::vector<float> round_trip(const compressor& c, const std::vector<float>& v) 
 
 }  // namespace
 
-TEST_CASE("top_k_positions equals the sort-based reference, ties to the lower index") {
+TEST_CASE("top_k_positions equals the sort-based reference, ties to the lower index" * doctest::test_suite("statistics")) {
   std::mt19937 gen(2024);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   for (int trial = 0; trial < 300; ++trial) {
