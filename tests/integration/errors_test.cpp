@@ -144,3 +144,27 @@ TEST_CASE("every command answers --help") {
   process_result r = run_qgossip({"--help"});
   CHECK(r.exit_code == 0);
 }
+
+TEST_CASE("algorithm and compressor combinations that cannot work are refused before any node starts") {
+  temp_dir tmp;
+  fs::path f = tmp.path / "good.yaml";
+  write_file(f, config(tmp, kGood));
+  struct cas {
+    std::vector<std::string> sets;
+    const char* says;
+  };
+  for (const cas& c : {cas{{"algorithm=allreduce"}, "allreduce sums full-precision gradients"},
+                       cas{{"compressor=isgq:kx=1,kd=1"}, "isgq sends each node's gradient factors to every node"},
+                       cas{{"algorithm=allgather", "compressor=isgq:kx=1,kd=1", "train.momentum=0.9"},
+                           "train.momentum and train.weight_decay cannot be applied"},
+                       cas{{"compressor=isgq:kx=0"}, "isgq"},
+                       cas{{"train.momentum=1"}, "train.momentum"},
+                       cas{{"network.emulate.rate_mbit=-1"}, "network.emulate.rate_mbit"}}) {
+    std::vector<std::string> args{"launch", f.string(), "--plain"};
+    for (const auto& s : c.sets) args.insert(args.end(), {"--set", s});
+    process_result r = run_qgossip(args);
+    INFO(r.output);
+    CHECK(r.exit_code == 2);
+    CHECK(contains(r.output, c.says));
+  }
+}
