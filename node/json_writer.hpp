@@ -4,6 +4,7 @@
 // (JSON has no NaN), which is what a diverged loss looks like to scripts.
 // Not thread-safe.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,6 +28,8 @@ class json_writer {
   json_writer& value(int v) { return value(static_cast<std::int64_t>(v)); }
   json_writer& value(bool v);
   json_writer& null();
+  // An absent value (a metric not measured) is null.
+  json_writer& value(const std::optional<double>& v) { return v ? value(*v) : null(); }
   // key + value in one call.
   template <class T>
   json_writer& field(std::string_view k, const T& v) {

@@ -36,12 +36,6 @@ void write_atomically(const fs::path& path, const std::string& text) {
   fs::rename(tmp, path);
 }
 
-void optional_field(json_writer& j, const char* key, const std::optional<double>& v) {
-  j.key(key);
-  if (v) j.value(*v);
-  else j.null();
-}
-
 std::string csv_number(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.6g", v);
@@ -126,7 +120,7 @@ void run_log::progress(const round_record& r, std::uint64_t rounds) {
   json_writer j;
   j.begin_object().field("event", "progress").field("rank", rank_).field("iteration", r.iteration)
       .field("rounds", rounds).field("epoch", r.epoch).field("train_loss", r.train_loss);
-  optional_field(j, "test_acc", r.test_acc);
+  j.field("test_acc", r.test_acc);
   j.field("bytes_sent", r.bytes_sent).field("bytes_recv", r.bytes_recv).field("wall_s", r.wall_s).end_object();
   emit(j.str());
 }
@@ -143,11 +137,11 @@ void run_log::finish(const node_summary& s) {
       .field("epoch", s.last.epoch)
       .field("wall_s", s.wall_s)
       .field("train_loss", s.last.train_loss);
-  optional_field(j, "test_loss", s.last.test_loss);
-  optional_field(j, "test_acc", s.last.test_acc);
-  optional_field(j, "consensus_dist", s.last.consensus_dist);
-  optional_field(j, "avg_test_loss", s.last.avg_test_loss);
-  optional_field(j, "avg_test_acc", s.last.avg_test_acc);
+  j.field("test_loss", s.last.test_loss);
+  j.field("test_acc", s.last.test_acc);
+  j.field("consensus_dist", s.last.consensus_dist);
+  j.field("avg_test_loss", s.last.avg_test_loss);
+  j.field("avg_test_acc", s.last.avg_test_acc);
   j.field("bytes_sent", s.last.bytes_sent)
       .field("bytes_recv", s.last.bytes_recv)
       .field("mean_round_bytes_sent", s.mean_round_bytes_sent)
@@ -167,7 +161,7 @@ void run_log::finish(const node_summary& s) {
   p.begin_object().field("event", s.status == "ok" ? "done" : "error").field("rank", s.rank);
   if (s.status != "ok") p.field("message", s.error);
   p.field("iteration", s.last.iteration).field("epoch", s.last.epoch).field("train_loss", s.last.train_loss);
-  optional_field(p, "test_acc", s.last.test_acc);
+  p.field("test_acc", s.last.test_acc);
   p.field("bytes_sent", s.last.bytes_sent).field("bytes_recv", s.last.bytes_recv).field("wall_s", s.wall_s)
       .end_object();
   emit(p.str());

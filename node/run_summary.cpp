@@ -495,14 +495,6 @@ std::string spread_line(const char* label, const std::optional<value_spread>& s,
   return buf;
 }
 
-void optional_field(json_writer& j, const char* key, const std::optional<double>& v) {
-  j.key(key);
-  if (v)
-    j.value(*v);
-  else
-    j.null();
-}
-
 void spread_field(json_writer& j, const char* key, const std::optional<value_spread>& s) {
   j.key(key);
   if (!s) {
@@ -609,9 +601,9 @@ std::string run_summary_json(const run_summary& s) {
         .field("rounds", n.rounds)
         .field("epoch", n.epoch)
         .field("wall_s", n.wall_s);
-    optional_field(j, "train_loss", n.train_loss);
-    optional_field(j, "test_loss", n.test_loss);
-    optional_field(j, "test_acc", n.test_acc);
+    j.field("train_loss", n.train_loss);
+    j.field("test_loss", n.test_loss);
+    j.field("test_acc", n.test_acc);
     j.field("bytes_sent", n.bytes_sent)
         .field("bytes_recv", n.bytes_recv)
         .field("mean_round_bytes_sent", n.mean_round_bytes_sent)
@@ -620,9 +612,9 @@ std::string run_summary_json(const run_summary& s) {
         .field("comm_s", n.comm_s)
         .field("rejected", n.rejected)
         .field("rejected_detail", n.rejected_detail);
-    optional_field(j, "consensus_dist", n.consensus_dist);
-    optional_field(j, "avg_test_loss", n.avg_test_loss);
-    optional_field(j, "avg_test_acc", n.avg_test_acc);
+    j.field("consensus_dist", n.consensus_dist);
+    j.field("avg_test_loss", n.avg_test_loss);
+    j.field("avg_test_acc", n.avg_test_acc);
     j.key("notes").begin_array();
     for (const auto& note : n.notes) j.value(note);
     j.end_array().end_object();
