@@ -3,7 +3,7 @@
 // layer's batch input X (in × L) and back-propagated Δ (out × L, the loss's derivative with respect
 // to the layer's pre-activations, one column per example), the gradient of the mean batch loss is
 //   dW = (1/L) Δ Xᵀ   (out × in),   db = (1/L) Δ 1   (out).
-// A model fills one fc_factors per layer (node/model.hpp loss_and_factors); ISGQ sends X and Δ
+// A model fills one fc_factors per layer (node/models/model.hpp loss_and_factors); ISGQ sends X and Δ
 // quantized instead of dW and db and the receiver multiplies them back
 // (algorithms/compress/isgq.hpp). Plain data: no invariants beyond the sizes below.
 #include <cstddef>

@@ -20,8 +20,8 @@
 
 #include "core/errors.hpp"
 #include "kernels/cpu/philox.hpp"
-#include "node/mlp.hpp"
-#include "node/synthetic.hpp"
+#include "node/models/mlp.hpp"
+#include "node/data/synthetic.hpp"
 
 using namespace qgossip;
 

@@ -9,8 +9,8 @@
 #include <map>
 #include <sstream>
 
-#include "node/progress.hpp"
-#include "node/replica_check.hpp"
+#include "node/launch/progress.hpp"
+#include "node/log/replica_check.hpp"
 #include "tests/integration/process.hpp"
 
 using namespace qgossip;

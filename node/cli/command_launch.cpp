@@ -1,0 +1,118 @@
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "core/errors.hpp"
+#include "node/cli/commands.hpp"
+#include "node/config/config.hpp"
+#include "node/launch/launcher.hpp"
+#include "node/launch/subprocess.hpp"
+#include "node/config/topology_builder.hpp"
+
+namespace qgossip {
+
+namespace {
+
+// The words of --exec-prefix for one node: split at whitespace (no quoting), {rank} replaced.
+std::vector<std::string> exec_prefix_words(const std::string& prefix, int rank) {
+  std::vector<std::string> words;
+  std::string word;
+  auto finish = [&] {
+    if (!word.empty()) words.push_back(std::move(word));
+    word.clear();
+  };
+  for (std::size_t i = 0; i < prefix.size(); ++i) {
+    const char ch = prefix[i];
+    if (ch == ' ' || ch == '\t' || ch == '\n') {
+      finish();
+    } else if (ch == '{') {
+      const auto close = prefix.find('}', i);
+      const std::string name = prefix.substr(i, close == std::string::npos ? std::string::npos : close - i + 1);
+      if (name != "{rank}")
+        throw config_error("--exec-prefix '" + prefix + "': unknown placeholder '" + name + "' (only {rank})");
+      word += std::to_string(rank);
+      i = close;
+    } else {
+      word += ch;
+    }
+  }
+  finish();
+  return words;
+}
+
+}  // namespace
+
+int print_replica_check(const std::string& run_dir);  // command_verify.cpp
+
+void add_launch_command(CLI::App& app, int* exit_code) {
+  auto* cmd = app.add_subcommand("launch", "Start every node of a run on this host and show their progress");
+  cmd->footer(
+      "Starts `qgossip run --config RUN.yaml --rank R` for each rank of the topology, one per GPU\n"
+      "(CUDA_VISIBLE_DEVICES) when GPUs are present, shows one live progress line, forwards Ctrl-C, and if a\n"
+      "node fails stops the others and names it. Then checks replicas (qgossip verify) and draws the plot.\n"
+      "Node logs: runs/<name>/node-<rank>.log (stderr), node-<rank>.csv, node-<rank>.json, run.json.\n"
+      "For several hosts, start `qgossip run` on each (ssh or srun) instead: see the README.\n"
+      "--exec-prefix runs each node's command line behind a prefix, split at spaces (no quoting) with\n"
+      "{rank} replaced by the node's rank: --exec-prefix 'ip netns exec qg{rank}' starts node r in network\n"
+      "namespace qg<r> (scripts/cluster.sh; docs/cluster.md), 'taskset -c {rank}' pins node r to core r.\n"
+      "The prefix must exec the node (not fork and wait), so that signals and exit codes reach it.");
+  struct options {
+    std::string config;
+    std::vector<std::string> sets;
+    bool no_plot = false;
+    bool plain = false;
+    std::string exec_prefix;
+  };
+  auto opt = std::make_shared<options>();
+  cmd->add_option("RUN_YAML", opt->config, "Run YAML (e.g. configs/demo.yaml)")->required();
+  cmd->add_option("--set", opt->sets, "Override a config value for every node, e.g. --set train.epochs=1");
+  cmd->add_flag("--no-plot", opt->no_plot, "Do not draw the PNG figures at the end");
+  cmd->add_flag("--plain", opt->plain, "Plain progress lines instead of the live single-line display");
+  cmd->add_option("--exec-prefix", opt->exec_prefix,
+                  "Words to put before each node's command, {rank} replaced, e.g. 'ip netns exec qg{rank}'");
+  cmd->callback([opt, exit_code] {
+    // Validate everything that can be checked here before starting any process.
+    run_config c = load_run_config(opt->config, opt->sets);
+    (void)build_topology(c.topology);
+    (void)exec_prefix_words(opt->exec_prefix, 0);  // an unknown placeholder
+    std::filesystem::path dir = std::filesystem::path(c.output_dir) / c.name;
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) throw config_error("cannot create " + dir.string() + ": " + ec.message());
+
+    const int gpus = count_local_gpus();
+    std::vector<node_process> nodes;
+    for (int r = 0; r < c.topology.n; ++r) {
+      node_process p;
+      p.rank = r;
+      p.argv = exec_prefix_words(opt->exec_prefix, r);
+      p.argv.insert(p.argv.end(), {self_executable(), "run", "--config", opt->config, "--rank", std::to_string(r)});
+      for (const auto& s : opt->sets) p.argv.insert(p.argv.end(), {"--set", s});
+      int gpu = c.topology.nodes[static_cast<std::size_t>(r)].gpu;
+      if (gpus > 0) p.env.emplace_back("CUDA_VISIBLE_DEVICES", std::to_string(gpu >= 0 ? gpu : r % gpus));
+      p.stderr_log = (dir / ("node-" + std::to_string(r) + ".log")).string();
+      nodes.push_back(std::move(p));
+    }
+    std::fprintf(stderr, "launching %d nodes: %s, %s; logs in %s/\n", c.topology.n, c.algorithm.c_str(),
+                 c.compressor.name.c_str(), dir.c_str());
+    launch_options lo;
+    if (opt->plain) lo.live = false;
+    launch_result result = launch(nodes, lo);
+    if (result.exit_code != 0) {
+      std::fprintf(stderr, "qgossip launch: %s (logs: %s/node-<rank>.log)\n", result.failure.c_str(), dir.c_str());
+      *exit_code = result.exit_code;
+      return;
+    }
+    int verified = print_replica_check(dir.string());
+    int plotted = 0;
+    if (!opt->no_plot) {
+      std::string script = find_script("plot.py");
+      plotted = script.empty() ? 1 : run_and_wait({"/usr/bin/python3", script, dir.string()});
+      if (plotted != 0) std::fprintf(stderr, "qgossip launch: plotting failed (exit %d)\n", plotted);
+    }
+    *exit_code = verified != 0 ? 1 : plotted != 0 ? 1 : 0;
+  });
+}
+
+}  // namespace qgossip

@@ -1,0 +1,38 @@
+#include <cstdio>
+#include <string>
+
+#include "node/cli/commands.hpp"
+#include "node/log/replica_check.hpp"
+
+namespace qgossip {
+
+// Prints the outcome of check_replicas; returns 0 when every copy matches (or none is held).
+int print_replica_check(const std::string& run_dir) {
+  replica_check_result r = check_replicas(run_dir);
+  for (const auto& p : r.problems) std::fprintf(stderr, "verify: %s\n", p.c_str());
+  for (const auto& m : r.mismatches) std::fprintf(stderr, "verify: MISMATCH %s\n", m.c_str());
+  if (r.copies_kind.empty() && r.problems.empty()) {
+    std::printf("verify: %d nodes; this algorithm holds no copies of its neighbours\n", r.nodes);
+    return 0;
+  }
+  if (r.copies_kind == "same_model") {
+    std::printf("verify: %d nodes of a centralized run, %d model hashes compared with node 0's: %s\n", r.nodes,
+                r.edges_checked, r.ok() ? "all equal (64-bit hashes)" : "FAILED");
+    return r.ok() ? 0 : 1;
+  }
+  std::printf("verify: %d nodes, %d %s copies checked against their owners: %s\n", r.nodes, r.edges_checked,
+              r.copies_kind.c_str(), r.ok() ? "all equal (64-bit hashes)" : "FAILED");
+  return r.ok() ? 0 : 1;
+}
+
+void add_verify_command(CLI::App& app, int* exit_code) {
+  auto* cmd = app.add_subcommand("verify", "Check that every replica/estimate in a finished run equals its owner's");
+  cmd->footer(
+      "Reads runs/<name>/node-<rank>.json. DCD-PSGD: node i's replica of j must hash-equal j's model.\n"
+      "ECD-PSGD: node i's estimate of j must hash-equal j's own estimate. Exit 0 when all match.");
+  auto dir = std::make_shared<std::string>();
+  cmd->add_option("RUN_DIR", *dir, "Run directory (runs/<name>)")->required();
+  cmd->callback([dir, exit_code] { *exit_code = print_replica_check(*dir); });
+}
+
+}  // namespace qgossip

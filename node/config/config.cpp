@@ -1,0 +1,396 @@
+#include "node/config/config.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <limits>
+
+#include "algorithms/compress/isgq.hpp"
+#include "core/hash.hpp"
+#include "node/config/yaml_reader.hpp"
+
+namespace qgossip {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::vector<std::string> kGraphs{"ring", "torus", "complete", "star", "hypercube", "exponential", "edge_list"};
+const std::vector<std::string> kWeights{"uniform", "metropolis_hastings", "explicit"};
+const std::vector<std::string> kModels{"mlp", "softmax"};
+const std::vector<std::string> kDatasets{"fashion-mnist", "synthetic"};
+const std::vector<std::string> kPartitions{"iid", "label"};
+const std::vector<std::string> kSchedules{"constant", "step", "multistep", "cosine"};
+const std::vector<std::string> kTransports{"tcp", "ipc"};
+
+std::string one_of(const std::vector<std::string>& names) {
+  std::string s;
+  for (const auto& n : names) s += (s.empty() ? "" : ", ") + n;
+  return s;
+}
+
+// Reads key as one of `allowed`, with a hint on a near miss.
+std::string get_choice(yaml_reader& r, std::string_view key, std::string def, const std::vector<std::string>& allowed) {
+  auto node = r.child(key);
+  if (!node) return def;
+  if (!node->IsScalar()) throw r.error_at(*node, r.key_path(key) + ": expected one of " + one_of(allowed));
+  const std::string v = node->Scalar();
+  if (std::find(allowed.begin(), allowed.end(), v) != allowed.end()) return v;
+  std::string msg = r.key_path(key) + ": unknown value '" + v + "'; expected one of " + one_of(allowed);
+  std::string hint = closest_match(v, allowed);
+  if (!hint.empty()) msg += " (did you mean '" + hint + "'?)";
+  throw r.error_at(*node, msg);
+}
+
+template <class T>
+T in_range(yaml_reader& r, std::string_view key, T value, T lo, T hi) {
+  if (value < lo || value > hi) {
+    auto node = r.child(key);
+    throw r.error_at(node ? *node : YAML::Node(), r.key_path(key) + ": " + std::to_string(value) +
+                                                      " is out of range [" + std::to_string(lo) + ", " +
+                                                      std::to_string(hi) + "]");
+  }
+  return value;
+}
+
+int get_int_in(yaml_reader& r, std::string_view key, int def, int lo, int hi) {
+  return static_cast<int>(in_range<std::int64_t>(r, key, r.get_int(key, def), lo, hi));
+}
+
+double get_double_in(yaml_reader& r, std::string_view key, double def, double lo, double hi) {
+  return in_range<double>(r, key, r.get_double(key, def), lo, hi);
+}
+
+topology_config parse_topology(yaml_reader& r) {
+  topology_config t;
+  t.file = r.file();
+  t.graph = get_choice(r, "graph", t.graph, kGraphs);
+  t.weights = get_choice(r, "weights", t.weights, kWeights);
+  t.host = r.get_string("host", t.host);
+  t.base_port = get_int_in(r, "base_port", t.base_port, 1, 65535);
+  t.rows = get_int_in(r, "rows", 0, 0, 1 << 16);
+  t.cols = get_int_in(r, "cols", 0, 0, 1 << 16);
+  t.dim = get_int_in(r, "dim", 0, 0, 20);
+
+  if (auto nodes = r.child("nodes")) {
+    if (!nodes->IsSequence()) throw r.error_at(*nodes, "topology.nodes: expected a list of {host, port, gpu}");
+    for (std::size_t i = 0; i < nodes->size(); ++i) {
+      yaml_reader nr((*nodes)[i], r.file(), "topology.nodes[" + std::to_string(i) + "]");
+      node_address a;
+      a.host = nr.get_string("host", t.host);
+      a.port = get_int_in(nr, "port", t.base_port + static_cast<int>(i), 1, 65535);
+      a.gpu = get_int_in(nr, "gpu", -1, -1, 1024);
+      nr.finish();
+      t.nodes.push_back(a);
+    }
+  }
+  if (auto edges = r.child("edges")) {
+    if (!edges->IsSequence()) throw r.error_at(*edges, "topology.edges: expected a list of [i, j] pairs");
+    for (std::size_t k = 0; k < edges->size(); ++k) {
+      YAML::Node e = (*edges)[k];
+      std::string what = "topology.edges[" + std::to_string(k) + "]";
+      if (!e.IsSequence() || e.size() != 2) throw r.error_at(e, what + ": expected a pair [i, j]");
+      t.edges.emplace_back(static_cast<int>(r.to_int(e[0], what)), static_cast<int>(r.to_int(e[1], what)));
+    }
+  }
+  if (auto m = r.child("matrix")) {
+    if (!m->IsSequence()) throw r.error_at(*m, "topology.matrix: expected a list of rows");
+    for (std::size_t i = 0; i < m->size(); ++i) {
+      YAML::Node row = (*m)[i];
+      std::string what = "topology.matrix[" + std::to_string(i) + "]";
+      if (!row.IsSequence()) throw r.error_at(row, what + ": expected a list of numbers");
+      std::vector<double> values;
+      for (std::size_t j = 0; j < row.size(); ++j)
+        values.push_back(r.to_double(row[j], what + "[" + std::to_string(j) + "]"));
+      t.matrix.push_back(std::move(values));
+    }
+  }
+  int default_n = !t.nodes.empty() ? static_cast<int>(t.nodes.size())
+                  : t.graph == "torus" && t.rows > 0 && t.cols > 0 ? t.rows * t.cols
+                  : t.graph == "hypercube" && t.dim > 0           ? (1 << t.dim)
+                  : !t.matrix.empty()                             ? static_cast<int>(t.matrix.size())
+                                                                  : 0;
+  t.n = get_int_in(r, "n", default_n, 0, 1 << 16);
+  if (t.n < 1) throw r.error("topology: missing 'n' (the number of nodes), or list them under 'nodes'");
+  if (!t.nodes.empty() && static_cast<int>(t.nodes.size()) != t.n)
+    throw r.error("topology: n is " + std::to_string(t.n) + " but 'nodes' lists " + std::to_string(t.nodes.size()));
+  if (t.nodes.empty())
+    for (int i = 0; i < t.n; ++i) t.nodes.push_back({t.host, t.base_port + i, -1});
+  if (t.weights == "explicit" && t.matrix.empty())
+    throw r.error("topology: weights: explicit needs 'matrix' (n rows of n weights)");
+  if (t.weights != "explicit" && !t.matrix.empty())
+    throw r.error("topology: 'matrix' is only read with weights: explicit");
+  if (t.graph == "edge_list" && t.edges.empty()) throw r.error("topology: graph: edge_list needs an 'edges' list");
+  if (t.graph != "edge_list" && !t.edges.empty()) throw r.error("topology: 'edges' is only read with graph: edge_list");
+  r.finish();
+  return t;
+}
+
+topology_config load_topology_node(const YAML::Node& node, const std::string& file, const std::string& path) {
+  yaml_reader r(node, file, path);
+  return parse_topology(r);
+}
+
+codec_spec parse_compressor(yaml_reader& root) {
+  auto node = root.child("compressor");
+  if (!node) return codec_spec{"identity", {}};
+  codec_spec spec;
+  try {
+    if (node->IsScalar()) {
+      spec = parse_codec_spec(node->Scalar());
+    } else {
+      yaml_reader r(*node, root.file(), "compressor");
+      spec.name = r.require_string("name");
+      for (auto it = node->begin(); it != node->end(); ++it) {
+        const std::string& k = it->first.Scalar();
+        if (k == "name") continue;
+        if (!it->second.IsScalar()) throw r.error_at(it->second, "compressor." + k + ": expected a scalar");
+        spec.params.emplace_back(k, it->second.Scalar());
+      }
+    }
+    if (spec.name == "isgq")
+      (void)make_isgq(spec);  // not a vector codec: it encodes a layer's factors (all-gather only)
+    else
+      (void)make_compressor(spec);  // validates name, parameters and values now, with a position
+  } catch (const config_error& e) {
+    if (e.has_position()) throw;
+    throw root.error_at(*node, "compressor: " + e.message());
+  }
+  return spec;
+}
+
+void emit_codec(YAML::Emitter& y, const codec_spec& c) {
+  y << YAML::BeginMap << YAML::Key << "name" << YAML::Value << c.name;
+  for (const auto& [k, v] : c.params) y << YAML::Key << k << YAML::Value << v;
+  y << YAML::EndMap;
+}
+
+std::string canonical_yaml(const run_config& c) {
+  YAML::Emitter y;
+  y.SetDoublePrecision(17);
+  y << YAML::BeginMap;
+  y << YAML::Key << "name" << YAML::Value << c.name;
+  y << YAML::Key << "seed" << YAML::Value << c.seed;
+  const auto& t = c.topology;
+  y << YAML::Key << "topology" << YAML::Value << YAML::BeginMap;
+  y << YAML::Key << "graph" << YAML::Value << t.graph << YAML::Key << "n" << YAML::Value << t.n;
+  if (t.graph == "torus") y << YAML::Key << "rows" << YAML::Value << t.rows << YAML::Key << "cols" << YAML::Value << t.cols;
+  if (t.graph == "hypercube") y << YAML::Key << "dim" << YAML::Value << t.dim;
+  if (!t.edges.empty()) {
+    y << YAML::Key << "edges" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+    for (auto [a, b] : t.edges) y << YAML::Flow << YAML::BeginSeq << a << b << YAML::EndSeq;
+    y << YAML::EndSeq;
+  }
+  y << YAML::Key << "weights" << YAML::Value << t.weights;
+  if (!t.matrix.empty()) {
+    y << YAML::Key << "matrix" << YAML::Value << YAML::BeginSeq;
+    for (const auto& row : t.matrix) y << YAML::Flow << row;
+    y << YAML::EndSeq;
+  }
+  y << YAML::Key << "nodes" << YAML::Value << YAML::BeginSeq;
+  for (const auto& a : t.nodes)
+    y << YAML::Flow << YAML::BeginMap << YAML::Key << "host" << YAML::Value << a.host << YAML::Key << "port"
+      << YAML::Value << a.port << YAML::Key << "gpu" << YAML::Value << a.gpu << YAML::EndMap;
+  y << YAML::EndSeq << YAML::EndMap;
+  y << YAML::Key << "algorithm" << YAML::Value << YAML::BeginMap << YAML::Key << "name" << YAML::Value << c.algorithm;
+  if (c.algorithm == "choco")
+    y << YAML::Key << "consensus_step" << YAML::Value << c.algorithm_params.consensus_step;
+  y << YAML::EndMap;
+  y << YAML::Key << "compressor" << YAML::Value;
+  emit_codec(y, c.compressor);
+  y << YAML::Key << "model" << YAML::Value << YAML::BeginMap << YAML::Key << "kind" << YAML::Value << c.model.kind
+    << YAML::Key << "hidden" << YAML::Value << YAML::Flow << c.model.hidden << YAML::EndMap;
+  const auto& d = c.data;
+  y << YAML::Key << "data" << YAML::Value << YAML::BeginMap << YAML::Key << "dataset" << YAML::Value << d.dataset
+    << YAML::Key << "dir" << YAML::Value << d.dir << YAML::Key << "partition" << YAML::Value << d.partition
+    << YAML::Key << "skew" << YAML::Value << d.skew;
+  if (d.dataset == "synthetic")
+    y << YAML::Key << "synthetic" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "train"
+      << YAML::Value << d.synthetic_train << YAML::Key << "test" << YAML::Value << d.synthetic_test << YAML::Key
+      << "dim" << YAML::Value << d.synthetic_dim << YAML::Key << "classes" << YAML::Value << d.synthetic_classes
+      << YAML::Key << "noise" << YAML::Value << d.synthetic_noise << YAML::EndMap;
+  y << YAML::EndMap;
+  const auto& tr = c.train;
+  y << YAML::Key << "train" << YAML::Value << YAML::BeginMap << YAML::Key << "epochs" << YAML::Value << tr.epochs
+    << YAML::Key << "batch" << YAML::Value << tr.batch << YAML::Key << "lr" << YAML::Value << tr.lr.lr;
+  y << YAML::Key << "schedule" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "kind" << YAML::Value
+    << to_string(tr.lr.kind) << YAML::Key << "gamma" << YAML::Value << tr.lr.gamma << YAML::Key << "step_epochs"
+    << YAML::Value << tr.lr.step_epochs << YAML::Key << "milestones" << YAML::Value << YAML::Flow
+    << tr.lr.milestones << YAML::Key << "warmup_epochs" << YAML::Value << tr.lr.warmup_epochs << YAML::Key
+    << "warmup_start" << YAML::Value << tr.lr.warmup_start;
+  if (tr.lr.kind == lr_kind::cosine) y << YAML::Key << "final_factor" << YAML::Value << tr.lr.final_factor;
+  y << YAML::EndMap;
+  y << YAML::Key << "eval_every" << YAML::Value << tr.eval_every << YAML::Key << "eval_examples" << YAML::Value
+    << tr.eval_examples << YAML::Key << "log_every" << YAML::Value << tr.log_every << YAML::Key << "diverge_loss"
+    << YAML::Value << tr.diverge_loss << YAML::Key << "momentum" << YAML::Value << tr.momentum << YAML::Key
+    << "weight_decay" << YAML::Value << tr.weight_decay << YAML::Key << "consensus_every" << YAML::Value
+    << tr.consensus_every << YAML::EndMap;
+  const auto& nw = c.network;
+  y << YAML::Key << "network" << YAML::Value << YAML::BeginMap << YAML::Key << "transport" << YAML::Value
+    << nw.transport << YAML::Key << "start_timeout_s" << YAML::Value << nw.start_timeout_s << YAML::Key
+    << "round_timeout_s" << YAML::Value << nw.round_timeout_s << YAML::Key << "linger_s" << YAML::Value
+    << nw.linger_s << YAML::Key << "emulate" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key
+    << "rate_mbit" << YAML::Value << nw.emulate_rate_mbit << YAML::Key << "delay_ms" << YAML::Value
+    << nw.emulate_delay_ms << YAML::EndMap << YAML::Key << "shaping" << YAML::Value << nw.shaping << YAML::EndMap;
+  y << YAML::Key << "output" << YAML::Value << YAML::BeginMap << YAML::Key << "dir" << YAML::Value << c.output_dir
+    << YAML::EndMap;
+  y << YAML::EndMap;
+  return y.c_str();
+}
+
+}  // namespace
+
+const std::vector<std::string>& algorithm_names() {
+  static const std::vector<std::string> names{"dpsgd", "naive", "dcd", "ecd", "choco", "allreduce", "allgather"};
+  return names;
+}
+
+topology_config load_topology_config(const std::string& file) {
+  return load_topology_node(load_yaml_file(file), file, "topology");
+}
+
+run_config load_run_config(const std::string& file, const std::vector<std::string>& overrides) {
+  YAML::Node root = load_yaml_file(file);
+  for (const auto& o : overrides) apply_override(root, o);
+  yaml_reader r(root, file, "");
+  run_config c;
+  c.file = file;
+  c.name = r.get_string("name", fs::path(file).stem().string());
+  if (c.name.empty() || c.name.find('/') != std::string::npos || c.name == "." || c.name == "..")
+    throw r.error("name: '" + c.name + "' must be a plain directory name");
+  c.seed = static_cast<std::uint64_t>(in_range<std::int64_t>(r, "seed", r.get_int("seed", 1), 0,
+                                                              std::numeric_limits<std::int64_t>::max()));
+
+  auto topo = r.child("topology");
+  if (!topo) throw r.error("missing required key 'topology' (a mapping, or the path of a topology YAML file)");
+  if (topo->IsScalar()) {
+    fs::path p = topo->Scalar();
+    if (p.is_relative()) p = fs::path(file).parent_path() / p;
+    try {
+      c.topology = load_topology_config(p.string());
+    } catch (const config_error& e) {
+      if (e.has_position()) throw;
+      throw r.error_at(*topo, "topology: " + e.message());
+    }
+  } else {
+    c.topology = load_topology_node(*topo, file, "topology");
+  }
+
+  if (auto a = r.child("algorithm"); a && a->IsMap()) {
+    yaml_reader ar(*a, file, "algorithm");
+    c.algorithm = get_choice(ar, "name", c.algorithm, algorithm_names());
+    c.algorithm_params.consensus_step =
+        get_double_in(ar, "consensus_step", c.algorithm_params.consensus_step, 1e-9, 1.0);
+    if (c.algorithm != "choco" && ar.has("consensus_step"))
+      throw ar.error("algorithm.consensus_step is only read by choco");
+    ar.finish();
+  } else {
+    c.algorithm = get_choice(r, "algorithm", c.algorithm, algorithm_names());
+  }
+  c.compressor = parse_compressor(r);
+
+  if (auto m = r.map("model")) {
+    c.model.kind = get_choice(*m, "kind", c.model.kind, kModels);
+    std::vector<std::int64_t> def(c.model.hidden.begin(), c.model.hidden.end());
+    if (c.model.kind == "softmax") def.clear();
+    auto hidden = m->get_int_list("hidden", def);
+    c.model.hidden.clear();
+    for (auto h : hidden) {
+      if (h < 1 || h > (1 << 20)) throw m->error("model.hidden: layer widths must be in [1, 1048576]");
+      c.model.hidden.push_back(static_cast<std::size_t>(h));
+    }
+    if (c.model.kind == "softmax" && !c.model.hidden.empty())
+      throw m->error("model.hidden: softmax regression has no hidden layers (use kind: mlp)");
+    if (c.model.kind == "mlp" && c.model.hidden.empty())
+      throw m->error("model.hidden: an mlp needs at least one hidden layer (use kind: softmax for none)");
+    m->finish();
+  }
+
+  if (auto d = r.map("data")) {
+    c.data.dataset = get_choice(*d, "dataset", c.data.dataset, kDatasets);
+    c.data.dir = d->get_string("dir", c.data.dir);
+    c.data.partition = get_choice(*d, "partition", c.data.partition, kPartitions);
+    c.data.skew = get_double_in(*d, "skew", c.data.skew, 0.0, 1.0);
+    if (auto s = d->map("synthetic")) {
+      c.data.synthetic_train = get_int_in(*s, "train", c.data.synthetic_train, 1, 10'000'000);
+      c.data.synthetic_test = get_int_in(*s, "test", c.data.synthetic_test, 1, 10'000'000);
+      c.data.synthetic_dim = get_int_in(*s, "dim", c.data.synthetic_dim, 1, 1 << 20);
+      c.data.synthetic_classes = get_int_in(*s, "classes", c.data.synthetic_classes, 2, 1 << 16);
+      c.data.synthetic_noise = get_double_in(*s, "noise", c.data.synthetic_noise, 0.0, 1e6);
+      s->finish();
+    }
+    d->finish();
+  }
+
+  if (auto t = r.map("train")) {
+    c.train.epochs = get_double_in(*t, "epochs", c.train.epochs, 1e-6, 1e6);
+    c.train.batch = get_int_in(*t, "batch", c.train.batch, 1, 1 << 20);
+    c.train.lr.lr = get_double_in(*t, "lr", c.train.lr.lr, 1e-12, 1e6);
+    if (auto s = t->map("schedule")) {
+      auto& sc = c.train.lr;
+      sc.total_epochs = c.train.epochs;  // cosine decays over the whole run
+      sc.kind = parse_lr_kind(get_choice(*s, "kind", to_string(sc.kind), kSchedules));
+      sc.gamma = get_double_in(*s, "gamma", sc.gamma, 1e-12, 1.0);
+      sc.step_epochs = get_double_in(*s, "step_epochs", sc.step_epochs, 1e-9, 1e6);
+      sc.warmup_epochs = get_double_in(*s, "warmup_epochs", sc.warmup_epochs, 0.0, 1e6);
+      sc.warmup_start = get_double_in(*s, "warmup_start", sc.warmup_start, 0.0, 1.0);
+      sc.final_factor = get_double_in(*s, "final_factor", sc.final_factor, 0.0, 1.0);
+      if (sc.kind != lr_kind::cosine && s->has("final_factor"))
+        throw s->error("train.schedule.final_factor is only read by kind: cosine");
+      if (auto ms = s->child("milestones")) {
+        if (!ms->IsSequence()) throw s->error_at(*ms, "train.schedule.milestones: expected a list of epochs");
+        for (std::size_t i = 0; i < ms->size(); ++i)
+          sc.milestones.push_back(s->to_double((*ms)[i], "train.schedule.milestones[" + std::to_string(i) + "]"));
+      }
+      try {
+        (void)lr_schedule(sc);  // the schedule's own checks (increasing milestones, ...), placed here
+      } catch (const config_error& e) {
+        throw s->error("train.schedule: " + e.message());
+      }
+      s->finish();
+    }
+    c.train.eval_every = get_double_in(*t, "eval_every", c.train.eval_every, 0.0, 1e6);
+    c.train.eval_examples = get_int_in(*t, "eval_examples", c.train.eval_examples, 0, 1 << 30);
+    c.train.log_every = get_int_in(*t, "log_every", c.train.log_every, 1, 1 << 30);
+    c.train.diverge_loss = get_double_in(*t, "diverge_loss", c.train.diverge_loss, 1e-6, 1e300);
+    c.train.momentum = get_double_in(*t, "momentum", c.train.momentum, 0.0, 0.999999);
+    c.train.weight_decay = get_double_in(*t, "weight_decay", c.train.weight_decay, 0.0, 1e6);
+    c.train.consensus_every = get_int_in(*t, "consensus_every", c.train.consensus_every, 0, 1 << 30);
+    t->finish();
+  }
+
+  if (auto n = r.map("network")) {
+    c.network.transport = get_choice(*n, "transport", c.network.transport, kTransports);
+    c.network.start_timeout_s = get_double_in(*n, "start_timeout_s", c.network.start_timeout_s, 0.01, 86400);
+    c.network.round_timeout_s = get_double_in(*n, "round_timeout_s", c.network.round_timeout_s, 0.01, 86400);
+    c.network.linger_s = get_double_in(*n, "linger_s", c.network.linger_s, 0.0, 3600);
+    if (auto e = n->map("emulate")) {
+      c.network.emulate_rate_mbit = get_double_in(*e, "rate_mbit", c.network.emulate_rate_mbit, 0.0, 1e6);
+      c.network.emulate_delay_ms = get_double_in(*e, "delay_ms", c.network.emulate_delay_ms, 0.0, 3.6e6);
+      e->finish();
+    }
+    c.network.shaping = n->get_string("shaping", c.network.shaping);
+    n->finish();
+  }
+  if (auto o = r.map("output")) {
+    c.output_dir = o->get_string("dir", c.output_dir);
+    o->finish();
+  }
+  r.finish();
+
+  if (c.algorithm == "dpsgd" && c.compressor.name != "identity")
+    throw r.error("algorithm: dpsgd is the full-precision reference and sends raw floats; remove 'compressor' "
+                  "or use naive, dcd or ecd to compress");
+  if (c.compressor.name == "isgq" && c.algorithm != "allgather")
+    throw r.error("compressor: isgq sends each node's gradient factors to every node; use algorithm: allgather");
+  if (c.compressor.name == "isgq" && (c.train.momentum > 0 || c.train.weight_decay > 0))
+    throw r.error("compressor: isgq encodes the raw loss gradient's factors, so train.momentum and "
+                  "train.weight_decay cannot be applied before sending; set them to 0");
+  if (c.algorithm == "allreduce" && c.compressor.name != "identity")
+    throw r.error("algorithm: allreduce sums full-precision gradients with a ring all-reduce; remove 'compressor' "
+                  "or use allgather to send compressed gradients to every node");
+  c.canonical = canonical_yaml(c);
+  c.run_id = hash64(c.canonical);
+  return c;
+}
+
+}  // namespace qgossip

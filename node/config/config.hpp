@@ -1,0 +1,101 @@
+#pragma once
+// The run configuration: one YAML file (configs/*.yaml) resolved into plain structs, every field
+// with its default documented here. YAML is read only by config.cpp (through yaml_reader); the
+// layers below receive these structs. Unknown keys, duplicate keys, wrong types and non-finite
+// numbers are config_errors with file:line:column. See docs/config.md for the full reference.
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "algorithms/algorithm.hpp"
+#include "algorithms/compress/compressor.hpp"
+#include "node/data/data_spec.hpp"
+#include "node/optim/lr_schedule.hpp"
+#include "node/models/model_factory.hpp"
+
+namespace qgossip {
+
+struct node_address {
+  std::string host;  // where the node listens (and what neighbours connect to)
+  int port = 0;
+  int gpu = -1;      // CUDA device for this node; -1 = launcher's choice
+};
+
+struct topology_config {
+  std::string file;                        // where it was defined (for messages)
+  std::string graph = "ring";              // ring | torus | complete | star | hypercube | exponential | edge_list
+  int n = 0;                               // number of nodes (required unless nodes: lists them)
+  int rows = 0, cols = 0;                  // torus
+  int dim = 0;                             // hypercube (n = 2^dim)
+  std::vector<std::pair<int, int>> edges;  // graph: edge_list
+  std::string weights = "uniform";         // uniform | metropolis_hastings | explicit
+  std::vector<std::vector<double>> matrix; // weights: explicit (n rows of n)
+  std::string host = "127.0.0.1";          // default host of every node
+  int base_port = 29500;                   // node r listens on base_port + r unless nodes: says
+  std::vector<node_address> nodes;         // resolved: exactly n entries after loading
+};
+
+
+struct train_config {
+  double epochs = 5;          // passes over the node's shard
+  int batch = 32;             // mini-batch per node per round
+  lr_schedule_spec lr;        // train.lr (base rate) and train.schedule: {kind, gamma, step_epochs,
+                              // milestones, warmup_epochs, warmup_start}; see node/lr_schedule.hpp
+  double eval_every = 1.0;    // evaluate test accuracy every this many epochs (and at the end)
+  int eval_examples = 0;      // test examples per evaluation during training; 0 = all (the final one uses all)
+  int log_every = 10;         // CSV row and progress line every this many rounds
+  double diverge_loss = 1e4;  // a training loss above this ends the run as diverged (exit 3)
+  double momentum = 0.0;      // local heavy-ball: m = momentum·m + g, the step uses m; in [0, 1)
+  double weight_decay = 0.0;  // L2 penalty: g += weight_decay·x before momentum; >= 0
+  // Every this many rounds (and at the last), every node sends its model to rank 0 over a separate
+  // probe exchange; rank 0 logs the consensus distance (1/n)Σ‖x_i − x̄‖² and the test loss and
+  // accuracy of the average model x̄. Probe bytes are logged apart from training traffic. 0 = off.
+  int consensus_every = 0;
+};
+
+struct network_config {
+  std::string transport = "tcp";  // tcp | ipc (ipc: /tmp sockets, single host, for tests)
+  double start_timeout_s = 60;    // round 1: how long to wait for neighbours to come up
+  double round_timeout_s = 30;    // later rounds: a neighbour silent this long is an error
+  double linger_s = 10;           // at exit, how long unsent messages may still leave
+  // Link emulation in the transport (gossip/link_emulation.hpp): each node's egress paced at this
+  // rate, each message delivered this much later. 0 = off. For kernels without tc netem.
+  double emulate_rate_mbit = 0;
+  double emulate_delay_ms = 0;
+  // Free text recorded in run.json saying how the network was shaped outside qgossip (e.g. by
+  // scripts/cluster.sh: "tc tbf rate 10mbit on each node's veth"). Empty = not shaped outside.
+  std::string shaping;
+};
+
+struct run_config {
+  std::string file;           // the run YAML
+  std::string name = "run";   // runs/<name>/
+  std::uint64_t seed = 1;     // same initial model on every node; data order; quantization noise
+  topology_config topology;
+  // dpsgd | naive | dcd | ecd | choco (decentralized, over topology's graph) | allreduce | allgather
+  // (centralized data-parallel baselines: every node talks to every other); or {name: choco, consensus_step: 0.3}
+  std::string algorithm = "dcd";
+  algorithm_options algorithm_params;
+  codec_spec compressor{"identity", {}};
+  model_spec model;                 // model: {kind: mlp | softmax, hidden: [128]}
+  data_spec data;                   // data: {dataset, dir, partition, skew, standardize, augment, synthetic}
+  train_config train;
+  network_config network;
+  std::string output_dir = "runs";  // the run writes into <output_dir>/<name>/
+
+  std::string canonical;     // the resolved config as YAML text (what run.json records)
+  std::uint64_t run_id = 0;  // hash of `canonical`: messages from another run are rejected
+};
+
+// Loads and validates a run config. `overrides` are `key.path=value` strings (the --set option),
+// applied before validation. Throws config_error.
+run_config load_run_config(const std::string& file, const std::vector<std::string>& overrides = {});
+
+// Loads a topology YAML file (the `topology:` section's own format).
+topology_config load_topology_config(const std::string& file);
+
+// The names accepted for `algorithm:`.
+const std::vector<std::string>& algorithm_names();
+
+}  // namespace qgossip

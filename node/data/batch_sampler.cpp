@@ -1,0 +1,38 @@
+#include "node/data/batch_sampler.hpp"
+
+#include <random>
+#include <string>
+
+#include "core/errors.hpp"
+#include "core/portable_random.hpp"
+
+namespace qgossip {
+
+batch_sampler::batch_sampler(std::span<const std::size_t> shard, std::size_t batch_size, std::uint64_t seed)
+    : shard_(shard.begin(), shard.end()), batch_size_(batch_size), seed_(seed) {
+  if (batch_size == 0) throw config_error("batch size must be >= 1");
+  if (batch_size > shard.size()) {
+    throw config_error("batch size " + std::to_string(batch_size) + " exceeds the shard's " +
+                       std::to_string(shard.size()) + " examples");
+  }
+  batches_per_epoch_ = shard_.size() / batch_size_;
+}
+
+void batch_sampler::shuffle_for_epoch(std::uint64_t epoch) {
+  order_ = shard_;
+  std::mt19937_64 rng(derive_seed(seed_, epoch));
+  portable_shuffle(std::span<std::size_t>(order_), rng);
+  order_epoch_ = epoch;
+}
+
+std::span<const std::size_t> batch_sampler::next() {
+  const std::uint64_t epoch = drawn_ / batches_per_epoch_;
+  const std::size_t within = static_cast<std::size_t>(drawn_ % batches_per_epoch_);
+  if (epoch != order_epoch_) shuffle_for_epoch(epoch);
+  ++drawn_;
+  return std::span<const std::size_t>(order_).subspan(within * batch_size_, batch_size_);
+}
+
+void batch_sampler::seek(std::uint64_t batches_drawn) { drawn_ = batches_drawn; }
+
+}  // namespace qgossip

@@ -1,0 +1,31 @@
+#pragma once
+// What a run trains and tests on: the `data:` section of the run YAML as a plain struct (parsed by
+// node/config, used by node/data/load.hpp). Every default is documented here and in docs/config.md.
+#include <string>
+
+namespace qgossip {
+
+struct augment_spec {
+  int crop_padding = 0;  // > 0: pad each image by this many zeros per side, then crop a random
+                         // window of the original size (per example, per round)
+  bool flip = false;     // mirror each image left-right with probability 1/2
+};
+
+struct data_spec {
+  // fashion-mnist (IDX, gzip) | cifar10 (the binary distribution: data_batch_{1..5}.bin,
+  // test_batch.bin) | npy (train_images.npy, train_labels.npy, test_images.npy, test_labels.npy)
+  // | synthetic (Gaussian class clusters, generated)
+  std::string dataset = "fashion-mnist";
+  std::string dir = "/usr/share/datasets/fashion-mnist";
+  std::string partition = "iid";  // iid | label
+  double skew = 0.0;              // partition: label; 0 = iid .. 1 = label-sorted shards
+  // Images: subtract each channel's mean and divide by its standard deviation, both measured on the
+  // whole training set (the same numbers on every node), train and test alike.
+  bool standardize = false;
+  augment_spec augment;           // images only, training batches only
+  // dataset: synthetic (Gaussian class clusters)
+  int synthetic_train = 8000, synthetic_test = 2000, synthetic_dim = 32, synthetic_classes = 4;
+  double synthetic_noise = 1.0;
+};
+
+}  // namespace qgossip

@@ -1,0 +1,509 @@
+#include "node/launch/progress.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+#include "core/errors.hpp"
+
+namespace qgossip {
+namespace {
+
+// Recursive descent over one flat object; `error_` holds the first problem found.
+class flat_json_parser {
+ public:
+  explicit flat_json_parser(std::string_view text) : s_(text) {}
+
+  std::optional<flat_json> parse(std::string* error) {
+    std::optional<flat_json> out = parse_object();
+    if (out) {
+      skip_ws();
+      if (pos_ != s_.size()) {
+        out.reset();
+        fail("unexpected text after the closing '}'");
+      }
+    }
+    if (!out && error) *error = error_ + " at byte " + std::to_string(pos_);
+    return out;
+  }
+
+ private:
+  std::optional<flat_json> parse_object() {
+    skip_ws();
+    if (!consume('{')) return fail("expected '{'");
+    flat_json obj;
+    skip_ws();
+    if (consume('}')) return obj;
+    for (;;) {
+      skip_ws();
+      std::string key;
+      if (!peek_is('"')) return fail("expected a string key");
+      if (!parse_string(key)) return std::nullopt;
+      for (const auto& [k, v] : obj.members) {
+        if (k == key) return fail("duplicate key \"" + key + "\"");
+      }
+      skip_ws();
+      if (!consume(':')) return fail("expected ':'");
+      skip_ws();
+      json_value value;
+      if (!parse_value(value)) return std::nullopt;
+      obj.members.emplace_back(std::move(key), std::move(value));
+      skip_ws();
+      if (consume('}')) return obj;
+      if (!consume(',')) return fail("expected ',' or '}'");
+    }
+  }
+
+  bool parse_value(json_value& out) {
+    if (pos_ >= s_.size()) return fail_bool("expected a value");
+    const char c = s_[pos_];
+    if (c == '"') {
+      std::string str;
+      if (!parse_string(str)) return false;
+      out = std::move(str);
+      return true;
+    }
+    if (c == '{' || c == '[') return fail_bool("nested objects and arrays are not supported");
+    if (literal("true")) {
+      out = true;
+      return true;
+    }
+    if (literal("false")) {
+      out = false;
+      return true;
+    }
+    if (literal("null")) {
+      out = nullptr;
+      return true;
+    }
+    if (c == '-' || (c >= '0' && c <= '9')) {
+      double d = 0;
+      if (!parse_number(d)) return false;
+      out = d;
+      return true;
+    }
+    return fail_bool("expected a value");
+  }
+
+  // JSON's grammar exactly: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+  bool parse_number(double& out) {
+    const std::size_t begin = pos_;
+    consume('-');
+    if (!consume('0') && digits() == 0) return fail_bool("bad number");
+    if (consume('.') && digits() == 0) return fail_bool("bad number: digits expected after '.'");
+    if (consume('e') || consume('E')) {
+      if (!consume('+')) consume('-');
+      if (digits() == 0) return fail_bool("bad number: digits expected in the exponent");
+    }
+    const char* first = s_.data() + begin;
+    const char* last = s_.data() + pos_;
+    const auto [ptr, ec] = std::from_chars(first, last, out);
+    if (ec != std::errc() || ptr != last || !std::isfinite(out)) {
+      pos_ = begin;
+      return fail_bool("number out of range");
+    }
+    return true;
+  }
+
+  std::size_t digits() {
+    const std::size_t begin = pos_;
+    while (pos_ < s_.size() && s_[pos_] >= '0' && s_[pos_] <= '9') ++pos_;
+    return pos_ - begin;
+  }
+
+  // REQUIRES: s_[pos_] == '"'.
+  bool parse_string(std::string& out) {
+    ++pos_;
+    for (;;) {
+      if (pos_ >= s_.size()) return fail_bool("unterminated string");
+      const unsigned char c = static_cast<unsigned char>(s_[pos_++]);
+      if (c == '"') return true;
+      if (c < 0x20) return fail_bool("control character in string");
+      if (c != '\\') {
+        out.push_back(static_cast<char>(c));
+        continue;
+      }
+      if (pos_ >= s_.size()) return fail_bool("unterminated string");
+      switch (s_[pos_++]) {
+        case '"':
+          out.push_back('"');
+          break;
+        case '\\':
+          out.push_back('\\');
+          break;
+        case '/':
+          out.push_back('/');
+          break;
+        case 'b':
+          out.push_back('\b');
+          break;
+        case 'f':
+          out.push_back('\f');
+          break;
+        case 'n':
+          out.push_back('\n');
+          break;
+        case 'r':
+          out.push_back('\r');
+          break;
+        case 't':
+          out.push_back('\t');
+          break;
+        case 'u': {
+          unsigned cp = 0;
+          if (!hex4(cp)) return false;
+          if (cp >= 0xDC00 && cp <= 0xDFFF) return fail_bool("unpaired low surrogate");
+          if (cp >= 0xD800 && cp <= 0xDBFF) {
+            unsigned low = 0;
+            if (!(consume('\\') && consume('u'))) return fail_bool("unpaired high surrogate");
+            if (!hex4(low)) return false;
+            if (low < 0xDC00 || low > 0xDFFF) return fail_bool("unpaired high surrogate");
+            cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
+          }
+          append_utf8(out, cp);
+          break;
+        }
+        default:
+          --pos_;
+          return fail_bool("bad escape");
+      }
+    }
+  }
+
+  bool hex4(unsigned& out) {
+    if (s_.size() - pos_ < 4) return fail_bool("truncated \\u escape");
+    out = 0;
+    for (int i = 0; i < 4; ++i) {
+      const char h = s_[pos_++];
+      out <<= 4;
+      if (h >= '0' && h <= '9')
+        out |= unsigned(h - '0');
+      else if (h >= 'a' && h <= 'f')
+        out |= unsigned(h - 'a' + 10);
+      else if (h >= 'A' && h <= 'F')
+        out |= unsigned(h - 'A' + 10);
+      else
+        return fail_bool("bad hex digit in \\u escape");
+    }
+    return true;
+  }
+
+  static void append_utf8(std::string& out, unsigned cp) {
+    if (cp < 0x80) {
+      out.push_back(char(cp));
+    } else if (cp < 0x800) {
+      out.push_back(char(0xC0 | (cp >> 6)));
+      out.push_back(char(0x80 | (cp & 0x3F)));
+    } else if (cp < 0x10000) {
+      out.push_back(char(0xE0 | (cp >> 12)));
+      out.push_back(char(0x80 | ((cp >> 6) & 0x3F)));
+      out.push_back(char(0x80 | (cp & 0x3F)));
+    } else {
+      out.push_back(char(0xF0 | (cp >> 18)));
+      out.push_back(char(0x80 | ((cp >> 12) & 0x3F)));
+      out.push_back(char(0x80 | ((cp >> 6) & 0x3F)));
+      out.push_back(char(0x80 | (cp & 0x3F)));
+    }
+  }
+
+  bool literal(std::string_view word) {
+    if (s_.substr(pos_, word.size()) != word) return false;
+    pos_ += word.size();
+    return true;
+  }
+  void skip_ws() {
+    while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\t' || s_[pos_] == '\n' || s_[pos_] == '\r'))
+      ++pos_;
+  }
+  bool peek_is(char c) const { return pos_ < s_.size() && s_[pos_] == c; }
+  bool consume(char c) {
+    if (!peek_is(c)) return false;
+    ++pos_;
+    return true;
+  }
+  std::nullopt_t fail(std::string what) {
+    if (error_.empty()) error_ = std::move(what);
+    return std::nullopt;
+  }
+  bool fail_bool(std::string what) {
+    fail(std::move(what));
+    return false;
+  }
+
+  std::string_view s_;
+  std::size_t pos_ = 0;
+  std::string error_;
+};
+
+// Typed field access for parse_node_event; each returns false (and sets *why) on a type mismatch.
+class field_reader {
+ public:
+  field_reader(const flat_json& obj, std::string& why) : obj_(obj), why_(why) {}
+
+  // An integral number in [lo, hi]. Absent: `required` decides.
+  bool integer(std::string_view key, std::int64_t& out, bool required, double lo = 0,
+               double hi = 9007199254740992.0 /* 2^53: every integer below is exact */) {
+    const json_value* v = obj_.find(key);
+    if (!v) return !required || missing(key);
+    const double* d = std::get_if<double>(v);
+    if (!d || *d != std::floor(*d) || *d < lo || *d > hi)
+      return bad(key, "an integer in [" + std::to_string(std::int64_t(lo)) + ", " +
+                          std::to_string(std::int64_t(hi)) + "]");
+    out = static_cast<std::int64_t>(*d);
+    return true;
+  }
+  bool number(std::string_view key, double& out, bool required) {
+    const json_value* v = obj_.find(key);
+    if (!v) return !required || missing(key);
+    const double* d = std::get_if<double>(v);
+    if (!d) return bad(key, "a number");
+    out = *d;
+    return true;
+  }
+  bool nullable_number(std::string_view key, std::optional<double>& out) {
+    const json_value* v = obj_.find(key);
+    if (!v || std::holds_alternative<std::nullptr_t>(*v)) return true;
+    const double* d = std::get_if<double>(v);
+    if (!d) return bad(key, "a number or null");
+    out = *d;
+    return true;
+  }
+  bool text(std::string_view key, std::string& out, bool required) {
+    const json_value* v = obj_.find(key);
+    if (!v) return !required || missing(key);
+    const std::string* s = std::get_if<std::string>(v);
+    if (!s) return bad(key, "a string");
+    out = *s;
+    return true;
+  }
+
+ private:
+  bool missing(std::string_view key) {
+    why_ = "missing \"" + std::string(key) + "\"";
+    return false;
+  }
+  bool bad(std::string_view key, const std::string& expected) {
+    why_ = "\"" + std::string(key) + "\" must be " + expected;
+    return false;
+  }
+  const flat_json& obj_;
+  std::string& why_;
+};
+
+std::string printf_string(const char* fmt, double a) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, fmt, a);
+  return buf;
+}
+
+std::string format_loss(double x) {
+  return printf_string(std::fabs(x) >= 0.001 || x == 0 ? "%.3f" : "%.1e", x);
+}
+std::string format_acc(double x) { return printf_string("%.3f", x); }
+
+// "lo–hi", or one value when they print the same.
+template <typename Format>
+std::string format_range(double lo, double hi, Format format) {
+  std::string a = format(lo), b = format(hi);
+  return a == b ? a : a + "\u2013" + b;
+}
+
+}  // namespace
+
+const json_value* flat_json::find(std::string_view key) const {
+  for (const auto& [k, v] : members) {
+    if (k == key) return &v;
+  }
+  return nullptr;
+}
+
+std::optional<flat_json> parse_flat_json(std::string_view text, std::string* error) {
+  return flat_json_parser(text).parse(error);
+}
+
+std::optional<node_event> parse_node_event(std::string_view line, std::string* error) {
+  std::string why;
+  std::optional<flat_json> obj = parse_flat_json(line, &why);
+  auto reject = [&](std::string reason) -> std::optional<node_event> {
+    if (error) *error = std::move(reason);
+    return std::nullopt;
+  };
+  if (!obj) return reject("not JSON: " + why);
+
+  field_reader r(*obj, why);
+  node_event ev;
+  std::string kind;
+  if (!r.text("event", kind, true)) return reject(why);
+  if (kind == "start")
+    ev.kind = event_kind::start;
+  else if (kind == "progress")
+    ev.kind = event_kind::progress;
+  else if (kind == "done")
+    ev.kind = event_kind::done;
+  else if (kind == "error")
+    ev.kind = event_kind::error;
+  else
+    return reject("unknown event \"" + kind + "\"");
+
+  std::int64_t rank = -1;
+  if (!r.integer("rank", rank, true, 0, std::numeric_limits<int>::max())) return reject(why);
+  ev.rank = static_cast<int>(rank);
+
+  bool ok = true;
+  switch (ev.kind) {
+    case event_kind::start: {
+      std::int64_t n = 0;
+      ok = r.integer("n", n, false, 1, std::numeric_limits<int>::max()) &&
+           r.integer("rounds", ev.rounds, false) && r.number("epochs", ev.epochs, false);
+      ev.n = static_cast<int>(n);
+      break;
+    }
+    case event_kind::progress:
+    case event_kind::done: {
+      std::int64_t sent = 0, recv = 0;
+      ok = r.integer("iteration", ev.iteration, true) && r.integer("rounds", ev.rounds, false) &&
+           r.number("epoch", ev.epoch, true) && r.nullable_number("train_loss", ev.train_loss) &&
+           r.nullable_number("test_acc", ev.test_acc) && r.integer("bytes_sent", sent, false) &&
+           r.integer("bytes_recv", recv, false) && r.number("wall_s", ev.wall_s, false);
+      ev.bytes_sent = static_cast<std::uint64_t>(sent);
+      ev.bytes_recv = static_cast<std::uint64_t>(recv);
+      break;
+    }
+    case event_kind::error:
+      ok = r.text("message", ev.message, true);
+      break;
+  }
+  if (!ok) return reject(why);
+  return ev;
+}
+
+progress_board::progress_board(std::span<const int> ranks) {
+  nodes_.resize(ranks.size());
+  for (std::size_t i = 0; i < ranks.size(); ++i) nodes_[i].rank = ranks[i];
+}
+
+void progress_board::apply(std::size_t slot, const node_event& ev) {
+  QG_ENFORCE(slot < nodes_.size(), "slot=" << slot << " nodes=" << nodes_.size());
+  final_metrics& m = nodes_[slot];
+  m.started = true;
+  if (ev.rounds > 0) m.rounds = ev.rounds;
+  switch (ev.kind) {
+    case event_kind::start:
+      if (ev.epochs > 0) m.epochs = ev.epochs;
+      break;
+    case event_kind::done:
+      m.done = true;
+      [[fallthrough]];
+    case event_kind::progress:
+      m.iteration = ev.iteration;
+      m.epoch = ev.epoch;
+      // A progress line without a loss or accuracy keeps the last known one (a node evaluates
+      // only every few rounds).
+      if (ev.train_loss) m.train_loss = ev.train_loss;
+      if (ev.test_acc) m.test_acc = ev.test_acc;
+      m.bytes_sent = ev.bytes_sent;
+      m.bytes_recv = ev.bytes_recv;
+      m.wall_s = ev.wall_s;
+      break;
+    case event_kind::error:
+      m.error = ev.message;
+      break;
+  }
+}
+
+std::string progress_board::status_line() const {
+  std::size_t started = 0;
+  std::int64_t min_iteration = std::numeric_limits<std::int64_t>::max(), rounds = 0;
+  double min_epoch = std::numeric_limits<double>::infinity();
+  double loss_lo = INFINITY, loss_hi = -INFINITY, acc_lo = INFINITY, acc_hi = -INFINITY;
+  std::uint64_t sent = 0;
+  double eta = 0;
+  bool eta_known = true;
+  for (const final_metrics& m : nodes_) {
+    if (!m.started) {
+      eta_known = false;
+      continue;
+    }
+    ++started;
+    min_iteration = std::min(min_iteration, m.iteration);
+    min_epoch = std::min(min_epoch, m.epoch);
+    rounds = std::max(rounds, m.rounds);
+    if (m.train_loss) loss_lo = std::min(loss_lo, *m.train_loss), loss_hi = std::max(loss_hi, *m.train_loss);
+    if (m.test_acc) acc_lo = std::min(acc_lo, *m.test_acc), acc_hi = std::max(acc_hi, *m.test_acc);
+    sent += m.bytes_sent;
+    if (m.done) continue;
+    if (m.iteration > 0 && m.wall_s > 0 && m.rounds > 0) {
+      eta = std::max(
+          eta, double(std::max<std::int64_t>(m.rounds - m.iteration, 0)) * m.wall_s / double(m.iteration));
+    } else {
+      eta_known = false;
+    }
+  }
+
+  std::string line;
+  auto part = [&line](const std::string& s) {
+    if (!line.empty()) line += "  ";
+    line += s;
+  };
+  if (started < nodes_.size()) part("nodes " + std::to_string(started) + "/" + std::to_string(nodes_.size()));
+  if (started == 0) return line;
+  std::string round = "round " + std::to_string(min_iteration);
+  if (rounds > 0) {
+    round += "/" + std::to_string(rounds) + " (" +
+             std::to_string(std::clamp<std::int64_t>(min_iteration * 100 / rounds, 0, 100)) + "%)";
+  }
+  part(round);
+  part("epoch " + printf_string("%.2f", min_epoch));
+  if (loss_lo <= loss_hi) part("loss " + format_range(loss_lo, loss_hi, format_loss));
+  if (acc_lo <= acc_hi) part("acc " + format_range(acc_lo, acc_hi, format_acc));
+  part("sent " + format_bytes(sent));
+  if (eta_known) part("ETA " + format_duration(eta));
+  return line;
+}
+
+std::string progress_board::summary_table(std::span<const std::string> outcome) const {
+  QG_ENFORCE(outcome.empty() || outcome.size() == nodes_.size(),
+             "outcome=" << outcome.size() << " nodes=" << nodes_.size());
+  std::string out;
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "%5s %9s %7s %10s %7s %10s %9s%s\n", "rank", "iteration", "epoch", "loss",
+                "acc", "MB sent", "wall s", outcome.empty() ? "" : "  status");
+  out += buf;
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    const final_metrics& m = nodes_[i];
+    const std::string loss = m.train_loss ? format_loss(*m.train_loss) : "-";
+    const std::string acc = m.test_acc ? format_acc(*m.test_acc) : "-";
+    std::snprintf(buf, sizeof buf, "%5d %9lld %7.2f %10s %7s %10.1f %9.1f", m.rank,
+                  static_cast<long long>(m.iteration), m.epoch, loss.c_str(), acc.c_str(),
+                  double(m.bytes_sent) / 1e6, m.wall_s);
+    out += buf;
+    if (!outcome.empty()) out += "  " + outcome[i];
+    out += '\n';
+  }
+  return out;
+}
+
+std::string format_duration(double seconds) {
+  if (!std::isfinite(seconds) || seconds < 0) return "?";
+  const auto s = static_cast<long long>(std::llround(seconds));
+  char buf[48];
+  if (s < 60)
+    std::snprintf(buf, sizeof buf, "%llds", s);
+  else if (s < 3600)
+    std::snprintf(buf, sizeof buf, "%lldm%02llds", s / 60, s % 60);
+  else
+    std::snprintf(buf, sizeof buf, "%lldh%02lldm", s / 3600, (s % 3600) / 60);
+  return buf;
+}
+
+std::string format_bytes(std::uint64_t bytes) {
+  const double b = static_cast<double>(bytes);
+  if (bytes < 1000) return std::to_string(bytes) + " B";
+  if (b < 1e6) return printf_string("%.1f kB", b / 1e3);
+  if (b < 1e9) return printf_string("%.1f MB", b / 1e6);
+  return printf_string("%.1f GB", b / 1e9);
+}
+
+}  // namespace qgossip

@@ -1,0 +1,176 @@
+#include "node/log/run_log.hpp"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+
+#include "core/errors.hpp"
+#include "core/hash.hpp"
+#include "node/log/json_writer.hpp"
+#include "qgossip/build_config.hpp"
+
+namespace qgossip {
+
+namespace fs = std::filesystem;
+
+std::string host_name() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof buf - 1) != 0) return "unknown";
+  return buf;
+}
+
+namespace {
+
+// Writes to a temporary file and renames it over the target, so a reader never sees half a file.
+void write_atomically(const fs::path& path, const std::string& text) {
+  fs::path tmp = path;
+  tmp += ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    if (!out) throw config_error("cannot write " + tmp.string() + ": " + std::strerror(errno));
+    out << text << '\n';
+  }
+  fs::rename(tmp, path);
+}
+
+std::string csv_number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+}  // namespace
+
+run_log::run_log(fs::path dir, int rank, bool progress_to_stdout)
+    : dir_(std::move(dir)), rank_(rank), progress_to_stdout_(progress_to_stdout) {
+  std::error_code ec;
+  fs::create_directories(dir_, ec);
+  if (ec) throw config_error("cannot create the run directory " + dir_.string() + ": " + ec.message());
+  fs::path csv = dir_ / ("node-" + std::to_string(rank) + ".csv");
+  csv_ = std::fopen(csv.c_str(), "w");
+  if (!csv_) throw config_error("cannot write " + csv.string() + ": " + std::strerror(errno));
+  std::fprintf(csv_, "%s\n", kCsvColumns);
+  std::fflush(csv_);
+}
+
+run_log::~run_log() {
+  if (csv_) std::fclose(csv_);
+}
+
+void run_log::emit(const std::string& json_line) {
+  if (!progress_to_stdout_) return;
+  std::fwrite(json_line.data(), 1, json_line.size(), stdout);
+  std::fputc('\n', stdout);
+  std::fflush(stdout);
+}
+
+void run_log::write_run_json(const std::string& name, const std::string& canonical, int n,
+                             const std::string& algorithm, const std::string& compressor, const std::string& model,
+                             std::uint64_t run_id, const std::string& topology_report,
+                             const std::string& network_shaping) {
+  std::time_t now = std::time(nullptr);
+  char when[64];
+  std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  json_writer j(true);
+  j.begin_object()
+      .field("name", name)
+      .field("run_id", hex64(run_id))
+      .field("n", n)
+      .field("algorithm", algorithm)
+      .field("compressor", compressor)
+      .field("model", model)
+      .field("started", std::string(when))
+      .field("host", host_name())
+      .field("qgossip_version", std::string(QGOSSIP_VERSION))
+      .field("compiler", std::string(__VERSION__))
+      .field("csv_columns", std::string(kCsvColumns))
+      .field("topology_report", topology_report)
+      .field("network_shaping", network_shaping)
+      .field("config_yaml", canonical)
+      .end_object();
+  write_atomically(dir_ / "run.json", j.str());
+}
+
+void run_log::start(int n, std::uint64_t rounds, double epochs) {
+  json_writer j;
+  j.begin_object().field("event", "start").field("rank", rank_).field("n", n).field("rounds", rounds)
+      .field("epochs", epochs).end_object();
+  emit(j.str());
+}
+
+void run_log::row(const round_record& r) {
+  std::string line = std::to_string(r.iteration) + "," + csv_number(r.epoch) + "," + csv_number(r.wall_s) + "," +
+                     csv_number(r.lr) + "," + csv_number(r.train_loss) + "," +
+                     (r.test_loss ? csv_number(*r.test_loss) : "") + "," +
+                     (r.test_acc ? csv_number(*r.test_acc) : "") + "," + std::to_string(r.bytes_sent) + "," +
+                     std::to_string(r.bytes_recv) + "," + std::to_string(r.round_bytes_sent) + "," +
+                     std::to_string(r.round_bytes_recv) + "," + csv_number(r.compute_s) + "," +
+                     csv_number(r.codec_s) + "," + csv_number(r.comm_s) + "," + std::to_string(r.rejected) + "," +
+                     std::to_string(r.probe_bytes_sent) + "," + (r.consensus_dist ? csv_number(*r.consensus_dist) : "") +
+                     "," + (r.avg_test_loss ? csv_number(*r.avg_test_loss) : "") + "," +
+                     (r.avg_test_acc ? csv_number(*r.avg_test_acc) : "");
+  std::fprintf(csv_, "%s\n", line.c_str());
+  std::fflush(csv_);
+}
+
+void run_log::progress(const round_record& r, std::uint64_t rounds) {
+  json_writer j;
+  j.begin_object().field("event", "progress").field("rank", rank_).field("iteration", r.iteration)
+      .field("rounds", rounds).field("epoch", r.epoch).field("train_loss", r.train_loss);
+  j.field("test_acc", r.test_acc);
+  j.field("bytes_sent", r.bytes_sent).field("bytes_recv", r.bytes_recv).field("wall_s", r.wall_s).end_object();
+  emit(j.str());
+}
+
+void run_log::finish(const node_summary& s) {
+  // Flat (no nesting) so that node/progress.hpp's parse_flat_json reads it back (qgossip verify).
+  json_writer j(true);
+  j.begin_object()
+      .field("rank", s.rank)
+      .field("status", s.status)
+      .field("error", s.error)
+      .field("host", s.host)
+      .field("rounds", s.rounds)
+      .field("epoch", s.last.epoch)
+      .field("wall_s", s.wall_s)
+      .field("train_loss", s.last.train_loss);
+  j.field("test_loss", s.last.test_loss);
+  j.field("test_acc", s.last.test_acc);
+  j.field("consensus_dist", s.last.consensus_dist);
+  j.field("avg_test_loss", s.last.avg_test_loss);
+  j.field("avg_test_acc", s.last.avg_test_acc);
+  j.field("bytes_sent", s.last.bytes_sent)
+      .field("bytes_recv", s.last.bytes_recv)
+      .field("mean_round_bytes_sent", s.mean_round_bytes_sent)
+      .field("time_compute_s", s.last.compute_s)
+      .field("time_codec_s", s.last.codec_s)
+      .field("time_comm_s", s.last.comm_s)
+      .field("rejected", s.last.rejected)
+      .field("probe_bytes_sent", s.last.probe_bytes_sent)
+      .field("rejected_detail", s.rejected_detail)
+      .field("model_hash", hex64(s.model_hash))
+      .field("copies_kind", s.copies_kind);
+  for (const auto& c : s.copies) j.field("copy_" + std::to_string(c.rank), hex64(c.hash));
+  j.end_object();
+  write_atomically(dir_ / ("node-" + std::to_string(s.rank) + ".json"), j.str());
+
+  json_writer p;
+  p.begin_object().field("event", s.status == "ok" ? "done" : "error").field("rank", s.rank);
+  if (s.status != "ok") p.field("message", s.error);
+  p.field("iteration", s.last.iteration).field("epoch", s.last.epoch).field("train_loss", s.last.train_loss);
+  p.field("test_acc", s.last.test_acc);
+  p.field("bytes_sent", s.last.bytes_sent).field("bytes_recv", s.last.bytes_recv).field("wall_s", s.wall_s)
+      .end_object();
+  emit(p.str());
+}
+
+void run_log::error(const std::string& message) {
+  json_writer j;
+  j.begin_object().field("event", "error").field("rank", rank_).field("message", message).end_object();
+  emit(j.str());
+}
+
+}  // namespace qgossip

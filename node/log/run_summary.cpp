@@ -1,0 +1,640 @@
+#include "node/log/run_summary.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "node/log/json_writer.hpp"
+#include "node/launch/progress.hpp"
+
+namespace qgossip {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string fmt(const char* format, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
+
+// nullopt when the file cannot be opened.
+std::optional<std::string> slurp(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::vector<std::string> split(const std::string& line, char sep) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (true) {
+    auto pos = line.find(sep, start);
+    out.push_back(line.substr(start, pos - start));
+    if (pos == std::string::npos) return out;
+    start = pos + 1;
+  }
+}
+
+// A whole cell as a number ("nan" and "inf" included, as the node writes them); nullopt otherwise.
+std::optional<double> parse_number(const std::string& cell) {
+  if (cell.empty()) return std::nullopt;
+  char* end = nullptr;
+  double v = std::strtod(cell.c_str(), &end);
+  if (end != cell.c_str() + cell.size()) return std::nullopt;
+  return v;
+}
+
+std::optional<double> finite(std::optional<double> v) { return v && std::isfinite(*v) ? v : std::nullopt; }
+
+// ---- node-<r>.csv ------------------------------------------------------------------------------
+
+// The columns the report reads, noted when absent. Others (node/run_log.hpp's kCsvColumns grows) are
+// optional: read when present (consensus_dist, avg_test_*), ignored when unknown.
+const char* const kReadColumns[] = {"iteration", "epoch",    "wall_s",     "train_loss",
+                                    "test_loss", "test_acc", "bytes_sent", "bytes_recv",
+                                    "compute_s", "codec_s",  "comm_s",     "rejected"};
+
+// The last row's values by column, plus the latest non-empty test columns (a run in progress may
+// end on a row without an evaluation).
+struct csv_tail {
+  std::map<std::string, std::optional<double>> last;  // column -> value of the last complete row
+  std::map<std::string, double> latest;               // column -> its last non-empty value
+  std::size_t rows = 0;
+};
+
+std::optional<csv_tail> read_csv(const fs::path& path, std::vector<std::string>& notes) {
+  const std::string file = path.filename().string();
+  auto text = slurp(path);
+  if (!text) {
+    notes.push_back("cannot read " + file);
+    return std::nullopt;
+  }
+  std::vector<std::string> lines = split(*text, '\n');
+  // A file the node is writing may end in the middle of a line: everything after the last newline
+  // is not a row yet.
+  if (!lines.back().empty())
+    notes.push_back(file + ": the last line is incomplete (still being written?); ignored");
+  lines.pop_back();
+  for (auto& l : lines)
+    if (!l.empty() && l.back() == '\r') l.pop_back();
+  if (lines.empty()) {
+    notes.push_back(file + " is empty (the node had not started logging)");
+    return std::nullopt;
+  }
+  const std::vector<std::string> header = split(lines[0], ',');
+  if (std::find(header.begin(), header.end(), "iteration") == header.end()) {
+    notes.push_back(file + ": no 'iteration' column in the header; not a node CSV");
+    return std::nullopt;
+  }
+  std::vector<std::string> absent;
+  for (const auto& column : kReadColumns)
+    if (std::find(header.begin(), header.end(), column) == header.end()) absent.push_back(column);
+  if (!absent.empty()) {
+    std::string list;
+    for (const auto& a : absent) list += (list.empty() ? "" : ", ") + a;
+    notes.push_back(file + ": no column " + list);
+  }
+
+  csv_tail tail;
+  std::size_t bad_rows = 0;
+  std::string first_bad;
+  for (std::size_t i = 1; i < lines.size(); ++i) {
+    if (lines[i].empty()) continue;
+    std::vector<std::string> cells = split(lines[i], ',');
+    std::map<std::string, std::optional<double>> row;
+    bool ok = cells.size() == header.size();
+    for (std::size_t c = 0; ok && c < cells.size(); ++c) {
+      auto v = parse_number(cells[c]);
+      if (!v && !cells[c].empty()) ok = false;
+      row[header[c]] = v;
+    }
+    if (!ok || !row["iteration"]) {
+      if (bad_rows++ == 0) first_bad = file + ":" + std::to_string(i + 1);
+      continue;
+    }
+    for (const auto& [column, v] : row)
+      if (v) tail.latest[column] = *v;
+    tail.last = std::move(row);
+    ++tail.rows;
+  }
+  if (bad_rows > 0)
+    notes.push_back(std::to_string(bad_rows) + " malformed row(s) skipped, the first at " + first_bad);
+  return tail;
+}
+
+std::optional<double> csv_value(const csv_tail& t, const std::string& column) {
+  auto it = t.last.find(column);
+  return it == t.last.end() ? std::nullopt : it->second;
+}
+
+std::optional<double> csv_latest(const csv_tail& t, const std::string& column) {
+  auto it = t.latest.find(column);
+  return it == t.latest.end() ? std::nullopt : std::optional<double>(it->second);
+}
+
+// ---- node-<r>.json / run.json -----------------------------------------------------------------
+
+std::optional<double> json_number(const flat_json& j, std::string_view key) {
+  const json_value* v = j.find(key);
+  if (!v) return std::nullopt;
+  if (const double* d = std::get_if<double>(v)) return *d;
+  return std::nullopt;
+}
+
+std::string json_string(const flat_json& j, std::string_view key) {
+  const json_value* v = j.find(key);
+  if (!v) return "";
+  if (const std::string* s = std::get_if<std::string>(v)) return *s;
+  return "";
+}
+
+std::uint64_t to_count(std::optional<double> v) {
+  return v && *v > 0 && std::isfinite(*v) ? static_cast<std::uint64_t>(std::llround(*v)) : 0;
+}
+
+void fill_from_summary(node_report& r, const flat_json& j) {
+  r.source = "summary";
+  r.status = json_string(j, "status");
+  if (r.status.empty()) {
+    r.status = "?";
+    r.notes.push_back("node-" + std::to_string(r.rank) + ".json has no status");
+  }
+  r.error = json_string(j, "error");
+  r.host = json_string(j, "host");
+  r.rounds = to_count(json_number(j, "rounds"));
+  r.epoch = json_number(j, "epoch").value_or(0);
+  r.wall_s = json_number(j, "wall_s").value_or(0);
+  r.train_loss = finite(json_number(j, "train_loss"));  // null when it was not finite
+  r.test_loss = finite(json_number(j, "test_loss"));
+  r.test_acc = finite(json_number(j, "test_acc"));
+  r.bytes_sent = to_count(json_number(j, "bytes_sent"));
+  r.bytes_recv = to_count(json_number(j, "bytes_recv"));
+  r.mean_round_bytes_sent = json_number(j, "mean_round_bytes_sent").value_or(0);
+  r.compute_s = json_number(j, "time_compute_s").value_or(0);
+  r.codec_s = json_number(j, "time_codec_s").value_or(0);
+  r.comm_s = json_number(j, "time_comm_s").value_or(0);
+  r.rejected = to_count(json_number(j, "rejected"));
+  r.rejected_detail = json_string(j, "rejected_detail");
+  if (auto v = json_number(j, "consensus_dist")) r.consensus_dist = v;
+  if (auto v = json_number(j, "avg_test_loss")) r.avg_test_loss = v;
+  if (auto v = json_number(j, "avg_test_acc")) r.avg_test_acc = v;
+}
+
+void fill_from_csv(node_report& r, const csv_tail& t) {
+  r.source = "csv";
+  r.rounds = to_count(csv_value(t, "iteration"));
+  r.epoch = csv_value(t, "epoch").value_or(0);
+  r.wall_s = csv_value(t, "wall_s").value_or(0);
+  r.train_loss = finite(csv_value(t, "train_loss"));
+  r.test_loss = finite(csv_latest(t, "test_loss"));
+  r.test_acc = finite(csv_latest(t, "test_acc"));
+  r.bytes_sent = to_count(csv_value(t, "bytes_sent"));
+  r.bytes_recv = to_count(csv_value(t, "bytes_recv"));
+  r.mean_round_bytes_sent =
+      r.rounds ? static_cast<double>(r.bytes_sent) / static_cast<double>(r.rounds) : 0.0;
+  r.compute_s = csv_value(t, "compute_s").value_or(0);
+  r.codec_s = csv_value(t, "codec_s").value_or(0);
+  r.comm_s = csv_value(t, "comm_s").value_or(0);
+  r.rejected = to_count(csv_value(t, "rejected"));
+}
+
+// The last non-empty line of node-<r>.log: where a crashed node usually said why.
+std::string last_log_line(const fs::path& path) {
+  auto text = slurp(path);
+  if (!text) return "";
+  std::vector<std::string> lines = split(*text, '\n');
+  for (auto it = lines.rbegin(); it != lines.rend(); ++it) {
+    std::string l = *it;
+    while (!l.empty() && (l.back() == '\r' || l.back() == ' ')) l.pop_back();
+    if (!l.empty()) return l.size() > 300 ? l.substr(0, 300) + "..." : l;
+  }
+  return "";
+}
+
+// Seconds since the file was last written; nullopt when that cannot be read.
+std::optional<double> age_s(const fs::path& path) {
+  std::error_code ec;
+  auto when = fs::last_write_time(path, ec);
+  if (ec) return std::nullopt;
+  return std::max(0.0, std::chrono::duration<double>(fs::file_time_type::clock::now() - when).count());
+}
+
+// Nodes write their summaries when the run ends (all at about the same time: the rounds are
+// synchronous). So while no node has one and some CSV is fresh, the run is in progress and the nodes
+// without a summary are "running"; otherwise they stopped before writing it (crashed or killed).
+void classify_unfinished(run_summary& s, const log_thresholds& th) {
+  bool any_summary = false;
+  std::optional<double> freshest;
+  for (const auto& n : s.nodes) {
+    any_summary = any_summary || n.has_summary;
+    if (n.csv_age_s && (!freshest || *n.csv_age_s < *freshest)) freshest = n.csv_age_s;
+  }
+  const bool in_progress = !any_summary && freshest && *freshest <= th.in_progress_s;
+  for (auto& n : s.nodes) {
+    if (n.status != "no summary") continue;
+    const std::string stem = "node-" + std::to_string(n.rank);
+    if (in_progress) {
+      n.status = "running";
+      n.error.clear();
+    } else if (n.csv_rows > 0) {
+      n.notes.push_back("no " + stem + ".json: the node stopped before writing it (crashed or killed?); " +
+                        "figures are from its last CSV row, written " +
+                        format_duration(n.csv_age_s.value_or(-1)) + " ago");
+    } else {
+      n.notes.push_back("no " + stem + ".json and no CSV rows: the node never got to log a round");
+    }
+  }
+  if (in_progress)
+    s.notes.push_back(
+        "run in progress: no node has written its summary yet; figures are from the latest CSV rows "
+        "(the newest written " +
+        format_duration(*freshest) + " ago)");
+}
+
+node_report read_node(const fs::path& dir, int rank) {
+  node_report r;
+  r.rank = rank;
+  const std::string stem = "node-" + std::to_string(rank);
+  const fs::path json_path = dir / (stem + ".json"), csv_path = dir / (stem + ".csv"),
+                 log_path = dir / (stem + ".log");
+  std::error_code ec;
+
+  std::optional<csv_tail> csv;
+  if (fs::exists(csv_path, ec)) {
+    csv = read_csv(csv_path, r.notes);
+    r.has_csv = csv.has_value();
+    if (csv) r.csv_rows = csv->rows;
+  } else {
+    r.notes.push_back("no " + stem + ".csv");
+  }
+
+  if (fs::exists(json_path, ec)) {
+    auto text = slurp(json_path);
+    std::string why = "cannot read it";
+    std::optional<flat_json> j = text ? parse_flat_json(*text, &why) : std::nullopt;
+    if (j) {
+      r.has_summary = true;
+      fill_from_summary(r, *j);
+    } else {
+      r.notes.push_back(stem + ".json is unreadable (" + why + ")");
+    }
+  }
+  if (csv) {  // the summary's values, read above, win
+    if (!r.consensus_dist) r.consensus_dist = csv_latest(*csv, "consensus_dist");
+    if (!r.avg_test_loss) r.avg_test_loss = csv_latest(*csv, "avg_test_loss");
+    if (!r.avg_test_acc) r.avg_test_acc = csv_latest(*csv, "avg_test_acc");
+  }
+  if (!r.has_summary) {
+    // Running or stopped: read_run_summary decides, from all the nodes together.
+    r.status = "no summary";
+    if (csv && csv->rows > 0) fill_from_csv(r, *csv);
+    if (r.has_csv) r.csv_age_s = age_s(csv_path);
+    if (fs::exists(log_path, ec)) {
+      std::string last = last_log_line(log_path);
+      if (!last.empty()) r.error = "last line of " + stem + ".log: " + last;
+    }
+  }
+  return r;
+}
+
+// ---- warnings ---------------------------------------------------------------------------------
+
+std::optional<value_spread> spread_over(const std::vector<node_report>& nodes,
+                                        std::optional<double> (*get)(const node_report&)) {
+  std::vector<double> v;
+  for (const auto& n : nodes)
+    if (auto x = get(n)) v.push_back(*x);
+  return spread_of(std::move(v));
+}
+
+bool has_data(const node_report& n) { return !n.source.empty(); }
+
+// A node that finished normally: the only kind compared against the others (a failed or still-running
+// node has fewer rounds and an earlier accuracy as a matter of course; its status warning says why).
+bool comparable(const node_report& n) { return has_data(n) && n.status == "ok"; }
+
+void add_warnings(run_summary& s, const log_thresholds& th) {
+  auto warn = [&](int rank, std::string kind, std::string message) {
+    s.warnings.push_back({rank, std::move(kind), std::move(message)});
+  };
+  for (const auto& n : s.nodes) {
+    const std::string who = "node " + std::to_string(n.rank);
+    if (n.status == "ok" || n.status == "running") continue;  // a run in progress: the run's note says so
+    if (n.status == "no summary" || n.status == "no files") {
+      std::string m =
+          who + (n.status == "no files" ? " left no files at all (never started?)"
+                                        : " stopped before writing its summary (crashed or killed?)");
+      if (!n.error.empty()) m += " (" + n.error + ")";
+      warn(n.rank, "missing", m);
+    } else {
+      warn(n.rank, "status", who + " " + n.status + (n.error.empty() ? "" : ": " + n.error));
+    }
+  }
+
+  std::uint64_t most = 0;
+  for (const auto& n : s.nodes)
+    if (has_data(n)) most = std::max(most, n.rounds);
+  for (const auto& n : s.nodes)
+    if (comparable(n) && n.rounds < most)
+      warn(n.rank, "rounds",
+           "node " + std::to_string(n.rank) + " completed " + std::to_string(n.rounds) +
+               " rounds, another node " + std::to_string(most));
+
+  if (s.wall_s && s.wall_s->count >= 2) {
+    const double median = s.wall_s->median;
+    for (const auto& n : s.nodes)
+      if (comparable(n) && n.wall_s > th.wall_ratio * median && n.wall_s - median > th.wall_min_excess_s)
+        warn(n.rank, "wall",
+             "node " + std::to_string(n.rank) + " ran " + fmt("%.1f", n.wall_s) + " s, the median " +
+                 fmt("%.1f", median) + " s (threshold: " + fmt("%.2g", th.wall_ratio) + "x and +" +
+                 fmt("%.3g", th.wall_min_excess_s) + " s)");
+  }
+
+  std::vector<double> work;
+  for (const auto& n : s.nodes)
+    if (has_data(n)) work.push_back(n.compute_s + n.codec_s);
+  if (auto w = spread_of(work); w && w->count >= 2) {
+    for (const auto& n : s.nodes) {
+      const double mine = n.compute_s + n.codec_s;
+      if (comparable(n) && mine > th.work_ratio * w->median && mine - w->median > th.work_min_excess_s)
+        warn(n.rank, "straggler",
+             "node " + std::to_string(n.rank) + " spent " + fmt("%.1f", mine) +
+                 " s computing and coding, the median " + fmt("%.1f", w->median) +
+                 " s: the others wait for it each round (threshold: " + fmt("%.2g", th.work_ratio) +
+                 "x and +" + fmt("%.3g", th.work_min_excess_s) + " s)");
+    }
+  }
+
+  if (s.test_acc && s.test_acc->count >= 2) {
+    const double median = s.test_acc->median;
+    for (const auto& n : s.nodes)
+      if (comparable(n) && n.test_acc && *n.test_acc < median - th.accuracy_gap)
+        warn(n.rank, "accuracy",
+             "node " + std::to_string(n.rank) + " reached test accuracy " + fmt("%.4f", *n.test_acc) +
+                 ", the median " + fmt("%.4f", median) + " (threshold: " + fmt("%.3g", th.accuracy_gap) +
+                 " below)");
+  }
+}
+
+}  // namespace
+
+std::optional<value_spread> spread_of(std::vector<double> values) {
+  if (values.empty()) return std::nullopt;
+  std::sort(values.begin(), values.end());
+  const std::size_t k = values.size();
+  value_spread s;
+  s.min = values.front();
+  s.max = values.back();
+  s.median = k % 2 ? values[k / 2] : (values[k / 2 - 1] + values[k / 2]) / 2;
+  s.count = static_cast<int>(k);
+  return s;
+}
+
+std::optional<run_summary> read_run_summary(const fs::path& dir, std::string* why, const log_thresholds& th) {
+  auto fail = [&](std::string m) -> std::optional<run_summary> {
+    if (why) *why = std::move(m);
+    return std::nullopt;
+  };
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return fail(dir.string() + ": not a directory");
+
+  run_summary s;
+  s.dir = dir;
+  std::set<int> ranks;
+  static const std::regex kNodeFile(R"(node-(\d{1,6})\.(csv|json|log))");
+  bool run_json = false;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    std::smatch m;
+    if (std::regex_match(name, m, kNodeFile)) ranks.insert(std::stoi(m[1].str()));
+    if (name == "run.json") run_json = true;
+  }
+  if (ec) return fail("cannot read " + dir.string() + ": " + ec.message());
+  if (ranks.empty() && !run_json)
+    return fail(dir.string() + " holds no run (no node-<rank>.csv, node-<rank>.json or run.json)");
+
+  if (run_json) {
+    auto text = slurp(dir / "run.json");
+    std::string err = "cannot read it";
+    auto j = text ? parse_flat_json(*text, &err) : std::nullopt;
+    if (j) {
+      s.name = json_string(*j, "name");
+      s.algorithm = json_string(*j, "algorithm");
+      s.compressor = json_string(*j, "compressor");
+      s.model = json_string(*j, "model");
+      s.started = json_string(*j, "started");
+      s.network_shaping = json_string(*j, "network_shaping");
+      s.n = static_cast<int>(to_count(json_number(*j, "n")));
+    } else {
+      s.notes.push_back("run.json is unreadable (" + err + ")");
+    }
+  } else {
+    s.notes.push_back("no run.json (rank 0 writes it when it starts)");
+  }
+  if (s.name.empty()) s.name = fs::absolute(dir).lexically_normal().filename().string();
+  if (s.name.empty()) s.name = fs::absolute(dir).lexically_normal().parent_path().filename().string();
+
+  for (int r : ranks) s.nodes.push_back(read_node(dir, r));
+  std::string absent;
+  for (int r = 0; r < s.n; ++r) {
+    if (ranks.count(r)) continue;
+    node_report nr;
+    nr.rank = r;
+    nr.status = "no files";
+    s.nodes.push_back(nr);
+    absent += (absent.empty() ? "" : ", ") + std::to_string(r);
+  }
+  if (!absent.empty()) s.notes.push_back("rank(s) " + absent + ": no files at all");
+  std::sort(s.nodes.begin(), s.nodes.end(), [](const auto& a, const auto& b) { return a.rank < b.rank; });
+  if (s.n > 0 && !ranks.empty() && *ranks.rbegin() >= s.n)
+    s.notes.push_back("files for rank " + std::to_string(*ranks.rbegin()) + " but run.json says n = " +
+                      std::to_string(s.n) + " (left over from an earlier, larger run?)");
+
+  classify_unfinished(s, th);
+  s.test_acc = spread_over(s.nodes, [](const node_report& n) { return n.test_acc; });
+  s.test_loss = spread_over(s.nodes, [](const node_report& n) { return n.test_loss; });
+  s.train_loss = spread_over(s.nodes, [](const node_report& n) { return n.train_loss; });
+  s.wall_s = spread_over(s.nodes, [](const node_report& n) {
+    return has_data(n) ? std::optional<double>(n.wall_s) : std::nullopt;
+  });
+  add_warnings(s, th);
+  return s;
+}
+
+// ---- output -----------------------------------------------------------------------------------
+
+namespace {
+
+std::string opt_text(const std::optional<double>& v, const char* format) { return v ? fmt(format, *v) : "-"; }
+
+std::string time_cell(double seconds, double total) {
+  if (total <= 0) return fmt("%.1f", seconds);
+  return fmt("%.1f", seconds) + " (" + fmt("%.0f", 100 * seconds / total) + "%)";
+}
+
+std::string spread_line(const char* label, const std::optional<value_spread>& s, const char* format) {
+  char buf[200];
+  if (!s) {
+    std::snprintf(buf, sizeof buf, "  %-15s -\n", label);
+    return buf;
+  }
+  std::snprintf(buf, sizeof buf, "  %-15s min %s  median %s  max %s  (%d nodes)\n", label,
+                fmt(format, s->min).c_str(), fmt(format, s->median).c_str(), fmt(format, s->max).c_str(),
+                s->count);
+  return buf;
+}
+
+void spread_field(json_writer& j, const char* key, const std::optional<value_spread>& s) {
+  j.key(key);
+  if (!s) {
+    j.null();
+    return;
+  }
+  j.begin_object()
+      .field("min", s->min)
+      .field("median", s->median)
+      .field("max", s->max)
+      .field("count", s->count)
+      .end_object();
+}
+
+}  // namespace
+
+std::string format_run_summary(const run_summary& s) {
+  std::string out = "run " + s.name + " (" + s.dir.string() + "): ";
+  out += (s.n > 0 ? std::to_string(s.n) : std::to_string(s.nodes.size())) + " nodes";
+  for (const auto* part : {&s.algorithm, &s.compressor, &s.model})
+    if (!part->empty()) out += ", " + *part;
+  if (!s.started.empty()) out += "; started " + s.started;
+  out += '\n';
+  if (!s.network_shaping.empty()) out += "network: " + s.network_shaping + '\n';
+
+  char buf[512];
+  std::snprintf(buf, sizeof buf, "%4s %-11s %7s %6s %10s %9s %8s %8s %8s %9s %13s %13s %13s %8s\n", "rank",
+                "status", "rounds", "epoch", "train_loss", "test_loss", "test_acc", "MB_sent", "MB_recv",
+                "B/round", "compute_s", "codec_s", "comm_s", "rejected");
+  out += buf;
+  for (const auto& n : s.nodes) {
+    if (n.source.empty()) {
+      std::snprintf(buf, sizeof buf, "%4d %-11s %7s\n", n.rank, n.status.c_str(), "-");
+      out += buf;
+      continue;
+    }
+    const double total = n.compute_s + n.codec_s + n.comm_s;
+    std::snprintf(buf, sizeof buf,
+                  "%4d %-11s %7llu %6.2f %10s %9s %8s %8.2f %8.2f %9.0f %13s %13s %13s %8llu\n", n.rank,
+                  n.status.c_str(), static_cast<unsigned long long>(n.rounds), n.epoch,
+                  opt_text(n.train_loss, "%.4g").c_str(), opt_text(n.test_loss, "%.4g").c_str(),
+                  opt_text(n.test_acc, "%.4f").c_str(), static_cast<double>(n.bytes_sent) / 1e6,
+                  static_cast<double>(n.bytes_recv) / 1e6, n.mean_round_bytes_sent,
+                  time_cell(n.compute_s, total).c_str(), time_cell(n.codec_s, total).c_str(),
+                  time_cell(n.comm_s, total).c_str(), static_cast<unsigned long long>(n.rejected));
+    out += buf;
+  }
+
+  out += "spread across nodes:\n";
+  out += spread_line("test accuracy", s.test_acc, "%.4f");
+  out += spread_line("test loss", s.test_loss, "%.4g");
+  out += spread_line("train loss", s.train_loss, "%.4g");
+  out += spread_line("wall time (s)", s.wall_s, "%.1f");
+  for (const auto& n : s.nodes) {
+    if (!n.consensus_dist && !n.avg_test_acc && !n.avg_test_loss) continue;
+    out += "average model (probed by node " + std::to_string(n.rank) + "): test accuracy " +
+           opt_text(n.avg_test_acc, "%.4f") + ", test loss " + opt_text(n.avg_test_loss, "%.4g") +
+           ", consensus distance " + opt_text(n.consensus_dist, "%.4g") + "\n";
+  }
+
+  bool any_note = !s.notes.empty();
+  for (const auto& n : s.nodes) any_note = any_note || !n.notes.empty() || !n.rejected_detail.empty();
+  if (any_note) {
+    out += "notes:\n";
+    for (const auto& note : s.notes) out += "  " + note + "\n";
+    for (const auto& n : s.nodes) {
+      for (const auto& note : n.notes) out += "  node " + std::to_string(n.rank) + ": " + note + "\n";
+      if (!n.rejected_detail.empty())
+        out +=
+            "  node " + std::to_string(n.rank) + ": rejected messages by reason: " + n.rejected_detail + "\n";
+    }
+  }
+  if (s.warnings.empty()) {
+    out += "no warnings\n";
+  } else {
+    out += "WARNINGS:\n";
+    for (const auto& w : s.warnings) out += "  [" + w.kind + "] " + w.message + "\n";
+  }
+  return out;
+}
+
+std::string run_summary_json(const run_summary& s) {
+  json_writer j(true);
+  j.begin_object()
+      .field("dir", s.dir.string())
+      .field("name", s.name)
+      .field("algorithm", s.algorithm)
+      .field("compressor", s.compressor)
+      .field("model", s.model)
+      .field("started", s.started)
+      .field("network_shaping", s.network_shaping)
+      .field("n", s.n);
+  j.key("nodes").begin_array();
+  for (const auto& n : s.nodes) {
+    j.begin_object()
+        .field("rank", n.rank)
+        .field("status", n.status)
+        .field("error", n.error)
+        .field("source", n.source)
+        .field("has_summary", n.has_summary)
+        .field("has_csv", n.has_csv)
+        .field("csv_rows", static_cast<std::uint64_t>(n.csv_rows))
+        .field("host", n.host)
+        .field("rounds", n.rounds)
+        .field("epoch", n.epoch)
+        .field("wall_s", n.wall_s);
+    j.field("train_loss", n.train_loss);
+    j.field("test_loss", n.test_loss);
+    j.field("test_acc", n.test_acc);
+    j.field("bytes_sent", n.bytes_sent)
+        .field("bytes_recv", n.bytes_recv)
+        .field("mean_round_bytes_sent", n.mean_round_bytes_sent)
+        .field("compute_s", n.compute_s)
+        .field("codec_s", n.codec_s)
+        .field("comm_s", n.comm_s)
+        .field("rejected", n.rejected)
+        .field("rejected_detail", n.rejected_detail);
+    j.field("consensus_dist", n.consensus_dist);
+    j.field("avg_test_loss", n.avg_test_loss);
+    j.field("avg_test_acc", n.avg_test_acc);
+    j.key("notes").begin_array();
+    for (const auto& note : n.notes) j.value(note);
+    j.end_array().end_object();
+  }
+  j.end_array();
+  j.key("spread").begin_object();
+  spread_field(j, "test_acc", s.test_acc);
+  spread_field(j, "test_loss", s.test_loss);
+  spread_field(j, "train_loss", s.train_loss);
+  spread_field(j, "wall_s", s.wall_s);
+  j.end_object();
+  j.key("notes").begin_array();
+  for (const auto& note : s.notes) j.value(note);
+  j.end_array();
+  j.key("warnings").begin_array();
+  for (const auto& w : s.warnings)
+    j.begin_object().field("rank", w.rank).field("kind", w.kind).field("message", w.message).end_object();
+  j.end_array();
+  j.end_object();
+  return j.str();
+}
+
+}  // namespace qgossip

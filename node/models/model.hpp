@@ -1,0 +1,85 @@
+#pragma once
+// A classifier whose parameters live in ONE flat float vector owned by the caller (the algorithm):
+// the model holds only the architecture and scratch space, never the parameters, so algorithms and
+// compressors see a single span and per-layer boundaries for layer-wise schemes.
+//
+// Layout: layers one after another; layer l occupies [layer_bounds()[l], layer_bounds()[l+1]) and
+// holds its weight matrix W_l (out × in, column-major: entry (o, i) at offset i·out + o) followed by
+// its bias b_l (out). For `mlp 784-128-10`: {0, 100480, 101770}.
+//
+// Loss: mean softmax cross-entropy (natural log) over the batch.
+//
+// Every layer is fully connected, so a layer's mini-batch gradient factors into its inputs X and
+// back-propagated Δ (core/fc_factors.hpp): loss_and_factors hands those out for ISGQ, which sends
+// X and Δ quantized instead of the gradient (algorithms/compress/isgq.hpp).
+//
+// Thread-safety: a model instance is NOT thread-safe: loss_and_grad and evaluate reuse scratch
+// buffers held in the instance (so the training loop does not allocate). Use one instance per
+// thread; instances are cheap. The parameters and data set are only read during a call.
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/fc_factors.hpp"
+#include "node/data/dataset.hpp"
+
+namespace qgossip {
+
+struct eval_result {
+  double loss = 0.0;         // mean cross-entropy over the examples evaluated
+  double accuracy = 0.0;     // fraction whose arg-max logit is the label (ties: lowest class)
+  std::size_t examples = 0;  // how many were evaluated
+};
+
+class model {
+ public:
+  static constexpr std::size_t kAllExamples = std::numeric_limits<std::size_t>::max();
+
+  virtual ~model() = default;
+
+  [[nodiscard]] virtual std::size_t num_params() const = 0;
+  // Offsets of each layer's start plus the total at the end (size = layers + 1).
+  [[nodiscard]] virtual const std::vector<std::size_t>& layer_bounds() const = 0;
+  [[nodiscard]] virtual std::size_t input_dim() const = 0;
+  [[nodiscard]] virtual std::size_t classes() const = 0;
+
+  // Fills params with a fresh initialization, a function of the seed only (same on every platform
+  // up to libm rounding; see node/portable_random.hpp). REQUIRES: params.size() == num_params().
+  virtual void init(std::span<float> params, std::uint64_t seed) const = 0;
+
+  // Returns the mean loss over d's examples `batch` and writes its gradient w.r.t. params to grad.
+  // REQUIRES (invariant_error otherwise): params and grad of size num_params(), d.dim ==
+  // input_dim(), d.classes == classes(), batch non-empty, every index < d.size.
+  [[nodiscard]] virtual double loss_and_grad(std::span<const float> params, const dataset& d,
+                                             std::span<const std::size_t> batch,
+                                             std::span<float> grad) const = 0;
+
+  // The same mean loss as loss_and_grad, and the gradient's factors instead of the gradient: `out`
+  // is resized to one entry per layer (in parameter order; its vectors' storage is reused) with
+  // offset = layer_bounds()[l], in/out the layer's widths, batch = L = batch.size(), x = the layer's
+  // inputs (the examples for layer 0, the previous layer's ReLU outputs after that) and delta = the
+  // derivative of each example's OWN loss (not the batch mean) w.r.t. the layer's pre-activations.
+  // So the gradient loss_and_grad writes is, layer by layer, W-part (1/L) Δ Xᵀ and bias-part
+  // (1/L) Δ 1, equal up to float rounding (the products are summed in another order).
+  // REQUIRES: as loss_and_grad, without grad.
+  [[nodiscard]] virtual double loss_and_factors(std::span<const float> params, const dataset& d,
+                                                std::span<const std::size_t> batch,
+                                                std::vector<fc_factors>& out) const = 0;
+
+  // The layers as loss_and_factors fills them but without data (batch 0, x and delta empty): the
+  // shapes ISGQ's decoder needs before any batch has been seen.
+  [[nodiscard]] virtual std::vector<fc_factors> fc_shapes() const = 0;
+
+  // Loss and accuracy over the first min(max_examples, d.size) examples of d (in chunks; no
+  // gradient). REQUIRES: as loss_and_grad, and d non-empty.
+  [[nodiscard]] virtual eval_result evaluate(std::span<const float> params, const dataset& d,
+                                             std::size_t max_examples = kAllExamples) const = 0;
+
+  // Kind and layer widths: "softmax 784-10", "mlp 784-128-10".
+  [[nodiscard]] virtual std::string describe() const = 0;
+};
+
+}  // namespace qgossip

@@ -1,0 +1,24 @@
+#include "node/optim/local_step.hpp"
+
+#include "core/errors.hpp"
+
+namespace qgossip {
+
+local_step::local_step(std::size_t dim, double momentum, double weight_decay)
+    : momentum_(static_cast<float>(momentum)), weight_decay_(static_cast<float>(weight_decay)),
+      velocity_(momentum > 0 ? dim : 0, 0.0f) {
+  QG_ENFORCE(momentum >= 0 && momentum < 1, "momentum=" << momentum);
+  QG_ENFORCE(weight_decay >= 0, "weight_decay=" << weight_decay);
+}
+
+std::span<const float> local_step::apply(std::span<float> grad, std::span<const float> x) {
+  QG_ENFORCE(grad.size() == x.size(), grad.size() << " vs " << x.size());
+  if (weight_decay_ > 0)
+    for (std::size_t i = 0; i < grad.size(); ++i) grad[i] += weight_decay_ * x[i];
+  if (momentum_ == 0) return grad;
+  QG_ENFORCE(velocity_.size() == grad.size(), velocity_.size() << " vs " << grad.size());
+  for (std::size_t i = 0; i < grad.size(); ++i) velocity_[i] = momentum_ * velocity_[i] + grad[i];
+  return velocity_;
+}
+
+}  // namespace qgossip

@@ -1,0 +1,131 @@
+// The run-config loader: strict YAML (unknown keys with positions and hints, duplicate keys,
+// non-finite numbers), --set overrides, topology files, and the run id.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "core/errors.hpp"
+#include "node/config/config.hpp"
+#include "node/config/yaml_reader.hpp"
+
+using namespace qgossip;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct scratch {
+  fs::path dir = fs::temp_directory_path() / ("qgossip-config-test-" + std::to_string(std::random_device{}()));
+  scratch() { fs::create_directories(dir); }
+  ~scratch() { fs::remove_all(dir); }
+  std::string write(const std::string& name, const std::string& text) const {
+    std::ofstream(dir / name) << text;
+    return (dir / name).string();
+  }
+};
+
+std::string error_of(const std::string& file, const std::vector<std::string>& sets = {}) {
+  try {
+    (void)load_run_config(file, sets);
+  } catch (const config_error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+const char* kMinimal = "topology: {graph: ring, n: 4}\n";
+
+}  // namespace
+
+TEST_CASE("defaults fill everything a minimal config leaves out") {
+  scratch s;
+  run_config c = load_run_config(s.write("min.yaml", kMinimal));
+  CHECK(c.name == "min");  // the file's stem
+  CHECK(c.topology.n == 4);
+  CHECK(c.topology.nodes.size() == 4);
+  CHECK(c.topology.nodes[3].port == 29503);
+  CHECK(c.algorithm == "dcd");
+  CHECK(c.compressor.name == "identity");
+  CHECK(c.model.kind == "mlp");
+  CHECK(c.train.batch == 32);
+  CHECK(c.run_id != 0);
+}
+
+TEST_CASE("unknown keys: file, line, column, and the closest known key") {
+  scratch s;
+  std::string f = s.write("typo.yaml", "topology: {graph: ring, n: 4}\ntrain:\n  batch: 8\n  lr0: 0.1\n");
+  CHECK(error_of(f) == f + ":4:3: unknown key 'lr0' in 'train' (did you mean 'lr'?)");
+  f = s.write("top.yaml", "topology: {graph: ring, n: 4}\nalgoritm: ecd\n");
+  CHECK(error_of(f) == f + ":2:1: unknown key 'algoritm' (did you mean 'algorithm'?)");
+  f = s.write("far.yaml", "topology: {graph: ring, n: 4}\nzzz: 1\n");
+  CHECK(error_of(f).find("unknown key 'zzz'; expected one of:") != std::string::npos);
+}
+
+TEST_CASE("duplicate keys, non-finite numbers, wrong types and bad choices are errors") {
+  scratch s;
+  std::string f = s.write("dup.yaml", "topology: {graph: ring, n: 4}\nseed: 1\nseed: 2\n");
+  CHECK(error_of(f) == f + ":3:1: duplicate key 'seed'");
+  f = s.write("nan.yaml", "topology: {graph: ring, n: 4}\ntrain: {lr: .inf}\n");
+  CHECK(error_of(f) == f + ":2:13: train.lr: expected a finite number, got '.inf'");
+  f = s.write("type.yaml", "topology: {graph: ring, n: 4}\ntrain: {batch: many}\n");
+  CHECK(error_of(f) == f + ":2:16: train.batch: expected an integer, got 'many'");
+  f = s.write("choice.yaml", "topology: {graph: ring, n: 4}\nalgorithm: dcd-psgd\n");
+  CHECK(error_of(f).find("unknown value 'dcd-psgd'; expected one of dpsgd, naive, dcd, ecd, choco") != std::string::npos);
+  f = s.write("choco.yaml", "topology: {graph: ring, n: 4}\nalgorithm: {name: choco, consensus_step: 0.3}\n");
+  CHECK(load_run_config(f).algorithm_params.consensus_step == doctest::Approx(0.3));
+  f = s.write("nochoco.yaml", "topology: {graph: ring, n: 4}\nalgorithm: {name: dcd, consensus_step: 0.3}\n");
+  CHECK(error_of(f).find("consensus_step is only read by choco") != std::string::npos);
+  f = s.write("range.yaml", "topology: {graph: ring, n: 4}\ntrain: {batch: 0}\n");
+  CHECK(error_of(f).find("train.batch: 0 is out of range") != std::string::npos);
+}
+
+TEST_CASE("the compressor is validated with its position, inline or as a mapping") {
+  scratch s;
+  std::string f = s.write("c1.yaml", std::string(kMinimal) + "compressor: {name: qsgd, bits: 8, bucket: 128}\n");
+  run_config c = load_run_config(f);
+  CHECK(c.compressor.name == "qsgd");
+  f = s.write("c2.yaml", std::string(kMinimal) + "compressor: qsgd:bits=4,bucket=512\n");
+  CHECK(load_run_config(f).compressor.params.size() == 2);
+  f = s.write("c3.yaml", std::string(kMinimal) + "compressor: {name: qsgd, levles: 3}\n");
+  std::string e = error_of(f);
+  CHECK(e.rfind(f + ":2:13: compressor:", 0) == 0);
+  CHECK(e.find("levles") != std::string::npos);
+  f = s.write("c4.yaml", std::string(kMinimal) + "algorithm: dpsgd\ncompressor: {name: qsgd, bits: 8}\n");
+  CHECK(error_of(f).find("dpsgd is the full-precision reference") != std::string::npos);
+}
+
+TEST_CASE("--set overrides nested keys, parses YAML values, and is checked like the file") {
+  scratch s;
+  std::string f = s.write("base.yaml", kMinimal);
+  run_config c = load_run_config(f, {"train.lr=0.05", "model.hidden=[64, 32]", "topology.n=6"});
+  CHECK(c.train.lr.lr == doctest::Approx(0.05));
+  CHECK(c.model.hidden == std::vector<std::size_t>{64, 32});
+  CHECK(c.topology.n == 6);
+  CHECK(error_of(f, {"train.lr"}).find("expected key.path=value") != std::string::npos);
+  CHECK(error_of(f, {"train.lrr=1"}).find("unknown key 'lrr'") != std::string::npos);
+}
+
+TEST_CASE("a topology file is found relative to the run config, and errors point into it") {
+  scratch s;
+  s.write("t.yaml", "graph: torus\nrows: 2\ncols: 3\nweights: metropolis_hastings\n");
+  run_config c = load_run_config(s.write("run.yaml", "topology: t.yaml\n"));
+  CHECK(c.topology.graph == "torus");
+  CHECK(c.topology.n == 6);
+  std::string bad = s.write("bad.yaml", "graph: ring\nn: 4\nweight: uniform\n");
+  CHECK(error_of(s.write("run2.yaml", "topology: bad.yaml\n")) ==
+        bad + ":3:1: unknown key 'weight' in 'topology' (did you mean 'weights'?)");
+}
+
+TEST_CASE("the run id is a function of the resolved config") {
+  scratch s;
+  std::string f = s.write("id.yaml", kMinimal);
+  CHECK(load_run_config(f).run_id == load_run_config(f).run_id);
+  CHECK(load_run_config(f).run_id != load_run_config(f, {"seed=2"}).run_id);
+}
+
+TEST_CASE("closest_match only hints at plausible typos") {
+  const std::vector<std::string> keys{"epochs", "batch"};
+  CHECK(closest_match("epoch", keys) == "epochs");
+  CHECK(closest_match("xyzzy", keys).empty());
+}

@@ -1,0 +1,353 @@
+// The launcher against real processes: /bin/sh scripts stand in for nodes and speak the protocol.
+// Every wait in these scripts is either a handshake through a file or a `sleep 30` the launcher must
+// cut short, so the outcomes do not depend on scheduling; the time bounds are loose (seconds) on
+// purpose, and only assert that nobody waited for a 30 s sleep or a 5 s grace period that should
+// have been skipped.
+#include "node/launch/launcher.hpp"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "core/errors.hpp"
+
+using namespace qgossip;
+namespace fs = std::filesystem;
+
+namespace {
+
+using seconds = std::chrono::duration<double>;
+
+struct temp_dir {
+  fs::path path;
+  temp_dir() {
+    std::string tmpl = (fs::temp_directory_path() / "qgossip-launcher-XXXXXX").string();
+    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
+    path = tmpl;
+  }
+  ~temp_dir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// A fake node: `script` runs under /bin/sh with its stderr in DIR/logs/node-R.log.
+node_process sh_node(int rank, const fs::path& dir, std::string script) {
+  node_process n;
+  n.rank = rank;
+  n.argv = {"/bin/sh", "-c", std::move(script)};
+  n.stderr_log = (dir / "logs" / ("node-" + std::to_string(rank) + ".log")).string();
+  return n;
+}
+
+std::string progress_line(int rank, int iteration, const char* test_acc) {
+  return R"({"event":"progress","rank":)" + std::to_string(rank) + R"(,"iteration":)" +
+         std::to_string(iteration) + R"(,"rounds":10,"epoch":)" + std::to_string(iteration / 10.0) +
+         R"(,"train_loss":$LOSS,"test_acc":)" + test_acc + R"(,"bytes_sent":)" +
+         std::to_string(1000000 * iteration) + R"(,"bytes_recv":7,"wall_s":1.5})";
+}
+
+// A shell command printing `json`: single-quoted, except $LOSS, which the node's environment provides.
+std::string echo(const std::string& json) {
+  std::string out = "echo '";
+  for (std::size_t at = 0;;) {
+    const std::size_t var = json.find("$LOSS", at);
+    out += json.substr(at, var - at);
+    if (var == std::string::npos) break;
+    out += "'\"$LOSS\"'";
+    at = var + 5;
+  }
+  return out + "'";
+}
+
+launch_options quiet(std::ostream& out, double grace = 5) {
+  launch_options o;
+  o.live = false;
+  o.out = &out;
+  o.kill_grace_s = grace;
+  return o;
+}
+
+double since(std::chrono::steady_clock::time_point t0) {
+  return seconds(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Waits until every path exists (the fake nodes' "I have set my traps" handshake).
+bool wait_for_files(const std::vector<fs::path>& paths, double timeout_s = 10) {
+  const auto t0 = std::chrono::steady_clock::now();
+  for (;;) {
+    bool all = true;
+    for (const fs::path& p : paths) all = all && fs::exists(p);
+    if (all) return true;
+    if (since(t0) > timeout_s) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("all nodes succeed: exit 0, finals collected, text lines shown, logs appended") {
+  temp_dir tmp;
+  std::vector<node_process> nodes;
+  for (int r = 0; r < 3; ++r) {
+    std::string script =
+        echo(R"({"event":"start","rank":)" + std::to_string(r) + R"(,"n":3,"rounds":10,"epochs":1})") +
+        "; echo 'not json from node " + std::to_string(r) +
+        "'; echo '{\"event\":\"progress\",\"rank\":0}'; echo 'log of node " + std::to_string(r) + "' >&2; " +
+        echo(progress_line(r, 5, "null")) + "; " + echo(progress_line(r, 10, "0.86")) + "; " +
+        echo(
+            R"({"event":"done","rank":)" + std::to_string(r) +
+            R"(,"iteration":10,"epoch":1.0,"train_loss":$LOSS,"test_acc":0.86,"bytes_sent":10000000,"bytes_recv":7,"wall_s":2.5})");
+    nodes.push_back(sh_node(10 + r, tmp.path, script));
+    nodes.back().env = {{"LOSS", "0.2" + std::to_string(r)}};
+  }
+  std::ostringstream out;
+  const launch_result res = launch(nodes, quiet(out));
+  INFO(out.str());
+  CHECK(res.exit_code == 0);
+  CHECK(res.failed_rank == -1);
+  CHECK(res.failure.empty());
+  REQUIRE(res.finals.size() == 3);
+  for (int r = 0; r < 3; ++r) {
+    const final_metrics& m = res.finals[r];
+    CHECK(m.rank == 10 + r);
+    CHECK(m.done);
+    CHECK(m.iteration == 10);
+    CHECK(m.rounds == 10);
+    CHECK(m.epochs == 1);
+    CHECK(m.train_loss == doctest::Approx(0.2 + r / 100.0));  // from the node's own environment
+    CHECK(m.test_acc == 0.86);
+    CHECK(m.bytes_sent == 10000000u);
+    CHECK(m.wall_s == 2.5);
+    CHECK(out.str().find("[node " + std::to_string(10 + r) + "] not json from node " + std::to_string(r)) !=
+          std::string::npos);
+    CHECK(read_file(nodes[r].stderr_log) == "log of node " + std::to_string(r) + "\n");
+  }
+  CHECK(out.str().find(
+            R"([node 11] {"event":"progress","rank":0}  (not a protocol event: missing "iteration"))") !=
+        std::string::npos);
+  CHECK(out.str().find("node 11: started (n=3, 10 rounds, 1 epochs)") != std::string::npos);
+  CHECK(out.str().find("node 12: done at round 10, epoch 1.00 in 2.5 s") != std::string::npos);
+  CHECK(out.str().find("round 10/10 (100%)") != std::string::npos);
+  CHECK(out.str().find("  done\n") != std::string::npos);
+
+  // A second run appends to the logs.
+  const launch_result again = launch(nodes, quiet(out));
+  CHECK(again.exit_code == 0);
+  CHECK(read_file(nodes[0].stderr_log) == "log of node 0\nlog of node 0\n");
+}
+
+TEST_CASE("a failing node is named with its error message and the others are stopped") {
+  temp_dir tmp;
+  const std::string message = "timeout: no message from rank 3 for iteration 17 within 30000 ms";
+  std::vector<node_process> nodes = {
+      sh_node(0, tmp.path, "exec sleep 30"),
+      sh_node(1, tmp.path,
+              echo(R"({"event":"error","rank":1,"message":")" + message + R"("})") +
+                  "; echo 'stderr noise' >&2; exit 3"),
+      sh_node(2, tmp.path, "exec sleep 30"),
+  };
+  std::ostringstream out;
+  const auto t0 = std::chrono::steady_clock::now();
+  const launch_result res = launch(nodes, quiet(out, 5));
+  INFO(out.str());
+  CHECK(since(t0) < 4);  // sleep dies on SIGTERM: neither the 30 s sleep nor the 5 s grace is waited out
+  CHECK(res.exit_code == 1);
+  CHECK(res.failed_rank == 1);
+  CHECK(res.failure == "node 1 failed (exit 3): " + message);
+  CHECK(res.finals[1].error == message);
+  CHECK(out.str().find("exit 3 (error)") != std::string::npos);
+  CHECK(out.str().find("signal SIGTERM (stopped)") != std::string::npos);
+}
+
+TEST_CASE("a node that ignores SIGTERM is killed after the grace period") {
+  temp_dir tmp;
+  std::vector<node_process> nodes = {
+      // The last NON-EMPTY stderr line names the failure.
+      sh_node(0, tmp.path,
+              "while [ ! -e " + (tmp.path / "ready").string() +
+                  " ]; do sleep 0.01; done; echo 'boom: disk full' >&2; echo >&2; exit 1"),
+      sh_node(1, tmp.path, "trap '' TERM; touch " + (tmp.path / "ready").string() + "; exec sleep 30"),
+  };
+  std::ostringstream out;
+  const double grace = 0.3;
+  const auto t0 = std::chrono::steady_clock::now();
+  const launch_result res = launch(nodes, quiet(out, grace));
+  INFO(out.str());
+  const double elapsed = since(t0);
+  CHECK(elapsed >= grace);
+  CHECK(elapsed < 4);
+  CHECK(res.failed_rank == 0);
+  CHECK(res.failure == "node 0 failed (exit 1): boom: disk full");
+  CHECK(out.str().find("node 1: still running, sending SIGKILL") != std::string::npos);
+  CHECK(out.str().find("signal SIGKILL (stopped)") != std::string::npos);
+}
+
+TEST_CASE("stderr lines from an earlier run are not blamed on this one") {
+  temp_dir tmp;
+  node_process n = sh_node(4, tmp.path, "exit 2");
+  fs::create_directories(fs::path(n.stderr_log).parent_path());
+  std::ofstream(n.stderr_log) << "stale line from an earlier run\n";
+  std::ostringstream out;
+  const launch_result res = launch(std::span(&n, 1), quiet(out));
+  CHECK(res.failed_rank == 4);
+  CHECK(res.failure == "node 4 failed (exit 2)");
+}
+
+TEST_CASE("a node killed by a signal is blamed, not the neighbour that fails after it") {
+  temp_dir tmp;
+  const fs::path ready = tmp.path / "ready";
+  std::vector<node_process> nodes = {
+      sh_node(0, tmp.path,
+              "while [ ! -e " + ready.string() + " ]; do sleep 0.01; done; " +
+                  "echo 'about to crash' >&2; kill -KILL $$"),
+      // Node 1 reacts to SIGTERM like a real node whose peer vanished: an error event and exit 1.
+      // `wait` (unlike a foreground command) lets the trap run as soon as the signal arrives.
+      sh_node(1, tmp.path,
+              "sleep 30 & trap 'kill $! 2>/dev/null; " +
+                  std::string(R"(echo "{\"event\":\"error\",\"rank\":1,\"message\":\"peer 0 vanished\"}")") +
+                  "; exit 1' TERM; touch " + ready.string() + "; wait"),
+  };
+  std::ostringstream out;
+  const launch_result res = launch(nodes, quiet(out));
+  INFO(out.str());
+  CHECK(res.exit_code == 1);
+  CHECK(res.failed_rank == 0);
+  CHECK(res.failure == "node 0 failed (signal SIGKILL): about to crash");
+  CHECK(res.finals[1].error == "peer 0 vanished");  // node 1 did fail, later
+}
+
+TEST_CASE("SIGINT or SIGTERM to the launcher forwards SIGINT to the nodes and exits 128+signal") {
+  for (const int sig : {SIGINT, SIGTERM}) {
+    CAPTURE(sig);
+    temp_dir tmp;
+    std::vector<node_process> nodes;
+    std::vector<fs::path> ready;
+    for (int r = 0; r < 2; ++r) {
+      ready.push_back(tmp.path / ("ready-" + std::to_string(r)));
+      // A background sleep and `wait`: the trap runs as soon as SIGINT arrives (a foreground command
+      // forked just after the signal would be waited for first). Background jobs of a script ignore
+      // SIGINT, hence the explicit kill (quiet: the job may have died of the signal before it could
+      // ignore it).
+      nodes.push_back(
+          sh_node(r, tmp.path,
+                  "sleep 30 & trap 'kill $! 2>/dev/null; echo got SIGINT >&2; exit 130' INT; touch " +
+                      ready.back().string() + "; wait"));
+    }
+    struct sigaction before {};
+    ::sigaction(SIGINT, nullptr, &before);
+
+    bool sent = false;
+    std::thread sender([&] {
+      // Only once both nodes have set their traps (so the launcher is running and owns the signal).
+      if (wait_for_files(ready)) {
+        sent = true;
+        ::kill(::getpid(), sig);
+      }
+    });
+    std::ostringstream out;
+    const auto t0 = std::chrono::steady_clock::now();
+    const launch_result res = launch(nodes, quiet(out, 5));
+    sender.join();
+    INFO(out.str());
+    REQUIRE(sent);
+    CHECK(since(t0) < 4);
+    CHECK(res.exit_code == 128 + sig);
+    CHECK(res.failed_rank == -1);
+    CHECK(res.failure == std::string("interrupted by ") + (sig == SIGINT ? "SIGINT" : "SIGTERM"));
+    for (const node_process& n : nodes) CHECK(read_file(n.stderr_log) == "got SIGINT\n");
+
+    struct sigaction after {};
+    ::sigaction(SIGINT, nullptr, &after);
+    const bool restored = after.sa_handler == before.sa_handler;
+    CHECK(restored);  // the launcher's handler is gone again
+  }
+}
+
+TEST_CASE("a node that cannot be executed fails with exit 127 and says why") {
+  temp_dir tmp;
+  node_process bad;
+  bad.rank = 0;
+  bad.argv = {"/nonexistent/qgossip-node", "run"};
+  bad.stderr_log = (tmp.path / "bad.log").string();
+  node_process found;  // argv[0] without a slash is looked up in PATH
+  found.rank = 1;
+  found.argv = {"sh", "-c", "exec sleep 30"};
+  const node_process both[] = {bad, found};
+  std::ostringstream out;
+  const launch_result res = launch(both, quiet(out));
+  CHECK(res.failed_rank == 0);
+  CHECK(res.failure ==
+        "node 0 failed (exit 127): cannot execute '/nonexistent/qgossip-node': No such file or directory");
+  CHECK(read_file(bad.stderr_log).find("No such file or directory") != std::string::npos);
+  CHECK(out.str().find("signal SIGTERM (stopped)") != std::string::npos);  // "sh" was found and started
+}
+
+TEST_CASE("the live display redraws one line in place") {
+  temp_dir tmp;
+  std::vector<node_process> nodes;
+  const fs::path at5[] = {tmp.path / "at5-0", tmp.path / "at5-1"};
+  for (int r = 0; r < 2; ++r) {
+    // Both nodes sit at round 5 together for 0.3 s (a handshake, then a sleep), then finish; node 1
+    // prints a text line in the middle, while the status line is on screen.
+    nodes.push_back(sh_node(r, tmp.path,
+                            echo(progress_line(r, 5, "0.5")) + "; touch " + at5[r].string() +
+                                "; while [ ! -e " + at5[0].string() + " ] || [ ! -e " + at5[1].string() +
+                                " ]; do sleep 0.01; done; " +
+                                (r == 1 ? "sleep 0.15; echo text; sleep 0.15; " : "sleep 0.3; ") +
+                                echo(progress_line(r, 10, "0.75"))));
+    nodes.back().env = {{"LOSS", "1"}};
+  }
+  std::ostringstream out;
+  launch_options o = quiet(out);
+  o.live = true;
+  o.refresh_s = 0.02;
+  const launch_result res = launch(nodes, o);
+  const std::string s = out.str();
+  INFO(s);
+  CHECK(res.exit_code == 0);
+  CHECK(s.find("\r\x1b[K[node 1] text\n") != std::string::npos);  // the status line is cleared first
+  // A redraw while both nodes were at round 5 of 10 (redraws come every 0.02 s).
+  CHECK(s.find("\rround 5/10 (50%)  epoch 0.50  loss 1.000  acc 0.500  sent 10.0 MB  ETA 2s\x1b[K") !=
+        std::string::npos);
+  // The final line replaces the live one.
+  CHECK(s.find("\r\x1b[Kround 10/10 (100%)") != std::string::npos);
+}
+
+TEST_CASE("malformed node lists are configuration errors") {
+  node_process a;
+  a.rank = 0;
+  a.argv = {"/bin/true"};
+  node_process empty_argv;
+  empty_argv.rank = 1;
+  std::ostringstream out;
+  const node_process no_argv[] = {a, empty_argv};
+  CHECK_THROWS_AS((void)launch(no_argv, quiet(out)), config_error);
+  const node_process twice[] = {a, a};
+  CHECK_THROWS_WITH_AS((void)launch(twice, quiet(out)), "rank 0 given twice", config_error);
+  CHECK(launch({}, quiet(out)).exit_code == 0);
+}
+
+TEST_CASE("count_local_gpus counts the driver's GPU entries") {
+  temp_dir tmp;
+  CHECK(count_local_gpus(tmp.path / "absent") == 0);
+  CHECK(count_local_gpus(tmp.path) == 0);
+  fs::create_directory(tmp.path / "0000:17:00.0");
+  fs::create_directory(tmp.path / "0000:65:00.0");
+  CHECK(count_local_gpus(tmp.path) == 2);
+}
