@@ -34,6 +34,11 @@ struct eval_result {
   std::size_t examples = 0;  // how many were evaluated
 };
 
+struct transfer_stats {
+  std::uint64_t bytes = 0;  // host -> device plus device -> host
+  double seconds = 0.0;     // wall time of those copies (synchronized)
+};
+
 class model {
  public:
   static constexpr std::size_t kAllExamples = std::numeric_limits<std::size_t>::max();
@@ -80,6 +85,10 @@ class model {
 
   // Kind and layer widths: "softmax 784-10", "mlp 784-128-10".
   [[nodiscard]] virtual std::string describe() const = 0;
+
+  // Traffic between host memory and the model's device so far (parameters in, gradients out,
+  // batches in): zero for models that compute on the CPU.
+  [[nodiscard]] virtual transfer_stats transfers() const { return {}; }
 };
 
 }  // namespace qgossip
