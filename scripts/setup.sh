@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # Installs the Debian packages qgossip needs, only those missing. Idempotent; silent when nothing is missing.
+# libtorch-dev is the libtorch model backend (LeNet-5, ResNet-20, TorchScript; CPU), with OpenBLAS as the
+# BLAS it loads (libopenblas0-pthread takes the libblas.so.3 alternative); python3-torch writes the
+# TorchScript files the tests train and is the peer baseline.
 # Usage: scripts/setup.sh            (as root, or with sudo available)
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config git
       libzmq3-dev cppzmq-dev libasio-dev libeigen3-dev libyaml-cpp-dev doctest-dev zlib1g-dev
       libcli11-dev libbenchmark-dev libsodium-dev python3 python3-matplotlib python3-yaml dataset-fashion-mnist
-      iproute2)
+      iproute2
+      libtorch-dev libopenblas0-pthread python3-torch)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -16,8 +16,11 @@ namespace fs = std::filesystem;
 
 const std::vector<std::string> kGraphs{"ring", "torus", "complete", "star", "hypercube", "exponential", "edge_list"};
 const std::vector<std::string> kWeights{"uniform", "metropolis_hastings", "explicit"};
-const std::vector<std::string> kModels{"mlp", "softmax"};
-const std::vector<std::string> kDatasets{"fashion-mnist", "synthetic"};
+const std::vector<std::string> kModels{"mlp", "softmax", "lenet5", "resnet20", "torchscript"};
+const std::vector<std::string> kTorchModels{"lenet5", "resnet20", "torchscript"};
+const std::vector<std::string> kBuffers{"local", "average"};
+const std::vector<std::string> kDevices{"auto", "cpu", "cuda"};
+const std::vector<std::string> kDatasets{"fashion-mnist", "cifar10", "npy", "synthetic"};
 const std::vector<std::string> kPartitions{"iid", "label"};
 const std::vector<std::string> kSchedules{"constant", "step", "multistep", "cosine"};
 const std::vector<std::string> kTransports{"tcp", "ipc"};
@@ -197,12 +200,19 @@ std::string canonical_yaml(const run_config& c) {
   y << YAML::EndMap;
   y << YAML::Key << "compressor" << YAML::Value;
   emit_codec(y, c.compressor);
+  y << YAML::Key << "device" << YAML::Value << c.device;
   y << YAML::Key << "model" << YAML::Value << YAML::BeginMap << YAML::Key << "kind" << YAML::Value << c.model.kind
-    << YAML::Key << "hidden" << YAML::Value << YAML::Flow << c.model.hidden << YAML::EndMap;
+    << YAML::Key << "hidden" << YAML::Value << YAML::Flow << c.model.hidden;
+  if (is_torch_model(c.model.kind))
+    y << YAML::Key << "path" << YAML::Value << c.model.path << YAML::Key << "threads" << YAML::Value
+      << c.model.threads << YAML::Key << "buffers" << YAML::Value << c.model.buffers;
+  y << YAML::EndMap;
   const auto& d = c.data;
   y << YAML::Key << "data" << YAML::Value << YAML::BeginMap << YAML::Key << "dataset" << YAML::Value << d.dataset
     << YAML::Key << "dir" << YAML::Value << d.dir << YAML::Key << "partition" << YAML::Value << d.partition
-    << YAML::Key << "skew" << YAML::Value << d.skew;
+    << YAML::Key << "skew" << YAML::Value << d.skew << YAML::Key << "standardize" << YAML::Value << d.standardize
+    << YAML::Key << "augment" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "crop_padding"
+    << YAML::Value << d.augment.crop_padding << YAML::Key << "flip" << YAML::Value << d.augment.flip << YAML::EndMap;
   if (d.dataset == "synthetic")
     y << YAML::Key << "synthetic" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "train"
       << YAML::Value << d.synthetic_train << YAML::Key << "test" << YAML::Value << d.synthetic_test << YAML::Key
@@ -288,10 +298,11 @@ run_config load_run_config(const std::string& file, const std::vector<std::strin
   }
   c.compressor = parse_compressor(r);
 
+  c.device = get_choice(r, "device", c.device, kDevices);
   if (auto m = r.map("model")) {
     c.model.kind = get_choice(*m, "kind", c.model.kind, kModels);
     std::vector<std::int64_t> def(c.model.hidden.begin(), c.model.hidden.end());
-    if (c.model.kind == "softmax") def.clear();
+    if (c.model.kind != "mlp") def.clear();
     auto hidden = m->get_int_list("hidden", def);
     c.model.hidden.clear();
     for (auto h : hidden) {
@@ -302,6 +313,19 @@ run_config load_run_config(const std::string& file, const std::vector<std::strin
       throw m->error("model.hidden: softmax regression has no hidden layers (use kind: mlp)");
     if (c.model.kind == "mlp" && c.model.hidden.empty())
       throw m->error("model.hidden: an mlp needs at least one hidden layer (use kind: softmax for none)");
+    if (is_torch_model(c.model.kind) && !c.model.hidden.empty())
+      throw m->error("model.hidden: only mlp has configurable hidden layers; " + c.model.kind + " has a fixed architecture");
+    c.model.path = m->get_string("path", "");
+    if (c.model.kind == "torchscript" && c.model.path.empty())
+      throw m->error("model.path: kind torchscript needs the file torch.jit.save wrote (docs/models.md)");
+    if (c.model.kind != "torchscript" && !c.model.path.empty())
+      throw m->error("model.path: only kind torchscript reads a model file");
+    if (!c.model.path.empty() && fs::path(c.model.path).is_relative())
+      c.model.path = (fs::path(file).parent_path() / c.model.path).lexically_normal().string();
+    c.model.threads = get_int_in(*m, "threads", c.model.threads, 1, 256);
+    c.model.buffers = get_choice(*m, "buffers", c.model.buffers, kBuffers);
+    if (!is_torch_model(c.model.kind) && (m->has("threads") || m->has("buffers")))
+      throw m->error("model.threads and model.buffers are for the libtorch models (" + c.model.kind + " is Eigen)");
     m->finish();
   }
 
@@ -310,6 +334,14 @@ run_config load_run_config(const std::string& file, const std::vector<std::strin
     c.data.dir = d->get_string("dir", c.data.dir);
     c.data.partition = get_choice(*d, "partition", c.data.partition, kPartitions);
     c.data.skew = get_double_in(*d, "skew", c.data.skew, 0.0, 1.0);
+    c.data.standardize = d->get_bool("standardize", c.data.standardize);
+    if (auto a = d->map("augment")) {
+      c.data.augment.crop_padding = get_int_in(*a, "crop_padding", c.data.augment.crop_padding, 0, 64);
+      c.data.augment.flip = a->get_bool("flip", c.data.augment.flip);
+      a->finish();
+    }
+    if (c.data.dataset == "synthetic" && (c.data.augment.crop_padding > 0 || c.data.augment.flip))
+      throw d->error("data.augment: crops and flips are for images; synthetic data are feature vectors");
     if (auto s = d->map("synthetic")) {
       c.data.synthetic_train = get_int_in(*s, "train", c.data.synthetic_train, 1, 10'000'000);
       c.data.synthetic_test = get_int_in(*s, "test", c.data.synthetic_test, 1, 10'000'000);
@@ -385,12 +417,30 @@ run_config load_run_config(const std::string& file, const std::vector<std::strin
   if (c.compressor.name == "isgq" && (c.train.momentum > 0 || c.train.weight_decay > 0))
     throw r.error("compressor: isgq encodes the raw loss gradient's factors, so train.momentum and "
                   "train.weight_decay cannot be applied before sending; set them to 0");
+  if (is_torch_model(c.model.kind)) {
+    if (c.compressor.name == "isgq")
+      throw r.error("compressor: isgq needs the gradient factors of a fully connected Eigen model (mlp or "
+                    "softmax); " + c.model.kind + " is a libtorch model");
+    if ((c.model.kind == "lenet5" || c.model.kind == "resnet20") && c.data.dataset == "synthetic")
+      throw r.error("model: " + c.model.kind + " takes images; data.dataset synthetic has none (use fashion-mnist, "
+                    "cifar10 or npy)");
+    if (c.model.buffers == "average" && (c.train.momentum > 0 || c.train.weight_decay > 0))
+      throw r.error("model.buffers: average sends BatchNorm statistics as part of the model, stepped by plain "
+                    "SGD; set train.momentum and train.weight_decay to 0, or keep buffers local");
+  } else if (c.device == "cuda") {
+    throw r.error("device: cuda trains the libtorch models (lenet5, resnet20, torchscript); " + c.model.kind +
+                  " runs on the CPU (use device: auto or cpu)");
+  }
   if (c.algorithm == "allreduce" && c.compressor.name != "identity")
     throw r.error("algorithm: allreduce sums full-precision gradients with a ring all-reduce; remove 'compressor' "
                   "or use allgather to send compressed gradients to every node");
   c.canonical = canonical_yaml(c);
   c.run_id = hash64(c.canonical);
   return c;
+}
+
+bool is_torch_model(const std::string& kind) {
+  return std::find(kTorchModels.begin(), kTorchModels.end(), kind) != kTorchModels.end();
 }
 
 }  // namespace qgossip

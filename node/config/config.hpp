@@ -78,7 +78,10 @@ struct run_config {
   std::string algorithm = "dcd";
   algorithm_options algorithm_params;
   codec_spec compressor{"identity", {}};
-  model_spec model;                 // model: {kind: mlp | softmax, hidden: [128]}
+  // Where libtorch models compute: auto (a GPU when this libtorch has CUDA and one is visible, else
+  // the CPU) | cpu | cuda. The launcher gives node r the GPU r mod G (CUDA_VISIBLE_DEVICES).
+  std::string device = "auto";
+  model_spec model;                 // model: {kind, hidden, path, threads, buffers}; see model_factory.hpp
   data_spec data;                   // data: {dataset, dir, partition, skew, standardize, augment, synthetic}
   train_config train;
   network_config network;
@@ -94,6 +97,9 @@ run_config load_run_config(const std::string& file, const std::vector<std::strin
 
 // Loads a topology YAML file (the `topology:` section's own format).
 topology_config load_topology_config(const std::string& file);
+
+// True for the model kinds the libtorch backend builds (lenet5, resnet20, torchscript).
+bool is_torch_model(const std::string& kind);
 
 // The names accepted for `algorithm:`.
 const std::vector<std::string>& algorithm_names();

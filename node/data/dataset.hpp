@@ -10,6 +10,9 @@
 
 namespace qgossip {
 
+// Which half of a data set's distribution: the training examples or the held-out test examples.
+enum class split { train, test };
+
 // The layout of an image example's dim = channels·height·width features: channel-major (CHW, as
 // torch expects). All zero for data that are not images (synthetic clusters).
 struct image_shape {

@@ -23,8 +23,6 @@ struct idx_images {
 [[nodiscard]] idx_images read_idx_images(const std::string& path);
 [[nodiscard]] std::vector<std::uint8_t> read_idx_labels(const std::string& path);
 
-enum class split { train, test };
-
 // Where the Debian package dataset-fashion-mnist installs the four files.
 inline constexpr const char* kFashionMnistDir = "/usr/share/datasets/fashion-mnist";
 

@@ -7,6 +7,7 @@
 
 #include "node/data/data_spec.hpp"
 #include "node/data/dataset.hpp"
+#include "node/data/standardize.hpp"
 
 namespace qgossip {
 
@@ -14,10 +15,14 @@ struct data_split {
   dataset train;                  // this node's shard only
   dataset test;                   // the whole test set
   std::size_t total_train = 0;    // examples in the whole training set (every node knows it)
+  channel_stats standardization;  // what train and test were standardized with; empty when off
 };
 
-// Loads the data set, standardizes it when spec.standardize (statistics of the whole training set),
-// and keeps rank's shard of the training set (spec.partition over n nodes, seeded).
+// Loads the data set (spec.dataset: fashion-mnist, cifar10 or npy from spec.dir; synthetic
+// generated from seed), standardizes train and test when spec.standardize (per channel, statistics
+// of the whole training set, before sharding: the same on every node), and keeps rank's shard of
+// the training set (spec.partition over n nodes, seeded). For npy, train and test get the larger of
+// their two class counts. An unknown spec.dataset is a config_error.
 [[nodiscard]] data_split load_shard(const data_spec& spec, int n, int rank, std::uint64_t seed);
 
 }  // namespace qgossip

@@ -1,18 +1,16 @@
 #include "node/data/npy.hpp"
 
+#include <algorithm>
 #include <bit>
-#include <cerrno>
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <limits>
 #include <optional>
-#include <string_view>
 
 #include "core/errors.hpp"
+#include "node/data/file_bytes.hpp"
 
 namespace qgossip {
 namespace {
@@ -20,16 +18,36 @@ namespace {
 static_assert(std::endian::native == std::endian::little, "the .npy reader copies little-endian data as is");
 
 constexpr std::string_view kMagic = "\x93NUMPY";
+constexpr std::string_view kFloatDescrs[] = {"<f4", "<f8"};
 
-[[noreturn]] void fail(const std::string& name, const std::string& what) {
-  throw config_error(name, 0, 0, what + " (expected a .npy file of '<f4' or '<f8' values in C order)");
-}
+// The file being read and what it should have held: every error names the one and says the other.
+class npy_source {
+ public:
+  npy_source(const std::string& name, std::span<const std::string_view> accepted)
+      : name_(name), accepted_(accepted) {}
+
+  [[noreturn]] void fail(const std::string& what) const {
+    std::string expected = " (expected a .npy file of ";
+    for (std::size_t i = 0; i < accepted_.size(); ++i) {
+      expected += i == 0 ? "" : i + 1 == accepted_.size() ? " or " : ", ";
+      expected += "'" + std::string(accepted_[i]) + "'";
+    }
+    throw config_error(name_, 0, 0, what + expected + " values in C order)");
+  }
+  bool accepts(std::string_view descr) const {
+    return std::find(accepted_.begin(), accepted_.end(), descr) != accepted_.end();
+  }
+
+ private:
+  const std::string& name_;
+  std::span<const std::string_view> accepted_;
+};
 
 // The header dict, parsed by a cursor over its text. Only the literal forms NumPy writes are accepted:
 // quoted keys, a quoted descr, True/False, and a tuple of non-negative integers.
 class header_parser {
  public:
-  header_parser(std::string_view text, const std::string& name) : text_(text), name_(name) {}
+  header_parser(std::string_view text, const npy_source& source) : text_(text), source_(source) {}
 
   void parse() {
     skip_space();
@@ -74,7 +92,7 @@ class header_parser {
 
  private:
   [[noreturn]] void bad(const std::string& what) const {
-    fail(name_, "header at character " + std::to_string(pos_) + ": " + what);
+    source_.fail("header at character " + std::to_string(pos_) + ": " + what);
   }
   char peek() const { return pos_ < text_.size() ? text_[pos_] : '\0'; }
   void skip_space() {
@@ -132,7 +150,7 @@ class header_parser {
   }
 
   std::string_view text_;
-  const std::string& name_;
+  const npy_source& source_;
   std::size_t pos_ = 0;
   std::optional<std::string> descr_;
   std::optional<bool> fortran_order_;
@@ -145,64 +163,102 @@ std::uint32_t read_le(std::span<const std::byte> bytes) {
   return v;
 }
 
-std::string shape_text(const std::vector<std::uint64_t>& shape) {
+// Where the data start and what they are, everything about them checked against the file's size.
+struct npy_layout {
+  std::string descr;
+  std::vector<std::uint64_t> shape;
+  std::size_t item_size = 0;
+  std::uint64_t count = 0;
+  std::size_t data_offset = 0;
+};
+
+// The header of a .npy file: the preamble, the dict, and the data section's exact length.
+npy_layout parse_layout(std::span<const std::byte> bytes, const npy_source& source) {
+  if (!has_npy_magic(bytes)) source.fail("bad magic: the file does not start with \\x93NUMPY");
+  if (bytes.size() < 8) source.fail("truncated before the version");
+  const auto major = std::to_integer<unsigned>(bytes[6]);
+  const auto minor = std::to_integer<unsigned>(bytes[7]);
+  if ((major != 1 && major != 2 && major != 3) || minor != 0)
+    source.fail("unsupported format version " + std::to_string(major) + "." + std::to_string(minor) +
+                " (1.0, 2.0 and 3.0 are read)");
+  const std::size_t len_bytes = major == 1 ? 2 : 4;
+  if (bytes.size() < 8 + len_bytes) source.fail("truncated before the header length");
+  const std::size_t header_len = read_le(bytes.subspan(8, len_bytes));
+  npy_layout out;
+  out.data_offset = 8 + len_bytes + header_len;
+  if (bytes.size() < out.data_offset)
+    source.fail("truncated header: it says " + std::to_string(header_len) + " bytes, the file has " +
+                std::to_string(bytes.size() - 8 - len_bytes));
+  const std::string_view text(reinterpret_cast<const char*>(bytes.data()) + 8 + len_bytes, header_len);
+
+  header_parser header(text, source);
+  header.parse();
+  out.descr = header.descr();
+  out.shape = header.shape();
+  if (!source.accepts(out.descr))
+    source.fail("dtype '" + out.descr + "' is not supported" + (out.descr.starts_with('>') ? " (big-endian)" : ""));
+  QG_ENFORCE(std::find(std::begin(kNpyDescrs), std::end(kNpyDescrs), out.descr) != std::end(kNpyDescrs),
+             "accepted dtype '" << out.descr << "' is not one of kNpyDescrs");
+  out.item_size = static_cast<std::size_t>(out.descr[2] - '0');  // "<f4" -> 4, "|u1" -> 1
+  if (header.fortran_order())
+    source.fail("fortran_order is True; save a C-ordered array (numpy.ascontiguousarray)");
+
+  out.count = 1;
+  for (std::uint64_t d : out.shape) {
+    if (d != 0 && out.count > std::numeric_limits<std::uint64_t>::max() / out.item_size / d)
+      source.fail("shape " + npy_shape_text(out.shape) + " is too large");
+    out.count *= d;
+  }
+  const std::uint64_t data_bytes = bytes.size() - out.data_offset;
+  const std::uint64_t needed = out.count * out.item_size;
+  if (data_bytes != needed)
+    source.fail(std::string(data_bytes < needed ? "truncated" : "trailing bytes") + ": shape " +
+                npy_shape_text(out.shape) + " of '" + out.descr + "' needs " + std::to_string(needed) +
+                " data bytes, the file has " + std::to_string(data_bytes));
+  return out;
+}
+
+}  // namespace
+
+std::uint64_t npy_array::count() const {
+  std::uint64_t n = 1;
+  for (const std::uint64_t d : shape) n *= d;
+  return n;
+}
+
+std::string npy_shape_text(const std::vector<std::uint64_t>& shape) {
   std::string s = "(";
   for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
   return s + (shape.size() == 1 ? ",)" : ")");
 }
 
-}  // namespace
-
 bool has_npy_magic(std::span<const std::byte> bytes) {
   return bytes.size() >= kMagic.size() && std::memcmp(bytes.data(), kMagic.data(), kMagic.size()) == 0;
 }
 
+npy_array parse_npy_array(std::span<const std::byte> bytes, const std::string& name,
+                          std::span<const std::string_view> accepted) {
+  const npy_layout layout = parse_layout(bytes, npy_source(name, accepted));
+  const std::span<const std::byte> data = bytes.subspan(layout.data_offset);
+  return npy_array{layout.descr, layout.shape, layout.item_size, {data.begin(), data.end()}};
+}
+
+npy_array read_npy_array(const std::string& path, std::span<const std::string_view> accepted,
+                         const std::string& missing_hint) {
+  std::vector<std::byte> bytes = read_file_bytes(path, missing_hint);
+  npy_layout layout = parse_layout(bytes, npy_source(path, accepted));
+  // Drop the preamble in place: the data are never held twice.
+  bytes.erase(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(layout.data_offset));
+  return npy_array{std::move(layout.descr), std::move(layout.shape), layout.item_size, std::move(bytes)};
+}
+
 std::vector<float> parse_npy(std::span<const std::byte> bytes, const std::string& name) {
-  if (!has_npy_magic(bytes)) fail(name, "bad magic: the file does not start with \\x93NUMPY");
-  if (bytes.size() < 8) fail(name, "truncated before the version");
-  const auto major = std::to_integer<unsigned>(bytes[6]);
-  const auto minor = std::to_integer<unsigned>(bytes[7]);
-  if ((major != 1 && major != 2 && major != 3) || minor != 0)
-    fail(name, "unsupported format version " + std::to_string(major) + "." + std::to_string(minor) +
-                   " (1.0, 2.0 and 3.0 are read)");
-  const std::size_t len_bytes = major == 1 ? 2 : 4;
-  if (bytes.size() < 8 + len_bytes) fail(name, "truncated before the header length");
-  const std::size_t header_len = read_le(bytes.subspan(8, len_bytes));
-  const std::size_t data_offset = 8 + len_bytes + header_len;
-  if (bytes.size() < data_offset)
-    fail(name, "truncated header: it says " + std::to_string(header_len) + " bytes, the file has " +
-                   std::to_string(bytes.size() - 8 - len_bytes));
-  const std::string_view text(reinterpret_cast<const char*>(bytes.data()) + 8 + len_bytes, header_len);
-
-  header_parser header(text, name);
-  header.parse();
-  std::size_t item = 0;
-  if (header.descr() == "<f4") {
-    item = 4;
-  } else if (header.descr() == "<f8") {
-    item = 8;
-  } else {
-    fail(name, "dtype '" + header.descr() + "' is not supported" +
-                   (header.descr().starts_with('>') ? " (big-endian)" : ""));
-  }
-  if (header.fortran_order())
-    fail(name, "fortran_order is True; save a C-ordered array (numpy.ascontiguousarray)");
-
-  std::uint64_t count = 1;
-  for (std::uint64_t d : header.shape()) {
-    if (d != 0 && count > std::numeric_limits<std::uint64_t>::max() / item / d)
-      fail(name, "shape " + shape_text(header.shape()) + " is too large");
-    count *= d;
-  }
-  const std::uint64_t data_bytes = bytes.size() - data_offset;
-  if (data_bytes != count * item)
-    fail(name, std::string(data_bytes < count * item ? "truncated" : "trailing bytes") + ": shape " +
-                   shape_text(header.shape()) + " of '" + header.descr() + "' needs " +
-                   std::to_string(count * item) + " data bytes, the file has " + std::to_string(data_bytes));
-
+  const npy_source source(name, kFloatDescrs);
+  const npy_layout layout = parse_layout(bytes, source);
+  const std::size_t count = static_cast<std::size_t>(layout.count);
+  const std::byte* data = bytes.data() + layout.data_offset;
   std::vector<float> values(count);
-  const std::byte* data = bytes.data() + data_offset;
-  if (item == 4) {
+  if (layout.item_size == 4) {
     if (count > 0) std::memcpy(values.data(), data, count * 4);
     return values;
   }
@@ -212,18 +268,12 @@ std::vector<float> parse_npy(std::span<const std::byte> bytes, const std::string
     // Converting a finite double beyond float's range is undefined behaviour, and silently making it
     // infinite would hide a unit mistake: say which value.
     if (std::isfinite(d) && std::fabs(d) > static_cast<double>(FLT_MAX))
-      fail(name, "value " + std::to_string(i) + " (" + std::to_string(d) + ") is outside float32's range");
+      source.fail("value " + std::to_string(i) + " (" + std::to_string(d) + ") is outside float32's range");
     values[i] = static_cast<float>(d);
   }
   return values;
 }
 
-std::vector<float> read_npy(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw config_error(path, 0, 0, std::string("cannot open: ") + std::strerror(errno));
-  const std::vector<char> raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw config_error(path, 0, 0, "read error");
-  return parse_npy(std::as_bytes(std::span<const char>(raw)), path);
-}
+std::vector<float> read_npy(const std::string& path) { return parse_npy(read_file_bytes(path), path); }
 
 }  // namespace qgossip

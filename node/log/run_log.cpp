@@ -70,7 +70,7 @@ void run_log::emit(const std::string& json_line) {
 void run_log::write_run_json(const std::string& name, const std::string& canonical, int n,
                              const std::string& algorithm, const std::string& compressor, const std::string& model,
                              std::uint64_t run_id, const std::string& topology_report,
-                             const std::string& network_shaping) {
+                             const std::string& network_shaping, const std::string& data_note) {
   std::time_t now = std::time(nullptr);
   char when[64];
   std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
@@ -89,6 +89,7 @@ void run_log::write_run_json(const std::string& name, const std::string& canonic
       .field("csv_columns", std::string(kCsvColumns))
       .field("topology_report", topology_report)
       .field("network_shaping", network_shaping)
+      .field("data", data_note)
       .field("config_yaml", canonical)
       .end_object();
   write_atomically(dir_ / "run.json", j.str());
@@ -111,7 +112,8 @@ void run_log::row(const round_record& r) {
                      csv_number(r.codec_s) + "," + csv_number(r.comm_s) + "," + std::to_string(r.rejected) + "," +
                      std::to_string(r.probe_bytes_sent) + "," + (r.consensus_dist ? csv_number(*r.consensus_dist) : "") +
                      "," + (r.avg_test_loss ? csv_number(*r.avg_test_loss) : "") + "," +
-                     (r.avg_test_acc ? csv_number(*r.avg_test_acc) : "");
+                     (r.avg_test_acc ? csv_number(*r.avg_test_acc) : "") + "," + csv_number(r.transfer_s) + "," +
+                     std::to_string(r.transfer_bytes);
   std::fprintf(csv_, "%s\n", line.c_str());
   std::fflush(csv_);
 }
@@ -148,6 +150,8 @@ void run_log::finish(const node_summary& s) {
       .field("time_compute_s", s.last.compute_s)
       .field("time_codec_s", s.last.codec_s)
       .field("time_comm_s", s.last.comm_s)
+      .field("time_transfer_s", s.last.transfer_s)
+      .field("transfer_bytes", s.last.transfer_bytes)
       .field("rejected", s.last.rejected)
       .field("probe_bytes_sent", s.last.probe_bytes_sent)
       .field("rejected_detail", s.rejected_detail)

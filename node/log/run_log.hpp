@@ -21,7 +21,8 @@ namespace qgossip {
 
 inline constexpr const char* kCsvColumns =
     "iteration,epoch,wall_s,lr,train_loss,test_loss,test_acc,bytes_sent,bytes_recv,round_bytes_sent,"
-    "round_bytes_recv,compute_s,codec_s,comm_s,rejected,probe_bytes_sent,consensus_dist,avg_test_loss,avg_test_acc";
+    "round_bytes_recv,compute_s,codec_s,comm_s,rejected,probe_bytes_sent,consensus_dist,avg_test_loss,avg_test_acc,"
+    "transfer_s,transfer_bytes";
 
 struct round_record {
   std::uint64_t iteration = 0;
@@ -37,6 +38,10 @@ struct round_record {
   std::uint64_t probe_bytes_sent = 0;      // cumulative
   std::optional<double> consensus_dist;    // (1/n) Σ ||x_i − x̄||²
   std::optional<double> avg_test_loss, avg_test_acc;  // the average model x̄ on the test set
+  // Copies between host memory and the model's device (a libtorch model on a GPU): cumulative
+  // seconds (not counted in compute_s) and bytes. Zero on the CPU.
+  double transfer_s = 0;
+  std::uint64_t transfer_bytes = 0;
 };
 
 struct copy_hash {
@@ -72,7 +77,8 @@ class run_log {
 
   void write_run_json(const std::string& name, const std::string& canonical_config_yaml, int n,
                       const std::string& algorithm, const std::string& compressor, const std::string& model,
-                      std::uint64_t run_id, const std::string& topology_report, const std::string& network_shaping);
+                      std::uint64_t run_id, const std::string& topology_report, const std::string& network_shaping,
+                      const std::string& data_note);
   void start(int n, std::uint64_t rounds, double epochs);
   void row(const round_record& r);
   // The progress line alone (rows are written every log_every rounds; progress may be sparser).

@@ -175,3 +175,83 @@ TEST_CASE("npy: read_npy reads a file and names a missing one") {
     CHECK(std::string(e.what()) == path.string() + ": cannot open: No such file or directory");
   }
 }
+
+TEST_CASE("npy arrays: dtype, shape and raw bytes as stored, for every accepted dtype") {
+  const auto bytes_of = [](const std::string& s) { return std::as_bytes(std::span<const char>(s.data(), s.size())); };
+  const std::string i8 = data_of<std::int64_t>({1, -2, 3, 1LL << 40, 5, 6});
+  const npy_array a =
+      parse_npy_array(bytes_of(npy("{'descr': '<i8', 'fortran_order': False, 'shape': (2, 3), }", i8)), "a.npy");
+  CHECK(a.descr == "<i8");
+  CHECK(a.shape == std::vector<std::uint64_t>{2, 3});
+  CHECK(a.item_size == 8);
+  CHECK(a.count() == 6);
+  CHECK(std::memcmp(a.data.data(), i8.data(), i8.size()) == 0);
+  CHECK(a.data.size() == i8.size());
+
+  const npy_array s =
+      parse_npy_array(bytes_of(npy("{'descr': '|u1', 'fortran_order': False, 'shape': (), }", "\x07")), "s.npy");
+  CHECK(s.count() == 1);
+  CHECK(s.item_size == 1);
+  CHECK(std::to_integer<int>(s.data[0]) == 7);
+
+  for (const std::string_view descr : kNpyDescrs) {
+    CAPTURE(descr);
+    const std::size_t item = static_cast<std::size_t>(descr[2] - '0');
+    const std::string dict = "{'descr': '" + std::string(descr) + "', 'fortran_order': False, 'shape': (3,), }";
+    const npy_array x = parse_npy_array(bytes_of(npy(dict, std::string(3 * item, '\x01'))), "x.npy");
+    CHECK(x.item_size == item);
+    CHECK(x.data.size() == 3 * item);
+  }
+}
+
+TEST_CASE("npy arrays: refused dtypes list what is accepted; sizes are checked before allocating") {
+  const auto error = [](const std::string& file, std::span<const std::string_view> accepted = kNpyDescrs) {
+    try {
+      (void)parse_npy_array(std::as_bytes(std::span<const char>(file.data(), file.size())), "y.npy", accepted);
+    } catch (const config_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  CHECK(error(npy("{'descr': '<c8', 'fortran_order': False, 'shape': (1,), }", std::string(8, '\0'))) ==
+        "y.npy: dtype '<c8' is not supported (expected a .npy file of '<f4', '<f8', '|u1', '|i1', '<i2', "
+        "'<u2', '<i4', '<u4', '<i8' or '<u8' values in C order)");
+  const std::string_view only_f4[] = {"<f4"};
+  CHECK(error(npy("{'descr': '<i8', 'fortran_order': False, 'shape': (1,), }", std::string(8, '\0')), only_f4) ==
+        "y.npy: dtype '<i8' is not supported (expected a .npy file of '<f4' values in C order)");
+  CHECK(contains(error(npy("{'descr': '>i4', 'fortran_order': False, 'shape': (1,), }", std::string(4, '\0'))),
+                 "dtype '>i4' is not supported (big-endian)"));
+  // 2^40 float32 values claimed by a 140-byte file: an error naming the file, not an attempt to
+  // allocate 4 TiB (std::bad_alloc would escape the CHECK and fail the test).
+  const std::string huge = npy("{'descr': '<f4', 'fortran_order': False, 'shape': (1099511627776,), }", "abcd");
+  CHECK(contains(error(huge), "y.npy: truncated: shape (1099511627776,) of '<f4' needs 4398046511104 data "
+                              "bytes, the file has 4"));
+  CHECK(contains(error_of(huge), "x.npy: truncated: shape (1099511627776,)"));
+  CHECK(contains(error(npy("{'descr': '<u8', 'fortran_order': False, 'shape': (65536, 65536, 65536, 65536), }",
+                           "")),
+                 "y.npy: shape (65536, 65536, 65536, 65536) is too large"));
+}
+
+TEST_CASE("npy arrays: read_npy_array drops the preamble in place; a missing file gets the hint") {
+  const fs::path path = fs::temp_directory_path() / ("qgossip-npy-array-" + std::to_string(getpid()) + ".npy");
+  {
+    std::ofstream out(path, std::ios::binary);
+    const std::string file = npy("{'descr': '<u2', 'fortran_order': False, 'shape': (3,), }",
+                                 data_of<std::uint16_t>({1, 500, 65535}));
+    out.write(file.data(), static_cast<std::streamsize>(file.size()));
+  }
+  const npy_array a = read_npy_array(path.string());
+  CHECK(a.descr == "<u2");
+  REQUIRE(a.data.size() == 6);
+  std::uint16_t v[3];
+  std::memcpy(v, a.data.data(), 6);
+  CHECK(v[1] == 500);
+  CHECK(v[2] == 65535);
+  fs::remove(path);
+  try {
+    (void)read_npy_array(path.string(), kNpyDescrs, "put the arrays there");
+    FAIL("no error for a missing file");
+  } catch (const config_error& e) {
+    CHECK(std::string(e.what()) == path.string() + ": cannot open: No such file or directory \u2014 put the arrays there");
+  }
+}

@@ -85,7 +85,7 @@ void write_node(const fs::path& dir, int rank, const std::function<void(fake_nod
 
 void write_run(const fs::path& dir, int n) {
   run_log log(dir, 0, false);  // re-creates node-0.csv: call before write_node(rank 0)
-  log.write_run_json("unit", "name: unit\n", n, "dcd", "qsgd(bits=8)", "mlp", 0x1234, "ring", "");
+  log.write_run_json("unit", "name: unit\n", n, "dcd", "qsgd(bits=8)", "mlp", 0x1234, "ring", "", "");
 }
 
 run_summary read(const fs::path& dir, const log_thresholds& th = {}) {

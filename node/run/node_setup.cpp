@@ -1,0 +1,154 @@
+#include "node/run/node_setup.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <numeric>
+#include <sstream>
+
+#include "core/errors.hpp"
+#include "core/hash.hpp"
+#include "node/config/topology_builder.hpp"
+#include "node/models/model_factory.hpp"
+
+namespace qgossip {
+
+namespace {
+
+std::vector<int> sorted_union(std::vector<int> a, const std::vector<int>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  std::sort(a.begin(), a.end());
+  a.erase(std::unique(a.begin(), a.end()), a.end());
+  return a;
+}
+
+mixing_row row_of(const topology& t, int rank) {
+  mixing_row row;
+  row.rank = rank;
+  row.self_weight = t.self_weight(rank);
+  for (int j : t.neighbours(rank)) {
+    row.neighbours.push_back(j);
+    row.weights.push_back(t.weight(rank, j));
+  }
+  return row;
+}
+
+}  // namespace
+
+void say(int rank, const std::string& text) {
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) std::fprintf(stderr, "[node %d] %s\n", rank, line.c_str());
+  std::fflush(stderr);
+}
+
+node_setup::node_setup(const run_config& c, int r, const node_run_options& options)
+    : config(c), rank(r), n(c.topology.n), schedule(c.train.lr) {
+  if (rank < 0 || rank >= n)
+    throw config_error("--rank " + std::to_string(rank) + " is outside the topology's ranks 0.." +
+                       std::to_string(n - 1));
+  const topology topo = build_topology(c.topology);
+  report = analyze(topo);
+
+  // Data and model: the same x_1 on every node (the same seed).
+  data = load_shard(c.data, n, rank, c.seed);
+  net = make_model(c.model, data.train.dim, data.train.classes, data.train.shape);
+  std::vector<float> x0(net->num_params());
+  net->init(x0, c.seed);
+
+  factored = c.compressor.name == "isgq" ? make_isgq(c.compressor) : nullptr;
+  codec = make_compressor(factored ? codec_spec{"identity", {}} : c.compressor, net->layer_bounds());
+  if (factored) fc_shapes = net->fc_shapes();
+  codec_description = factored ? factored->describe() : codec->describe();
+
+  // The algorithm and whom it talks to.
+  const mixing_row row = is_centralized(c.algorithm) ? complete_mixing_row(rank, n) : row_of(topo, rank);
+  alg = make_algorithm(c.algorithm, row, x0, c.algorithm_params);
+  pattern = alg->pattern();
+  const bool ring = pattern == communication::ring_allreduce;
+  train_peers = row.neighbours;
+  if (ring) train_peers = n > 1 ? sorted_union({(rank + 1) % n}, {(rank + n - 1) % n}) : std::vector<int>{};
+  probing = c.train.consensus_every > 0 && n > 1;
+  all_others = complete_mixing_row(rank, n).neighbours;
+  peers = probing ? sorted_union(train_peers, rank == 0 ? all_others : std::vector<int>{0}) : train_peers;
+  steps_per_round = ring ? ring_allreduce_steps(n) : 1;
+
+  // Every node runs the same number of rounds: derived from the smallest shard, which every node
+  // can compute (shards differ by at most one example).
+  const std::size_t smallest_shard = data.total_train / static_cast<std::size_t>(n);
+  const auto batch = static_cast<std::size_t>(c.train.batch);
+  if (smallest_shard < batch)
+    throw config_error(c.file, 0, 0, "train.batch " + std::to_string(batch) + " is larger than a node's shard (" +
+                                          std::to_string(smallest_shard) + " examples)");
+  rounds_per_epoch = smallest_shard / batch;
+  rounds = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::ceil(c.train.epochs * rounds_per_epoch)));
+  eval_period = c.train.eval_every > 0
+                    ? std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::llround(c.train.eval_every * rounds_per_epoch)))
+                    : std::numeric_limits<std::uint64_t>::max();
+  std::vector<std::size_t> shard_rows(data.train.size);  // data.train is the shard already
+  std::iota(shard_rows.begin(), shard_rows.end(), std::size_t{0});
+  sampler = std::make_unique<batch_sampler>(
+      shard_rows, batch, hash64(std::string_view("batches"), c.seed * 1000003u + static_cast<std::uint64_t>(rank)));
+
+  log = std::make_unique<run_log>(std::filesystem::path(c.output_dir) / c.name, rank, options.progress_json);
+  if (rank == 0)
+    log->write_run_json(c.name, c.canonical, n, c.algorithm, codec_description, net->describe(), c.run_id,
+                        format_report(report), shaping_description(c.network), describe_data());
+
+  // Links: a peer may run ahead by one round in gossip; by up to n-1 exchange rounds in a ring
+  // all-reduce, and a probe may come from a node up to n-1 hops (rounds) away.
+  largest_message = std::max(factored ? factored->max_encoded_bytes(fc_shapes, batch)
+                                      : codec->max_encoded_bytes(net->num_params()),
+                             probing ? net->num_params() * sizeof(float) : std::size_t{0});
+  lookahead = ring || probing ? static_cast<std::uint64_t>(std::max(n, 2)) : 1;
+  network = std::make_unique<node_network>(c, rank, peers, largest_message, lookahead);
+  exchange_options eo;
+  eo.rank = rank;
+  eo.neighbours = peers;
+  eo.lookahead = lookahead;
+  eo.run_id = c.run_id;
+  eo.first_deadline = to_ms(c.network.start_timeout_s);
+  eo.round_deadline = to_ms(c.network.round_timeout_s);
+  eo.max_payload_bytes = network->max_payload_bytes();
+  eo.log = [rank = rank](const std::string& line) { say(rank, line); };
+  eo.should_stop = stop_requested;
+  ex = std::make_unique<exchange>(network->link(), eo);
+  if (ring && n > 1) reducer = std::make_unique<ring_allreduce>(*ex, rank, n);
+}
+
+std::string node_setup::describe_data() const {
+  std::ostringstream os;
+  const dataset& d = data.train;
+  os << config.data.dataset << ": " << data.total_train << " training examples, " << data.test.size << " test, ";
+  if (d.shape.is_image()) os << d.shape.channels << "x" << d.shape.height << "x" << d.shape.width << " images";
+  else os << d.dim << " features";
+  os << ", " << d.classes << " classes";
+  if (!data.standardization.empty()) {
+    os << "; standardized per channel with the training set's mean";
+    for (double m : data.standardization.mean) os << " " << m;
+    os << " and standard deviation";
+    for (double s : data.standardization.stddev) os << " " << s;
+  }
+  const augment_spec& a = config.data.augment;
+  if (a.crop_padding > 0 || a.flip)
+    os << "; augmented: random crop after padding " << a.crop_padding << (a.flip ? ", horizontal flip" : "");
+  return os.str();
+}
+
+std::string node_setup::describe() const {
+  std::ostringstream os;
+  os << config.algorithm << " with " << codec_description << ", " << net->describe() << " (" << net->num_params()
+     << " parameters), shard of " << data.train.size << " examples, "
+     << (pattern == communication::ring_allreduce ? "ring all-reduce with" : "sends to");
+  for (int j : train_peers) os << " " << j;
+  os << "; " << rounds << " rounds (" << rounds_per_epoch << " per epoch); listening on " << bind_endpoint(config, rank);
+  if (rank == 0 && alg->compresses() && config.algorithm == "dcd") {
+    const double alpha2 = codec->relative_error_bound(net->num_params());
+    os << "\nDCD-PSGD condition (1-rho)^2 - 4 mu^2 alpha^2 > 0: rho=" << report.rho << " mu=" << report.mu
+       << " alpha^2<=" << alpha2 << " (bound " << report.dcd_alpha2_max << "): "
+       << (dcd_condition_holds(report, alpha2) ? "holds" : "NOT guaranteed by the theory for this compressor");
+  }
+  return os.str();
+}
+
+}  // namespace qgossip

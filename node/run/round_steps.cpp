@@ -1,0 +1,257 @@
+#include "node/run/round_steps.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <sstream>
+
+#include "core/errors.hpp"
+#include "core/hash.hpp"
+#include "node/data/augment.hpp"
+#include "node/run/node_setup.hpp"
+
+namespace qgossip {
+
+namespace {
+
+double seconds(std::chrono::steady_clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+bool all_finite(std::span<const float> v) {
+  return std::all_of(v.begin(), v.end(), [](float x) { return std::isfinite(x); });
+}
+
+std::string rejected_detail(const exchange_stats& s) {
+  std::string out;
+  for (std::size_t r = 0; r < kRejectReasons; ++r)
+    if (s.rejected[r] > 0)
+      out += (out.empty() ? "" : " ") + std::string(to_string(static_cast<reject_reason>(r))) + "=" +
+             std::to_string(s.rejected[r]);
+  if (s.duplicates > 0) out += (out.empty() ? "" : " ") + std::string("duplicate=") + std::to_string(s.duplicates);
+  return out;
+}
+
+step_end failure(const status& st, const std::string& what) {
+  return {st.code() == errc::cancelled ? node_exit::interrupted : node_exit::failed, what + st.to_string()};
+}
+
+}  // namespace
+
+round_steps::round_steps(node_setup& s)
+    : s_(s),
+      local_(s.net->num_params(), s.config.train.momentum, s.config.train.weight_decay),
+      probe_(s),
+      grad_(s.net->num_params()),
+      own_decoded_(s.net->num_params()),
+      decoded_(s.net->num_params()),
+      reduced_(s.pattern == communication::ring_allreduce ? s.net->num_params() : 0) {
+  encoded_.reserve(s.largest_message);
+  const augment_spec& a = s.config.data.augment;
+  augmenting_ = a.crop_padding > 0 || a.flip;
+  if (augmenting_) {
+    const auto b = static_cast<std::size_t>(s.config.train.batch);
+    batch_ = s.data.train.subset(std::vector<std::size_t>(b, 0));
+    batch_rows_.resize(b);
+    std::iota(batch_rows_.begin(), batch_rows_.end(), std::size_t{0});
+  }
+}
+
+// The round's examples: indices into the shard, or (augmenting) into batch_, which then holds
+// the round's examples augmented.
+std::span<const std::size_t> round_steps::next_batch(std::uint64_t t) {
+  const std::span<const std::size_t> rows = s_.sampler->next();
+  if (!augmenting_) return rows;
+  gather(s_.data.train, rows, batch_.features, batch_.labels);
+  augment_batch(batch_, s_.config.data.augment, s_.config.seed, s_.rank, t);
+  return batch_rows_;
+}
+
+step_end round_steps::compute(std::uint64_t t) {
+  round_start_ = clock::now();
+  const double transfer_before = s_.net->transfers().seconds;
+  lr_ = s_.schedule.lr_at(static_cast<double>(t - 1) / static_cast<double>(s_.rounds_per_epoch));
+  const auto batch = next_batch(t);
+  const dataset& examples = augmenting_ ? batch_ : s_.data.train;
+  double loss = 0;
+  if (s_.factored) {
+    loss = s_.net->loss_and_factors(s_.alg->model(), examples, batch, factors_);
+    gradient_from_factors(factors_, grad_);  // the exact local gradient, for the checks below
+  } else {
+    s_.net->set_step_size(lr_);
+    loss = s_.net->loss_and_grad(s_.alg->model(), examples, batch, grad_);
+  }
+  const double limit = s_.config.train.diverge_loss;
+  if (!std::isfinite(loss) || loss > limit || !all_finite(grad_))
+    return {node_exit::diverged, "diverged at round " + std::to_string(t) + ": training loss " + std::to_string(loss) +
+                                     (std::isfinite(loss) && loss > limit
+                                          ? " > train.diverge_loss " + std::to_string(limit) : "")};
+  loss_sum_ += loss;
+  ++loss_count_;
+  outgoing_ = s_.alg->outgoing(local_.apply(grad_, s_.alg->model()), static_cast<float>(lr_), t);
+  if (!all_finite(outgoing_))
+    return {node_exit::diverged, "diverged at round " + std::to_string(t) + ": the outgoing message is not finite"};
+  compute_s_ += seconds(clock::now() - round_start_) - (s_.net->transfers().seconds - transfer_before);
+  return {};
+}
+
+status round_steps::decode(std::span<const std::byte> bytes, int from, std::uint64_t t, float_vector& out) {
+  const codec_context ctx{.seed = s_.config.seed, .rank = static_cast<std::uint32_t>(from), .iteration = t, .stream = 0};
+  if (!s_.factored) return s_.codec->decode(bytes, ctx, out);
+  std::fill(out.begin(), out.end(), 0.0f);
+  return s_.factored->decode(bytes, ctx, s_.fc_shapes, out);
+}
+
+void round_steps::encode(std::uint64_t t) {
+  if (s_.pattern == communication::ring_allreduce) {  // the all-reduce sums raw floats
+    std::copy(outgoing_.begin(), outgoing_.end(), reduced_.begin());
+    return;
+  }
+  const auto start = clock::now();
+  const codec_context ctx{.seed = s_.config.seed, .rank = static_cast<std::uint32_t>(s_.rank), .iteration = t, .stream = 0};
+  encoded_.clear();
+  if (s_.factored) s_.factored->encode(factors_, ctx, encoded_);
+  else s_.codec->encode(outgoing_, ctx, encoded_);
+  const status own = decode(encoded_, s_.rank, t, own_decoded_);
+  QG_ENFORCE(own.is_ok(), "the compressor cannot decode its own message: " << own.to_string());
+  s_.alg->absorb_own(own_decoded_, t);
+  codec_s_ += seconds(clock::now() - start);
+}
+
+step_end round_steps::exchange(std::uint64_t t) {
+  const std::uint64_t sent = s_.ex->stats().bytes_sent, received = s_.ex->stats().bytes_received;
+  if (s_.pattern == communication::ring_allreduce) {
+    exchanged_ = s_.reducer ? s_.reducer->sum(reduced_, (t - 1) * s_.steps_per_round + 1) : status::ok();
+  } else {
+    const outgoing_message msg{.codec = static_cast<std::uint16_t>(s_.factored ? s_.factored->id() : s_.codec->id()),
+                               .codec_tag = s_.factored ? s_.factored->params_tag() : s_.codec->params_tag(),
+                               .count = static_cast<std::uint32_t>(s_.net->num_params()),
+                               .payload = encoded_};
+    exchanged_ = s_.ex->round(message_kind::train, t, msg, inbound_, round_peers{s_.train_peers, s_.train_peers});
+  }
+  round_sent_ = s_.ex->stats().bytes_sent - sent;
+  round_recv_ = s_.ex->stats().bytes_received - received;
+  if (!exchanged_) return failure(exchanged_, "round " + std::to_string(t) + ": ");
+  return {};
+}
+
+step_end round_steps::absorb(std::uint64_t t) {
+  const auto start = clock::now();
+  if (s_.pattern == communication::ring_allreduce) {
+    s_.alg->absorb_own(reduced_, t);
+  } else {
+    for (std::size_t k = 0; k < inbound_.size(); ++k) {
+      const int from = s_.train_peers[k];
+      if (status d = decode(inbound_[k].payload, from, t, decoded_); !d.is_ok()) {
+        // The checksum matched, so the sender encoded something invalid: a bug or a mismatched build.
+        return failure(status::error(d.code(), "cannot decode the message of rank " + std::to_string(from) + ": " +
+                                                   d.message()),
+                       "round " + std::to_string(t) + ": ");
+      }
+      s_.alg->absorb(from, decoded_, t);
+    }
+  }
+  const auto decoded = clock::now();
+  s_.alg->finish(t);
+  completed_ = t;
+  codec_s_ += seconds(decoded - start);
+  compute_s_ += seconds(clock::now() - decoded);
+  return {};
+}
+
+void round_steps::evaluate(std::size_t max_examples) {
+  const eval_result r = s_.net->evaluate(s_.alg->model(), s_.data.test, max_examples == 0 ? model::kAllExamples : max_examples);
+  rec_.test_loss = r.loss;
+  rec_.test_acc = r.accuracy;
+}
+
+void round_steps::fill_record(std::uint64_t t) {
+  const auto& st = s_.ex->stats();
+  const transfer_stats transfers = s_.net->transfers();
+  rec_.iteration = t;
+  rec_.epoch = static_cast<double>(t) / static_cast<double>(s_.rounds_per_epoch);
+  rec_.wall_s = seconds(clock::now() - s_.wall_start);
+  rec_.lr = lr_;
+  rec_.train_loss = loss_count_ ? loss_sum_ / static_cast<double>(loss_count_) : rec_.train_loss;
+  rec_.round_bytes_sent = round_sent_;
+  rec_.round_bytes_recv = round_recv_;
+  rec_.bytes_sent = st.bytes_sent - st.probe_bytes_sent;
+  rec_.bytes_recv = st.bytes_received - st.probe_bytes_received;
+  rec_.probe_bytes_sent = st.probe_bytes_sent;
+  rec_.compute_s = compute_s_;
+  rec_.codec_s = codec_s_;
+  rec_.comm_s = seconds(st.wait_time + st.send_time - probe_.comm_time());
+  rec_.transfer_s = transfers.seconds;
+  rec_.transfer_bytes = transfers.bytes;
+  rec_.rejected = st.rejected_total();
+}
+
+step_end round_steps::log(std::uint64_t t) {
+  const auto& train = s_.config.train;
+  rec_.consensus_dist.reset();
+  rec_.avg_test_loss.reset();
+  rec_.avg_test_acc.reset();
+  const bool last = t == s_.rounds;
+  const bool probe_now = s_.probing && (t % static_cast<std::uint64_t>(train.consensus_every) == 0 || last);
+  if (probe_now)
+    if (status ps = probe_.run(t, last, rec_); !ps) return failure(ps, "round " + std::to_string(t) + ": consensus probe: ");
+  const bool eval_now = t % s_.eval_period == 0 && !last;
+  if (!eval_now && !probe_now && !last && t % static_cast<std::uint64_t>(train.log_every) != 0) return {};
+  rec_.test_loss.reset();
+  rec_.test_acc.reset();
+  if (eval_now) evaluate(static_cast<std::size_t>(train.eval_examples));
+  if (last) evaluate(0);
+  fill_record(t);
+  s_.log->row(rec_);
+  s_.log->progress(rec_, s_.rounds);
+  loss_sum_ = 0;
+  loss_count_ = 0;
+  return {};
+}
+
+node_exit round_steps::finish(const step_end& end, std::uint64_t t) {
+  if (end) {
+    // The last round's messages may still be in the emulated link: let them leave.
+    if (status fs = s_.network->flush(); !fs) say(s_.rank, "warning: messages still in the emulated link at exit: " + fs.to_string());
+  } else {
+    say(s_.rank, "stopping: " + end.error);
+    s_.network->abandon_queued();
+    if (rec_.iteration != t) {  // the row of the round that failed, evaluated unless the model diverged
+      rec_.test_loss.reset();
+      rec_.test_acc.reset();
+      if (end.exit != node_exit::diverged) evaluate(0);
+      fill_record(t);
+      s_.log->row(rec_);
+    }
+  }
+  write_summary(end);
+  return end.exit;
+}
+
+void round_steps::write_summary(const step_end& end) {
+  node_summary summary;
+  summary.rank = s_.rank;
+  summary.host = host_name();
+  summary.copies_kind = std::string(s_.alg->copies_kind());
+  summary.error = end.error;
+  summary.status = end.exit == node_exit::ok ? "ok"
+                   : end.exit == node_exit::diverged ? "diverged"
+                   : end.exit == node_exit::interrupted ? "interrupted" : "failed";
+  summary.last = rec_;
+  summary.rounds = completed_;
+  const auto& st = s_.ex->stats();
+  summary.mean_round_bytes_sent =
+      completed_ ? static_cast<double>(st.bytes_sent - st.probe_bytes_sent) / static_cast<double>(completed_) : 0.0;
+  summary.wall_s = seconds(clock::now() - s_.wall_start);
+  summary.model_hash = hash64(s_.alg->model());
+  for (const auto& copy : s_.alg->held_copies()) summary.copies.push_back({copy.rank, hash64(copy.values)});
+  summary.rejected_detail = rejected_detail(st);
+  s_.log->finish(summary);
+  if (!end) return;
+  std::ostringstream os;
+  os << "done: " << summary.rounds << " rounds in " << summary.wall_s << " s, test accuracy "
+     << (rec_.test_acc ? *rec_.test_acc : 0.0) << ", sent " << rec_.bytes_sent / 1e6 << " MB ("
+     << summary.mean_round_bytes_sent << " B/round), time compute " << rec_.compute_s << " s, codec " << rec_.codec_s
+     << " s, comm " << rec_.comm_s << " s, host-device copies " << rec_.transfer_s << " s";
+  say(s_.rank, os.str());
+}
+
+}  // namespace qgossip

@@ -1,0 +1,78 @@
+#pragma once
+// The steps of one round, in the order run_node calls them (node/run/node_runner.cpp):
+//   compute   a batch, its loss and gradient, the local step, the algorithm's outgoing vector
+//   encode    compress it; the sender applies its own decoded message (replicas stay exact)
+//   exchange  send to the peers and gather theirs (a ring all-reduce: sum with the ring)
+//   absorb    decode and apply each neighbour's message, finish the round
+//   log       consensus probe, evaluation, CSV row and progress line
+// and, once the loop ends, finish: the last row after a failure, the summary with hashes, the
+// closing line. Faults are values (a step_end that is not ok), never exceptions.
+// Not thread-safe: the node's one thread owns it.
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/aligned.hpp"
+#include "gossip/exchange.hpp"
+#include "node/data/dataset.hpp"
+#include "node/log/run_log.hpp"
+#include "node/optim/local_step.hpp"
+#include "node/run/consensus_probe.hpp"
+#include "node/run/node_runner.hpp"
+
+namespace qgossip {
+
+struct node_setup;
+
+// How a step ended: ok, or how the node stops and why.
+struct step_end {
+  node_exit exit = node_exit::ok;
+  std::string error;
+  explicit operator bool() const { return exit == node_exit::ok; }
+};
+
+class round_steps {
+ public:
+  explicit round_steps(node_setup& s);
+
+  [[nodiscard]] step_end compute(std::uint64_t t);
+  void encode(std::uint64_t t);
+  [[nodiscard]] step_end exchange(std::uint64_t t);
+  [[nodiscard]] step_end absorb(std::uint64_t t);
+  [[nodiscard]] step_end log(std::uint64_t t);
+  [[nodiscard]] node_exit finish(const step_end& end, std::uint64_t t);
+
+ private:
+  using clock = std::chrono::steady_clock;
+  void evaluate(std::size_t max_examples);
+  void fill_record(std::uint64_t t);
+  [[nodiscard]] status decode(std::span<const std::byte> bytes, int from, std::uint64_t t, float_vector& out);
+  void write_summary(const step_end& end);
+
+  [[nodiscard]] std::span<const std::size_t> next_batch(std::uint64_t t);
+
+  node_setup& s_;
+  local_step local_;
+  // Augmented training: each round's examples gathered into batch_ and augmented there.
+  bool augmenting_ = false;
+  dataset batch_;
+  std::vector<std::size_t> batch_rows_;
+  consensus_probe probe_;
+  // Per-round scratch, allocated once.
+  float_vector grad_, own_decoded_, decoded_, reduced_;
+  std::vector<std::byte> encoded_;
+  std::vector<fc_factors> factors_;
+  std::vector<inbound_message> inbound_;
+  std::span<const float> outgoing_;  // the algorithm's vector of the round under way
+  status exchanged_;                 // how this round's exchange went
+  // What the log records.
+  round_record rec_;
+  double lr_ = 0, loss_sum_ = 0;
+  std::uint64_t loss_count_ = 0, completed_ = 0;
+  std::uint64_t round_sent_ = 0, round_recv_ = 0;  // the latest round's traffic alone
+  double compute_s_ = 0, codec_s_ = 0;
+  clock::time_point round_start_;
+};
+
+}  // namespace qgossip
