@@ -89,6 +89,14 @@ class model {
   // Traffic between host memory and the model's device so far (parameters in, gradients out,
   // batches in): zero for models that compute on the CPU.
   [[nodiscard]] virtual transfer_stats transfers() const { return {}; }
+
+  // The learning rate of the step that will follow the next loss_and_grad: the round loop calls it
+  // before each loss_and_grad. Models whose flat vector carries state that is not trained but
+  // computed (torch_model's averaged BatchNorm running statistics) write, for those coordinates,
+  // grad = (x - x_new) / lr, so that plain SGD's x - lr·grad equals the state x_new the forward
+  // computed (momentum or weight decay would break that: the config loader requires both 0 with
+  // `buffers: average`). Ignored by every other model.
+  virtual void set_step_size(double lr) {}
 };
 
 }  // namespace qgossip

@@ -5,10 +5,45 @@
 #include "core/errors.hpp"
 #include "node/models/mlp.hpp"
 #include "node/models/softmax_regression.hpp"
+#ifdef QGOSSIP_HAVE_TORCH
+#include "node/models/torch/lenet5.hpp"
+#include "node/models/torch/resnet20.hpp"
+#include "node/models/torch/torchscript.hpp"
+#endif
 
 namespace qgossip {
+namespace {
 
-bool have_torch() { return false; }
+bool is_torch_kind(const std::string& kind) {
+  return kind == "lenet5" || kind == "resnet20" || kind == "torchscript";
+}
+
+std::unique_ptr<model> make_torch_model(const model_spec& spec, std::size_t dim, std::size_t classes,
+                                        const image_shape& shape) {
+#ifdef QGOSSIP_HAVE_TORCH
+  if (spec.buffers != "local" && spec.buffers != "average") {
+    throw config_error("model: buffers must be local or average, got '" + spec.buffers + "'");
+  }
+  const torch_options options{spec.device, spec.gpu, spec.threads, spec.buffers == "average"};
+  if (spec.kind == "lenet5") return make_lenet5(shape, classes, options);
+  if (spec.kind == "resnet20") return make_resnet20(shape, classes, options);
+  if (spec.path.empty()) throw config_error("model torchscript needs a path: the file torch.jit.save wrote");
+  return load_torchscript(spec.path, dim, classes, shape, options);
+#else
+  throw config_error("model kind " + spec.kind +
+                     " needs the libtorch backend: install libtorch-dev (scripts/setup.sh does) and rebuild");
+#endif
+}
+
+}  // namespace
+
+bool have_torch() {
+#ifdef QGOSSIP_HAVE_TORCH
+  return true;
+#else
+  return false;
+#endif
+}
 
 std::unique_ptr<model> make_model(const model_spec& spec, std::size_t dim, std::size_t classes,
                                   const image_shape& shape) {
@@ -20,7 +55,9 @@ std::unique_ptr<model> make_model(const model_spec& spec, std::size_t dim, std::
     return std::make_unique<softmax_regression>(dim, classes);
   }
   if (spec.kind == "mlp") return std::make_unique<mlp>(dim, spec.hidden, classes);
-  throw config_error("model: unknown kind '" + spec.kind + "' (expected softmax or mlp)");
+  if (is_torch_kind(spec.kind)) return make_torch_model(spec, dim, classes, shape);
+  throw config_error("model: unknown kind '" + spec.kind +
+                     "' (expected softmax, mlp, lenet5, resnet20 or torchscript)");
 }
 
 }  // namespace qgossip

@@ -136,7 +136,8 @@ TEST_CASE("layer bounds and names follow the documented layout") {
 
 TEST_CASE("bad model specs are configuration errors") {
   CHECK_THROWS_WITH_AS((void)make_model({"mpl", {10}}, 5, 3),
-                       "model: unknown kind 'mpl' (expected softmax or mlp)", config_error);
+                       "model: unknown kind 'mpl' (expected softmax, mlp, lenet5, resnet20 or torchscript)",
+                       config_error);
   CHECK_THROWS_AS((void)make_model({"softmax", {10}}, 5, 3), config_error);
   CHECK_THROWS_AS((void)make_model({"mlp", {}}, 5, 3), config_error);
   CHECK_THROWS_AS((void)make_model({"mlp", {10, 0}}, 5, 3), config_error);
