@@ -27,7 +27,13 @@ namespace {
 constexpr std::size_t kMaxGenValues = std::size_t{1} << 31;
 constexpr std::size_t kGradInputs = 784;
 constexpr std::size_t kGradClasses = 10;
-const model_spec kGradModel{.kind = "mlp", .hidden = {128}};
+// The model whose gradient --gen grad measures: an mlp 784-128-10.
+model_spec grad_model() {
+  model_spec s;
+  s.kind = "mlp";
+  s.hidden = {128};
+  return s;
+}
 
 std::optional<std::size_t> parse_size(std::string_view text) {
   std::size_t value = 0;
@@ -82,13 +88,13 @@ gen_spec parse_gen_spec(std::string_view text) {
   return spec;
 }
 
-layer_bounds grad_model_layers() { return make_model(kGradModel, kGradInputs, kGradClasses)->layer_bounds(); }
+layer_bounds grad_model_layers() { return make_model(grad_model(), kGradInputs, kGradClasses)->layer_bounds(); }
 
 codec_input generate_input(const gen_spec& spec, std::uint64_t seed, const std::string& data_dir) {
   codec_input in;
   if (spec.kind == "grad") {
     const dataset train = load_fashion_mnist(data_dir, split::train);
-    const std::unique_ptr<model> m = make_model(kGradModel, train.dim, train.classes);
+    const std::unique_ptr<model> m = make_model(grad_model(), train.dim, train.classes);
     if (spec.n != 0 && spec.n != m->num_params())
       throw config_error("--gen grad: n = " + std::to_string(spec.n) + ", but the gradient of " +
                          m->describe() + " has " + std::to_string(m->num_params()) + " values (leave n out)");

@@ -45,6 +45,16 @@ bool have_torch() {
 #endif
 }
 
+std::string resolve_device(const std::string& device, const std::string& kind) {
+  if (!is_torch_kind(kind) || device == "cpu") return "cpu";
+  if (device == "cuda") return "cuda";
+#ifdef QGOSSIP_HAVE_TORCH
+  return torch_cuda_available() ? "cuda" : "cpu";
+#else
+  return "cpu";
+#endif
+}
+
 std::unique_ptr<model> make_model(const model_spec& spec, std::size_t dim, std::size_t classes,
                                   const image_shape& shape) {
   if (spec.kind == "softmax") {

@@ -36,4 +36,9 @@ struct model_spec {
 // True iff this build has the libtorch backend.
 [[nodiscard]] bool have_torch();
 
+// The device a model of this kind computes on, given the run's `device:` (auto | cpu | cuda):
+// Eigen models always "cpu"; libtorch models "cuda" when asked, or with auto when this libtorch
+// has CUDA and a GPU is visible; else "cpu".
+[[nodiscard]] std::string resolve_device(const std::string& device, const std::string& kind);
+
 }  // namespace qgossip

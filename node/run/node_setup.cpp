@@ -52,7 +52,9 @@ node_setup::node_setup(const run_config& c, int r, const node_run_options& optio
 
   // Data and model: the same x_1 on every node (the same seed).
   data = load_shard(c.data, n, rank, c.seed);
-  net = make_model(c.model, data.train.dim, data.train.classes, data.train.shape);
+  model_spec spec = c.model;
+  spec.device = resolve_device(c.device, spec.kind);  // the launcher set CUDA_VISIBLE_DEVICES: GPU 0 here
+  net = make_model(spec, data.train.dim, data.train.classes, data.train.shape);
   std::vector<float> x0(net->num_params());
   net->init(x0, c.seed);
 

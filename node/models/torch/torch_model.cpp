@@ -410,4 +410,6 @@ std::vector<float> torch_model::module_buffers() const {
   return out;
 }
 
+bool torch_cuda_available() { return torch::cuda::is_available(); }
+
 }  // namespace qgossip

@@ -76,6 +76,9 @@ struct tensor_placement {
   bool contiguous = false;
 };
 
+// True iff this libtorch has CUDA and sees at least one GPU.
+[[nodiscard]] bool torch_cuda_available();
+
 class torch_model final : public model {
  public:
   // Returns a new module on the CPU whose tensors' values depend on the seed only.

@@ -19,6 +19,14 @@ using namespace qgossip;
 
 namespace {
 
+model_spec spec(const std::string& kind, std::vector<std::size_t> hidden) {
+  model_spec s;
+  s.kind = kind;
+  s.hidden = std::move(hidden);
+  return s;
+}
+
+
 // An independent, naive double-precision forward pass over the layout model.hpp documents:
 // widths {in, hidden..., classes}; per layer W (out × in, column-major, entry (o, i) at i·out + o)
 // then b; ReLU after every layer but the last; mean softmax cross-entropy.
@@ -120,34 +128,34 @@ void sgd(const model& m, std::vector<float>& params, const dataset& train, doubl
 }  // namespace
 
 TEST_CASE("layer bounds and names follow the documented layout") {
-  const auto m = make_model({"mlp", {128}}, 784, 10);
+  const auto m = make_model(spec("mlp", {128}), 784, 10);
   CHECK(m->layer_bounds() == std::vector<std::size_t>{0, 100480, 101770});
   CHECK(m->num_params() == 101770);
   CHECK(m->describe() == "mlp 784-128-10");
   CHECK(m->input_dim() == 784);
   CHECK(m->classes() == 10);
-  const auto s = make_model({"softmax", {}}, 784, 10);
+  const auto s = make_model(spec("softmax", {}), 784, 10);
   CHECK(s->layer_bounds() == std::vector<std::size_t>{0, 7850});
   CHECK(s->describe() == "softmax 784-10");
-  const auto deep = make_model({"mlp", {64, 32}}, 20, 3);
+  const auto deep = make_model(spec("mlp", {64, 32}), 20, 3);
   CHECK(deep->layer_bounds() == std::vector<std::size_t>{0, 1344, 3424, 3523});
   CHECK(deep->describe() == "mlp 20-64-32-3");
 }
 
 TEST_CASE("bad model specs are configuration errors") {
-  CHECK_THROWS_WITH_AS((void)make_model({"mpl", {10}}, 5, 3),
+  CHECK_THROWS_WITH_AS((void)make_model(spec("mpl", {10}), 5, 3),
                        "model: unknown kind 'mpl' (expected softmax, mlp, lenet5, resnet20 or torchscript)",
                        config_error);
-  CHECK_THROWS_AS((void)make_model({"softmax", {10}}, 5, 3), config_error);
-  CHECK_THROWS_AS((void)make_model({"mlp", {}}, 5, 3), config_error);
-  CHECK_THROWS_AS((void)make_model({"mlp", {10, 0}}, 5, 3), config_error);
-  CHECK_THROWS_AS((void)make_model({"mlp", {10}}, 0, 3), config_error);
-  CHECK_THROWS_AS((void)make_model({"softmax", {}}, 5, 1), config_error);
-  CHECK_THROWS_AS((void)make_model({"softmax", {}}, 5, 257), config_error);
+  CHECK_THROWS_AS((void)make_model(spec("softmax", {10}), 5, 3), config_error);
+  CHECK_THROWS_AS((void)make_model(spec("mlp", {}), 5, 3), config_error);
+  CHECK_THROWS_AS((void)make_model(spec("mlp", {10, 0}), 5, 3), config_error);
+  CHECK_THROWS_AS((void)make_model(spec("mlp", {10}), 0, 3), config_error);
+  CHECK_THROWS_AS((void)make_model(spec("softmax", {}), 5, 1), config_error);
+  CHECK_THROWS_AS((void)make_model(spec("softmax", {}), 5, 257), config_error);
 }
 
 TEST_CASE("init is deterministic, He/Glorot scaled, with zero biases") {
-  const auto m = make_model({"mlp", {256}}, 400, 10);
+  const auto m = make_model(spec("mlp", {256}), 400, 10);
   std::vector<float> a(m->num_params()), b(m->num_params()), c(m->num_params());
   m->init(a, 1);
   m->init(b, 1);
@@ -198,7 +206,7 @@ TEST_CASE("MLP gradient matches finite differences") {
 
 TEST_CASE("reused scratch buffers do not leak between calls of different batch sizes") {
   const dataset d = small_data(200, 12, 3, 5);
-  for (const model_spec& spec : {model_spec{"softmax", {}}, model_spec{"mlp", {9, 6}}}) {
+  for (const model_spec& spec : {spec("softmax", {}), spec("mlp", {9, 6})}) {
     CAPTURE(spec.kind);
     const auto reused = make_model(spec, 12, 3);
     std::vector<float> p(reused->num_params()), g(p.size()), g_fresh(p.size());
@@ -253,7 +261,7 @@ TEST_CASE("plain SGD drives the loss down and separable data gets classified") {
   o.seed = 200;
   const dataset test = make_synthetic(o);
 
-  for (const model_spec& spec : {model_spec{"softmax", {}}, model_spec{"mlp", {32}}}) {
+  for (const model_spec& spec : {spec("softmax", {}), spec("mlp", {32})}) {
     CAPTURE(spec.kind);
     const auto m = make_model(spec, 20, 4);
     std::vector<float> params(m->num_params());
