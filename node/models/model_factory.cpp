@@ -1,15 +1,16 @@
 #include "node/models/model_factory.hpp"
 
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <filesystem>
 #include <string>
+#include <vector>
 
 #include "core/errors.hpp"
 #include "node/models/mlp.hpp"
 #include "node/models/softmax_regression.hpp"
-#ifdef QGOSSIP_HAVE_TORCH
-#include "node/models/torch/lenet5.hpp"
-#include "node/models/torch/resnet20.hpp"
-#include "node/models/torch/torchscript.hpp"
-#endif
+#include "node/models/torch/plugin.hpp"
 
 namespace qgossip {
 namespace {
@@ -18,41 +19,72 @@ bool is_torch_kind(const std::string& kind) {
   return kind == "lenet5" || kind == "resnet20" || kind == "torchscript";
 }
 
+// The plugin's entry points, loaded once per process; null where this build has no plugin.
+struct torch_plugin {
+  torch_make_fn make = nullptr;
+  torch_cuda_fn cuda_available = nullptr;
+  std::string error;  // why it could not be loaded
+};
+
+// Where the plugin may be: beside the running executable (build/), then where this build put it.
+std::vector<std::filesystem::path> plugin_candidates() {
+  std::vector<std::filesystem::path> out;
+  std::error_code ec;
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) out.push_back(exe.parent_path() / kTorchPluginFile);
+#ifdef QGOSSIP_TORCH_PLUGIN
+  out.emplace_back(QGOSSIP_TORCH_PLUGIN);
+#endif
+  return out;
+}
+
+const torch_plugin& load_plugin() {
+  static const torch_plugin plugin = [] {
+    torch_plugin p;
+#ifndef QGOSSIP_TORCH_PLUGIN
+    p.error = "install libtorch-dev (scripts/setup.sh does) and rebuild";
+    return p;
+#endif
+    for (const auto& file : plugin_candidates()) {
+      if (!std::filesystem::exists(file)) continue;
+      void* handle = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
+      if (!handle) {
+        p.error = "cannot load " + file.string() + ": " + dlerror();
+        return p;
+      }
+      p.make = reinterpret_cast<torch_make_fn>(dlsym(handle, kTorchMakeSymbol));
+      p.cuda_available = reinterpret_cast<torch_cuda_fn>(dlsym(handle, kTorchCudaSymbol));
+      if (!p.make || !p.cuda_available) p.error = file.string() + " lacks the qgossip_torch_* entry points";
+      return p;
+    }
+    p.error = std::string("the libtorch plugin ") + kTorchPluginFile +
+              " is not beside the qgossip binary (build it: cmake --build build --target qgossip_torch)";
+    return p;
+  }();
+  return plugin;
+}
+
 std::unique_ptr<model> make_torch_model(const model_spec& spec, std::size_t dim, std::size_t classes,
                                         const image_shape& shape) {
-#ifdef QGOSSIP_HAVE_TORCH
-  if (spec.buffers != "local" && spec.buffers != "average") {
-    throw config_error("model: buffers must be local or average, got '" + spec.buffers + "'");
-  }
-  const torch_options options{spec.device, spec.gpu, spec.threads, spec.buffers == "average"};
-  if (spec.kind == "lenet5") return make_lenet5(shape, classes, options);
-  if (spec.kind == "resnet20") return make_resnet20(shape, classes, options);
-  if (spec.path.empty()) throw config_error("model torchscript needs a path: the file torch.jit.save wrote");
-  return load_torchscript(spec.path, dim, classes, shape, options);
-#else
-  throw config_error("model kind " + spec.kind +
-                     " needs the libtorch backend: install libtorch-dev (scripts/setup.sh does) and rebuild");
-#endif
+  const torch_plugin& plugin = load_plugin();
+  if (!plugin.make) throw config_error("model kind " + spec.kind + " needs the libtorch backend: " + plugin.error);
+  model* out = nullptr;
+  std::string error;
+  const int rc = plugin.make(spec, dim, classes, shape, &out, &error);
+  if (rc == kPluginConfigError) throw config_error(error);
+  if (rc != kPluginOk) throw std::runtime_error("model " + spec.kind + ": " + error);
+  return std::unique_ptr<model>(out);
 }
 
 }  // namespace
 
-bool have_torch() {
-#ifdef QGOSSIP_HAVE_TORCH
-  return true;
-#else
-  return false;
-#endif
-}
+bool have_torch() { return load_plugin().make != nullptr; }
 
 std::string resolve_device(const std::string& device, const std::string& kind) {
   if (!is_torch_kind(kind) || device == "cpu") return "cpu";
   if (device == "cuda") return "cuda";
-#ifdef QGOSSIP_HAVE_TORCH
-  return torch_cuda_available() ? "cuda" : "cpu";
-#else
-  return "cpu";
-#endif
+  const torch_plugin& plugin = load_plugin();
+  return plugin.cuda_available && plugin.cuda_available() ? "cuda" : "cpu";
 }
 
 std::unique_ptr<model> make_model(const model_spec& spec, std::size_t dim, std::size_t classes,
@@ -66,8 +98,7 @@ std::unique_ptr<model> make_model(const model_spec& spec, std::size_t dim, std::
   }
   if (spec.kind == "mlp") return std::make_unique<mlp>(dim, spec.hidden, classes);
   if (is_torch_kind(spec.kind)) return make_torch_model(spec, dim, classes, shape);
-  throw config_error("model: unknown kind '" + spec.kind +
-                     "' (expected softmax, mlp, lenet5, resnet20 or torchscript)");
+  throw config_error("model: unknown kind '" + spec.kind + "' (expected softmax, mlp, lenet5, resnet20 or torchscript)");
 }
 
 }  // namespace qgossip
