@@ -1,5 +1,7 @@
 #include "tests/integration/process.hpp"
 
+#include <doctest/doctest.h>
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -127,6 +129,26 @@ std::string read_file(const std::filesystem::path& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+std::map<int, flat_json> summaries(const fs::path& dir, int n) {
+  std::map<int, flat_json> out;
+  for (int r = 0; r < n; ++r) {
+    std::ifstream in(dir / ("node-" + std::to_string(r) + ".json"));
+    std::stringstream ss;
+    ss << in.rdbuf();
+    auto j = parse_flat_json(ss.str());
+    REQUIRE_MESSAGE(j.has_value(), "summary of node " << r << " unreadable in " << dir);
+    out[r] = *j;
+  }
+  return out;
+}
+
+double number(const flat_json& j, const char* key) {
+  const json_value* v = j.find(key);
+  REQUIRE_MESSAGE(v != nullptr, "missing " << key);
+  REQUIRE_MESSAGE(std::holds_alternative<double>(*v), key << " is not a number");
+  return std::get<double>(*v);
 }
 
 }  // namespace qgossip::testing

@@ -1,8 +1,11 @@
 #pragma once
 // Helpers for integration tests: run the real qgossip binary, write configs, find free ports.
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
+
+#include "node/launch/progress.hpp"
 
 namespace qgossip::testing {
 
@@ -40,5 +43,10 @@ background_process start_qgossip(const std::vector<std::string>& args, const std
 // Waits up to timeout_s for the process to exit; returns its exit code (128+signal), or -1 on timeout.
 int wait_for(background_process& p, double timeout_s);
 std::string read_file(const std::filesystem::path& path);
+
+// The node summaries node-<r>.json of ranks 0..n-1 in dir, parsed (a test failure if one is unreadable).
+std::map<int, flat_json> summaries(const std::filesystem::path& dir, int n);
+// A number field of a summary (a test failure if it is missing or not a number).
+double number(const flat_json& j, const char* key);
 
 }  // namespace qgossip::testing

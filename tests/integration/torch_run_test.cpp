@@ -57,23 +57,6 @@ std::pair<double, double> first_and_last(const fs::path& run, int rank, const st
   return {values.front(), values.back()};
 }
 
-std::map<int, flat_json> summaries(const fs::path& dir, int n) {
-  std::map<int, flat_json> out;
-  for (int r = 0; r < n; ++r) {
-    auto j = parse_flat_json(read_file(dir / ("node-" + std::to_string(r) + ".json")));
-    REQUIRE_MESSAGE(j.has_value(), "summary of node " << r << " unreadable in " << dir);
-    out[r] = *j;
-  }
-  return out;
-}
-
-double number(const flat_json& j, const char* key) {
-  const json_value* v = j.find(key);
-  REQUIRE_MESSAGE(v != nullptr, "missing " << key);
-  REQUIRE(std::holds_alternative<double>(*v));
-  return std::get<double>(*v);
-}
-
 // A small scripted CNN for 1x8x8 images and 4 classes, and .npy data where the class is the bright
 // quadrant of the image (plus noise): easy enough that a few epochs separate the classes.
 const char* kScriptAndData = R"(
