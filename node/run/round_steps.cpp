@@ -130,6 +130,10 @@ step_end round_steps::exchange(std::uint64_t t) {
   round_sent_ = s_.ex->stats().bytes_sent - sent;
   round_recv_ = s_.ex->stats().bytes_received - received;
   if (!exchanged_) return failure(exchanged_, "round " + std::to_string(t) + ": ");
+  // An emulated link hands messages over only while the node calls the transport: after the last
+  // round nothing would, and the neighbours would wait through the final evaluation for them.
+  if (t == s_.rounds)
+    if (status fs = s_.network->flush(); !fs) say(s_.rank, "warning: messages still in the emulated link: " + fs.to_string());
   return {};
 }
 
@@ -191,8 +195,11 @@ step_end round_steps::log(std::uint64_t t) {
   rec_.avg_test_acc.reset();
   const bool last = t == s_.rounds;
   const bool probe_now = s_.probing && (t % static_cast<std::uint64_t>(train.consensus_every) == 0 || last);
-  if (probe_now)
+  if (probe_now) {
     if (status ps = probe_.run(t, last, rec_); !ps) return failure(ps, "round " + std::to_string(t) + ": consensus probe: ");
+    if (last)  // as after the last exchange: the probe must leave before the final evaluation
+      if (status fs = s_.network->flush(); !fs) say(s_.rank, "warning: messages still in the emulated link: " + fs.to_string());
+  }
   const bool eval_now = t % s_.eval_period == 0 && !last;
   if (!eval_now && !probe_now && !last && t % static_cast<std::uint64_t>(train.log_every) != 0) return {};
   rec_.test_loss.reset();
@@ -208,10 +215,7 @@ step_end round_steps::log(std::uint64_t t) {
 }
 
 node_exit round_steps::finish(const step_end& end, std::uint64_t t) {
-  if (end) {
-    // The last round's messages may still be in the emulated link: let them leave.
-    if (status fs = s_.network->flush(); !fs) say(s_.rank, "warning: messages still in the emulated link at exit: " + fs.to_string());
-  } else {
+  if (!end) {
     say(s_.rank, "stopping: " + end.error);
     s_.network->abandon_queued();
     if (rec_.iteration != t) {  // the row of the round that failed, evaluated unless the model diverged
