@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <cmath>
 #include <cstring>
 #include <mutex>
@@ -15,6 +18,7 @@
 #include <torch/cuda.h>
 #include <torch/nn/module.h>
 #include <torch/utils.h>
+#include <torch/version.h>
 #include <Eigen/Core>
 
 #include "core/errors.hpp"
@@ -50,7 +54,26 @@ using torch_backend::module_adapter;
 // evaluate() runs the module on this many examples at a time (bounds activation memory).
 constexpr std::size_t kTorchEvalChunk = 500;
 
-// The process-wide settings, once (the first model's thread count wins).
+// The BLAS library this process actually mapped (libtorch's matrix products on the CPU go through
+// it): the resolved path of the first libblas / libopenblas / libmkl in /proc/self/maps.
+std::string loaded_blas() {
+  std::ifstream maps("/proc/self/maps");
+  for (std::string line; std::getline(maps, line);) {
+    const auto slash = line.find('/');
+    if (slash == std::string::npos) continue;
+    const std::string path = line.substr(slash);
+    const std::string name = std::filesystem::path(path).filename().string();
+    if (name.rfind("libblas", 0) == 0 || name.rfind("libopenblas", 0) == 0 || name.rfind("libmkl", 0) == 0) {
+      std::error_code ec;
+      const auto real = std::filesystem::canonical(path, ec);
+      return ec ? path : real.string();
+    }
+  }
+  return "none mapped";
+}
+
+// The process-wide settings, once (the first model's thread count wins), and one line on stderr
+// (the node log) saying what libtorch runs on.
 void configure_threads(int threads) {
   static std::once_flag once;
   std::call_once(once, [threads] {
@@ -63,6 +86,8 @@ void configure_threads(int threads) {
     // OpenBLAS (behind libtorch's BLAS calls on Debian) would otherwise start a thread per core.
     using setter = void (*)(int);
     if (void* f = dlsym(RTLD_DEFAULT, "openblas_set_num_threads")) reinterpret_cast<setter>(f)(threads);
+    std::fprintf(stderr, "libtorch %s: %d intra-op thread(s), BLAS %s\n", TORCH_VERSION, threads,
+                 loaded_blas().c_str());
   });
 }
 
