@@ -106,7 +106,9 @@ void fill_blocks_avx2(const philox_stream& s, std::uint64_t b0, std::size_t coun
 #define QG_AVX512 QG_TARGET_AVX512
 // GCC 12 warns inside its own AVX-512 headers (the _mm512_undefined_* idiom; GCC bug 105593).
 #pragma GCC diagnostic push
+#if !defined(__clang__)  // clang has no such warning (and warns about the unknown group)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 struct lanes16 {
   __m512i x0, x1, x2, x3;

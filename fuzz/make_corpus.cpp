@@ -1,0 +1,174 @@
+// Writes the fuzz targets' seed corpus: real payloads in their input formats (fuzz/inputs.hpp).
+//   make_corpus DIR   ->  DIR/codec_decode/*  every spec of kSpecs encoding real vectors (several
+//                          sizes and layer bounds; isgq: real factors at several batch sizes)
+//                         DIR/wire_header/*   valid frames (the golden one of docs/wire.md, train
+//                          and probe messages with codec payloads) and a few broken ones
+// Deterministic: the same files every run. scripts/fuzz.sh runs it before the fuzzers.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "algorithms/compress/isgq.hpp"
+#include "fuzz/inputs.hpp"
+#include "gossip/wire.hpp"
+
+using namespace qgossip;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::mt19937 gen(20240611);
+
+std::vector<float> gaussian(std::size_t n, bool zeros) {
+  std::normal_distribution<float> normal(0.0f, 0.01f);
+  std::vector<float> v(n);
+  for (float& x : v) x = zeros ? 0.0f : (gen() % 8 == 0 ? 0.0f : normal(gen));
+  return v;
+}
+
+void write(const fs::path& dir, int& count, const std::vector<std::uint8_t>& bytes) {
+  char name[32];
+  std::snprintf(name, sizeof name, "seed-%04d", count++);
+  std::ofstream(dir / name, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+}
+
+std::vector<std::uint8_t> prefix(std::size_t spec, std::array<std::uint8_t, 4> s, std::uint8_t ctx) {
+  return {static_cast<std::uint8_t>(spec), s[0], s[1], s[2], s[3], ctx};
+}
+
+void append(std::vector<std::uint8_t>& out, const std::vector<std::byte>& bytes) {
+  for (std::byte b : bytes) out.push_back(std::to_integer<std::uint8_t>(b));
+}
+
+// A seed that the target would reject is a make_corpus bug (the input format drifted): fail loudly.
+void decodes(const status& st, std::size_t spec) {
+  if (st) return;
+  std::fprintf(stderr, "make_corpus: a seed of '%s' does not decode: %s\n", fuzz::kSpecs[spec], st.to_string().c_str());
+  std::exit(1);
+}
+
+int codec_seeds(const fs::path& dir) {
+  int count = 0;
+  for (std::size_t spec = 0; spec < fuzz::kSpecCount; ++spec) {
+    const codec_spec parsed = parse_codec_spec(fuzz::kSpecs[spec]);
+    if (fuzz::is_isgq(spec)) {
+      const auto codec = make_isgq(parsed);
+      for (const std::array<std::uint8_t, 4> s : {std::array<std::uint8_t, 4>{0, 5, 3, 0}, {1, 20, 7, 4},
+                                                  {0b1011, 2, 11, 9}, {0b0111, 23, 0, 11}})
+        for (const std::size_t batch : {1u, 3u, 8u}) {
+          const std::uint8_t ctx = static_cast<std::uint8_t>(count * 37);
+          fuzz::codec_shape shape = fuzz::shape_of(spec, s.data());
+          std::normal_distribution<float> normal(0.0f, 1.0f);
+          for (fc_factors& f : shape.fc) {
+            f.batch = batch;
+            f.x.resize(f.in * batch);
+            f.delta.resize(f.out * batch);
+            for (float& x : f.x) x = gen() % 3 == 0 ? 0.0f : std::abs(normal(gen));  // ReLU outputs
+            for (float& x : f.delta) x = 0.01f * normal(gen);
+          }
+          std::vector<std::byte> payload;
+          codec->encode(shape.fc, fuzz::context_of(ctx), payload);
+          std::vector<float> grad(shape.n);
+          decodes(codec->decode(payload, fuzz::context_of(ctx), shape.fc, grad), spec);
+          std::vector<std::uint8_t> seed = prefix(spec, s, ctx);
+          append(seed, payload);
+          write(dir, count, seed);
+        }
+      continue;
+    }
+    // Layer bounds matter to dither and mcgq only: the others get seeds without.
+    const bool layered = parsed.name == "dither" || parsed.name == "mcgq";
+    for (const std::size_t n : {0u, 1u, 5u, 64u, 333u, 1000u, 2048u})
+      for (std::uint8_t mode = 0; mode < (layered && n >= 64 ? 4 : 1); ++mode)
+        for (const bool zeros : {false, true}) {
+          if (zeros && n != 64) continue;
+          const std::array<std::uint8_t, 4> s{static_cast<std::uint8_t>(n & 0xff), static_cast<std::uint8_t>(n >> 8),
+                                              mode, 150};
+          const fuzz::codec_shape shape = fuzz::shape_of(spec, s.data());
+          const std::uint8_t ctx = static_cast<std::uint8_t>(count * 37);
+          std::vector<std::byte> payload;
+          const auto codec = make_compressor(parsed, shape.layers);
+          codec->encode(gaussian(n, zeros), fuzz::context_of(ctx), payload);
+          std::vector<float> out(n);
+          decodes(codec->decode(payload, fuzz::context_of(ctx), out), spec);
+          std::vector<std::uint8_t> seed = prefix(spec, s, ctx);
+          append(seed, payload);
+          write(dir, count, seed);
+        }
+  }
+  return count;
+}
+
+void frame(const fs::path& dir, int& count, std::uint8_t flags, const wire_header& h,
+           const std::vector<std::byte>& payload, std::size_t keep = SIZE_MAX) {
+  std::array<std::byte, kWireHeaderBytes> header;
+  encode_header(h, payload, header);
+  std::vector<std::uint8_t> seed{flags};
+  append(seed, std::vector<std::byte>(header.begin(), header.end()));
+  append(seed, payload);
+  if (keep < seed.size()) seed.resize(keep);
+  write(dir, count, seed);
+}
+
+int wire_seeds(const fs::path& dir) {
+  int count = 0;
+  // docs/wire.md's golden frame: rank 3, iteration 17, codec 2, tag 0xDEADBEEF, {1, -2, 0.5, 0}.
+  const std::vector<float> golden{1.0f, -2.0f, 0.5f, 0.0f};
+  std::vector<std::byte> raw(16);
+  std::memcpy(raw.data(), golden.data(), 16);
+  wire_header h{.kind = message_kind::train, .run_id = fuzz::kRunId, .sender = 3, .count = 4, .iteration = 17,
+                .codec = fuzz::kTrain.codec, .codec_tag = fuzz::kTrain.codec_tag, .payload_bytes = 16};
+  for (std::uint8_t flags = 0; flags < 4; ++flags) frame(dir, count, flags, h, raw);
+  // Real payloads: train frames of a few codecs (the codec fields left to check_codec), probes.
+  for (const char* spec : {"qsgd", "nuqsgd", "topk:ratio=0.5", "fp16"}) {
+    const auto codec = make_compressor(parse_codec_spec(spec));
+    std::vector<std::byte> payload;
+    codec->encode(gaussian(4, false), codec_context{}, payload);
+    wire_header t = h;
+    t.sender = 7;
+    t.codec = static_cast<std::uint16_t>(codec->id());
+    t.codec_tag = codec->params_tag();
+    t.payload_bytes = static_cast<std::uint32_t>(payload.size());
+    frame(dir, count, 2, t, payload);
+  }
+  std::vector<std::byte> probe(4 * fuzz::kProbe.count);
+  const std::vector<float> values = gaussian(fuzz::kProbe.count, false);
+  std::memcpy(probe.data(), values.data(), probe.size());
+  wire_header p{.kind = message_kind::probe, .run_id = fuzz::kRunId, .sender = 1, .count = fuzz::kProbe.count,
+                .iteration = 99, .codec = fuzz::kProbe.codec, .codec_tag = fuzz::kProbe.codec_tag,
+                .payload_bytes = static_cast<std::uint32_t>(probe.size())};
+  frame(dir, count, 0, p, probe);
+  // Broken: a truncated header, a foreign sender, an empty payload.
+  frame(dir, count, 0, h, raw, 1 + 20);
+  wire_header stranger = h;
+  stranger.sender = 4;
+  frame(dir, count, 1, stranger, raw);
+  wire_header empty = h;
+  empty.payload_bytes = 0;
+  frame(dir, count, 0, empty, {});
+  return count;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: make_corpus DIR\n");
+    return 2;
+  }
+  const fs::path codec_dir = fs::path(argv[1]) / "codec_decode", wire_dir = fs::path(argv[1]) / "wire_header";
+  fs::create_directories(codec_dir);
+  fs::create_directories(wire_dir);
+  const int codecs = codec_seeds(codec_dir), frames = wire_seeds(wire_dir);
+  std::printf("make_corpus: %d codec_decode seeds, %d wire_header seeds in %s\n", codecs, frames, argv[1]);
+  return 0;
+}
