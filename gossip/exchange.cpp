@@ -77,6 +77,12 @@ std::string_view to_string(reject_reason reason) {
       return "peer_mismatch";
     case reject_reason::gap:
       return "gap";
+    case reject_reason::auth:
+      return "auth";
+    case reject_reason::handshake:
+      return "handshake";
+    case reject_reason::identity:
+      return "identity";
   }
   return "unknown";
 }
@@ -118,8 +124,30 @@ void exchange::reject(reject_reason reason, int peer, const std::string& detail)
   const auto& nb = options_.neighbours;
   auto it = std::lower_bound(nb.begin(), nb.end(), peer);
   if (it != nb.end() && *it == peer) ++rejected_this_round_[static_cast<std::size_t>(it - nb.begin())];
-  note("rejected a message from transport peer " + std::to_string(peer) + " (" +
-       std::string(to_string(reason)) + "): " + detail);
+  if (!options_.log) return;
+  flush_log_limits();
+  if (reject_log_.allow(static_cast<std::size_t>(reason)))
+    note("rejected a message from transport peer " + std::to_string(peer) + " (" +
+         std::string(to_string(reason)) + "): " + detail);
+}
+
+void exchange::flush_log_limits() {
+  reject_log_.flush([this](std::size_t reason, std::uint64_t suppressed) {
+    note("... and " + std::to_string(suppressed) + " more messages rejected (" +
+         std::string(to_string(static_cast<reject_reason>(reason))) + ") within " +
+         std::to_string(std::chrono::duration_cast<std::chrono::seconds>(reject_log_.window()).count()) +
+         " s, not logged one by one");
+  });
+}
+
+void exchange::absorb_refusals() {
+  const transport_refusals r = transport_.refusals();
+  stats_.rejected[static_cast<std::size_t>(reject_reason::auth)] = r.auth;
+  stats_.rejected[static_cast<std::size_t>(reject_reason::handshake)] = r.handshake;
+  stats_.rejected[static_cast<std::size_t>(reject_reason::identity)] = r.identity;
+  refusal_lines_.clear();
+  transport_.take_refusal_log(refusal_lines_);
+  for (const std::string& line : refusal_lines_) note(line);
 }
 
 status exchange::fail(status s) {
@@ -317,6 +345,7 @@ status exchange::round(message_kind kind, std::uint64_t iteration, const outgoin
     const auto slice_end = options_.should_stop ? std::min(deadline, wait_start + kStopCheckInterval) : deadline;
     status s = transport_.receive(slice_end, rx_);
     stats_.wait_time += transport_clock::now() - wait_start;
+    absorb_refusals();
     if (s.code() == errc::timeout && slice_end < deadline) continue;
     if (s.code() == errc::timeout)
       return fail(status::error(errc::timeout, silent_message(kind, iteration, waited)));
@@ -330,6 +359,7 @@ status exchange::round(message_kind kind, std::uint64_t iteration, const outgoin
     handle(kind, codec, out);
   }
   ++stats_.rounds;
+  if (options_.log) flush_log_limits();
   return status::ok();
 }
 

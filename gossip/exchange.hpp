@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "core/status.hpp"
+#include "gossip/log_limiter.hpp"
 #include "gossip/transport.hpp"
 #include "gossip/wire.hpp"
 
@@ -54,7 +55,9 @@ struct exchange_options {
   std::uint64_t lookahead = 1;
   // Largest payload sent or accepted (match zmq_options::max_payload_bytes).
   std::uint32_t max_payload_bytes = 256u << 20;
-  // Called with one line per rejected, duplicate or expired message; may be empty.
+  // Called with one line per rejected, duplicate or expired message, and with the transport's lines
+  // about refused connections; may be empty. Rejections are rate-limited per reason (a few lines per
+  // 10 s, then one line counting the rest), so a flood of garbage cannot flood the log.
   std::function<void(const std::string&)> log;
   // When set, polled while a round waits (every kStopCheckInterval); returning true ends the round
   // with errc::cancelled. The node loop passes its SIGINT/SIGTERM flag here.
@@ -100,8 +103,12 @@ enum class reject_reason : std::uint8_t {
   count,
   peer_mismatch,  // the header's sender is not who the transport says sent it
   gap,            // an iteration two or more rounds ahead
+  // Refused by the transport before receive() (transport_refusals; docs/security.md):
+  auth,       // a connection whose CURVE key is not a neighbour's
+  handshake,  // a connection that failed the handshake (not ZeroMQ, another mechanism, wrong key)
+  identity,   // a message whose claimed routing id is not the rank its key proves
 };
-inline constexpr std::size_t kRejectReasons = 15;
+inline constexpr std::size_t kRejectReasons = 18;
 std::string_view to_string(reject_reason reason);
 
 struct exchange_stats {
@@ -115,7 +122,8 @@ struct exchange_stats {
   std::uint64_t messages_delivered = 0;                  // returned by round()
   std::uint64_t duplicates = 0;                          // repeats of delivered messages, or older iterations
   std::uint64_t expired = 0;                             // buffered for a round this node never ran
-  std::array<std::uint64_t, kRejectReasons> rejected{};  // indexed by reject_reason
+  std::array<std::uint64_t, kRejectReasons> rejected{};  // indexed by reject_reason; auth, handshake
+                                                         // and identity are the transport's refusals
   std::chrono::nanoseconds wait_time{0};                 // inside transport receive()
   std::chrono::nanoseconds send_time{0};                 // inside transport send
 
@@ -157,6 +165,9 @@ class exchange {
                const codec_expectation& codec, std::vector<inbound_message>& out);
   void expire_before(std::uint64_t iteration);
   void reject(reject_reason reason, int peer, const std::string& detail);
+  // Copies the transport's refusal counts into stats_ and logs its lines.
+  void absorb_refusals();
+  void flush_log_limits();
   void note(const std::string& line);
   status fail(status s);
   std::string silent_message(message_kind kind, std::uint64_t iteration,
@@ -181,6 +192,8 @@ class exchange {
   std::vector<int> rejected_this_round_;  // per neighbour
   inbound_frames rx_;
   std::array<std::byte, kWireHeaderBytes> header_{};
+  log_limiter reject_log_;                   // per reject_reason
+  std::vector<std::string> refusal_lines_;  // scratch for absorb_refusals
 };
 
 }  // namespace qgossip

@@ -79,6 +79,8 @@ class emulated_link_transport final : public transport {
   // message's due time, whichever is first, and loops: the wrapper sends on time while the node waits.
   status receive(transport_clock::time_point deadline, inbound_frames& out) override;
   std::string peer_address(int peer) const override { return inner_.peer_address(peer); }
+  transport_refusals refusals() const override { return inner_.refusals(); }
+  void take_refusal_log(std::vector<std::string>& lines) override { inner_.take_refusal_log(lines); }
 
   // Hands over everything still queued, sleeping until each message is due. ok when the outbox is
   // empty; errc::timeout when a message would only be due after deadline (it and those behind it

@@ -10,6 +10,7 @@
 // Thread safety: one transport object is used by one thread at a time.
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <string>
 #include <vector>
@@ -26,6 +27,17 @@ struct inbound_frames {
   int peer = -1;  // who sent it, as the transport identifies the link (-1: unknown)
   std::vector<std::byte> header;
   std::vector<std::byte> payload;
+};
+
+// Connections and messages a transport refused itself, so that they never reached receive()
+// (cumulative since it was made). The exchange adds them to its rejected counts (reasons auth,
+// handshake, identity). Only the ZeroMQ transport refuses anything; see docs/security.md.
+struct transport_refusals {
+  std::uint64_t auth = 0;       // connections whose key is not one of the allowed peers' (CURVE, ZAP)
+  std::uint64_t handshake = 0;  // connections that failed the handshake: not ZeroMQ, another security
+                                // mechanism, a client without this node's public key
+  std::uint64_t identity = 0;   // messages whose claimed identity (routing id) is not the rank their
+                                // connection authenticated as
 };
 
 class transport {
@@ -51,6 +63,12 @@ class transport {
   // Where peer is reached, for error messages ("tcp://10.0.0.3:29500"); empty when there is nothing
   // more useful to say than the rank.
   virtual std::string peer_address(int peer) const { return {}; }
+
+  // What this transport refused so far (see transport_refusals). Callable from the thread using it.
+  virtual transport_refusals refusals() const { return {}; }
+  // Appends the log lines describing refusals since the last call: the transport keeps a few per
+  // reason and window and summarizes the rest ("... 93 more ... not logged one by one").
+  virtual void take_refusal_log(std::vector<std::string>& lines) {}
 };
 
 }  // namespace qgossip

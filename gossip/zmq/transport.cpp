@@ -5,9 +5,12 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cstring>
 #include <string_view>
 
 #include "core/errors.hpp"
+#include "gossip/zmq/connection_guard.hpp"
+#include "gossip/zmq/curve_keys.hpp"
 
 namespace qgossip {
 namespace {
@@ -59,6 +62,37 @@ int parse_rank(const zmq::message_t& id) {
   return rank;
 }
 
+// The rank in a ZAP user id ("User-Id" message property): decimal text, as the guard writes it.
+int parse_rank(const char* text) {
+  if (!text) return -1;
+  int rank = -1;
+  const char* end = text + std::strlen(text);
+  auto [p, ec] = std::from_chars(text, end, rank);
+  if (ec != std::errc() || p != end || rank < 0) return -1;
+  return rank;
+}
+
+// Checks the CURVE keys (config_error naming what is wrong) and returns public key -> rank.
+std::map<std::string, int> check_curve_keys(int rank, const zmq_curve_keys& k) {
+  if (!curve_available())
+    throw config_error("network.security curve: this libzmq has no CURVE (it was built without libsodium); "
+                       "install one with CURVE, or set network.security: none");
+  if (!is_curve_key(k.secret_key) || !is_curve_key(k.public_key))
+    throw config_error("rank " + std::to_string(rank) + "'s CURVE keypair is malformed (expected 40 Z85 characters each)");
+  if (curve_public_key(k.secret_key) != k.public_key)
+    throw config_error("rank " + std::to_string(rank) + "'s CURVE public key does not belong to its secret key");
+  std::map<std::string, int> allowed;
+  for (const auto& [peer, key] : k.peers) {
+    if (!is_curve_key(key))
+      throw config_error("rank " + std::to_string(peer) + "'s CURVE public key is malformed (expected 40 Z85 characters)");
+    if (key == k.public_key || !allowed.emplace(key, peer).second)
+      throw config_error("rank " + std::to_string(peer) + " has the same CURVE public key as rank " +
+                         std::to_string(key == k.public_key ? rank : allowed.at(key)) +
+                         ": every rank needs a keypair of its own");
+  }
+  return allowed;
+}
+
 int ms(std::chrono::milliseconds d) { return static_cast<int>(std::min<std::int64_t>(d.count(), INT32_MAX)); }
 
 }  // namespace
@@ -71,6 +105,9 @@ struct zmq_transport::impl {
 
   zmq_options options;
   zmq::context_t context;  // declared first: destroyed last, after every socket is closed
+  refusal_log refusals;
+  // Destroyed after the inbound socket: the ZAP handler outlives every connection it vouches for.
+  std::unique_ptr<connection_guard> guard;
   zmq::socket_t inbound;
   std::string bound;
   std::map<int, link> links;
@@ -88,16 +125,30 @@ zmq_transport::zmq_transport(int rank, const std::string& bind_endpoint, zmq_opt
              "send_timeout=" << options.send_timeout.count() << "ms linger=" << options.linger.count()
                              << "ms send_hwm=" << options.send_hwm << " receive_hwm=" << options.receive_hwm);
   check_endpoint(bind_endpoint, /*for_bind=*/true);
+  std::optional<std::map<std::string, int>> allowed;
+  if (options.curve) allowed = check_curve_keys(rank, *options.curve);
   auto& in = impl_->inbound;
   in = zmq::socket_t(impl_->context, zmq::socket_type::router);
   in.set(zmq::sockopt::linger, 0);  // the ROUTER never sends
   in.set(zmq::sockopt::rcvhwm, options.receive_hwm);
+  // ZeroMQ checks the size of each frame as it travels, handshake commands included. Under CURVE a
+  // frame travels inside a MESSAGE command (name, nonce, authenticator, flags: 33 bytes more), and
+  // the handshake's HELLO (200 bytes) and INITIATE (about 300) must fit too, whatever the payloads.
+  constexpr std::uint64_t kCurveFrameOverhead = 64, kCurveHandshakeBytes = 4096;
+  const std::uint64_t largest = std::max<std::uint64_t>(options.max_payload_bytes, 48);
   in.set(zmq::sockopt::maxmsgsize,
-         static_cast<std::int64_t>(std::max<std::uint64_t>(options.max_payload_bytes, 48)));
-  // A neighbour's DEALER that reconnects (a dropped TCP connection the ROUTER has not noticed yet)
-  // keeps its routing id; without handover ZeroMQ would refuse the new connection.
-  in.set(zmq::sockopt::router_handover, 1);
+         static_cast<std::int64_t>(options.curve ? std::max(largest + kCurveFrameOverhead, kCurveHandshakeBytes)
+                                                 : largest));
+  // Never hand a connected peer's routing id to a newcomer (see the top of transport.hpp).
+  in.set(zmq::sockopt::router_handover, 0);
+  if (options.curve) {
+    in.set(zmq::sockopt::curve_server, 1);
+    in.set(zmq::sockopt::curve_secretkey, options.curve->secret_key);
+    in.set(zmq::sockopt::zap_domain, "qgossip");
+  }
   if (bind_endpoint.find('[') != std::string::npos) in.set(zmq::sockopt::ipv6, 1);
+  // Before the bind: no connection may arrive before its gatekeeper does.
+  impl_->guard = std::make_unique<connection_guard>(impl_->context, in, std::move(allowed), impl_->refusals);
   try {
     in.bind(bind_endpoint);
   } catch (const zmq::error_t& e) {
@@ -127,7 +178,18 @@ void zmq_transport::connect(int peer, const std::string& endpoint) {
   check_endpoint(endpoint, /*for_bind=*/false);
   const zmq_options& o = impl_->options;
   zmq::socket_t s(impl_->context, zmq::socket_type::dealer);
-  s.set(zmq::sockopt::routing_id, std::to_string(rank_));
+  if (o.curve) {
+    auto key = o.curve->peers.find(peer);
+    if (key == o.curve->peers.end())
+      throw config_error("rank " + std::to_string(rank_) + " has no CURVE public key for its neighbour rank " +
+                         std::to_string(peer));
+    // The receiver names us by our key; a routing id would only be something to squat.
+    s.set(zmq::sockopt::curve_serverkey, key->second);
+    s.set(zmq::sockopt::curve_publickey, o.curve->public_key);
+    s.set(zmq::sockopt::curve_secretkey, o.curve->secret_key);
+  } else {
+    s.set(zmq::sockopt::routing_id, std::to_string(rank_));
+  }
   s.set(zmq::sockopt::sndhwm, o.send_hwm);
   s.set(zmq::sockopt::sndtimeo, ms(o.send_timeout));
   s.set(zmq::sockopt::linger, ms(o.linger));
@@ -144,6 +206,12 @@ void zmq_transport::connect(int peer, const std::string& endpoint) {
 }
 
 const std::string& zmq_transport::bound_endpoint() const { return impl_->bound; }
+
+bool zmq_transport::secure() const { return impl_->options.curve.has_value(); }
+
+transport_refusals zmq_transport::refusals() const { return impl_->refusals.counts(); }
+
+void zmq_transport::take_refusal_log(std::vector<std::string>& lines) { impl_->refusals.take(lines); }
 
 std::string zmq_transport::peer_address(int peer) const {
   auto it = impl_->links.find(peer);
@@ -198,7 +266,8 @@ status zmq_transport::receive(transport_clock::time_point deadline, inbound_fram
         continue;
       }
       if (!m.inbound.recv(m.id, zmq::recv_flags::dontwait)) continue;  // raced away; poll again
-      out.peer = parse_rank(m.id);
+      const int claimed = parse_rank(m.id);  // -1 for a routing id ZeroMQ generated
+      out.peer = claimed;
       // ROUTER delivers [routing id][header][payload]; anything else is drained and reported.
       int frames = 0;
       bool more = m.id.more();
@@ -212,13 +281,30 @@ status zmq_transport::receive(transport_clock::time_point deadline, inbound_fram
         ++frames;
         more = m.payload.more();
       }
-      if (frames != 2 || more) {
-        zmq::message_t rest;
-        while (more) {
-          (void)m.inbound.recv(rest, zmq::recv_flags::none);
-          ++frames;
-          more = rest.more();
+      zmq::message_t rest;
+      while (more) {
+        (void)m.inbound.recv(rest, zmq::recv_flags::none);
+        ++frames;
+        more = rest.more();
+      }
+      if (m.options.curve) {
+        // Who sent it is the rank its connection's key proved (the ZAP user id every message of an
+        // authenticated connection carries), whatever routing id the client chose.
+        const int proven = frames > 0 ? parse_rank(zmq_msg_gets(m.header.handle(), "User-Id")) : -1;
+        if (proven < 0 || (claimed >= 0 && claimed != proven)) {
+          m.refusals.refuse(refusal_log::kind::identity, [&] {
+            const char* address = frames > 0 ? zmq_msg_gets(m.header.handle(), "Peer-Address") : nullptr;
+            return "refused a message from " + std::string(address ? address : "an unknown address") +
+                   (proven < 0 ? std::string(" without an authenticated rank")
+                               : " on a link authenticated as rank " + std::to_string(proven)) +
+                   " that claims routing id " + (claimed >= 0 ? std::to_string(claimed) : std::string("(generated)")) +
+                   " (identity)";
+          });
+          continue;
         }
+        out.peer = proven;
+      }
+      if (frames != 2) {
         return status::error(errc::corrupt,
                              "malformed message from transport peer " + std::to_string(out.peer) +
                                  ": expected 2 frames (header, payload), received " + std::to_string(frames));

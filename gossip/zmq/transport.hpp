@@ -1,9 +1,29 @@
 #pragma once
 // The ZeroMQ transport: each node binds ONE inbound ROUTER socket at its endpoint and connects one
-// outbound DEALER per neighbour, whose ZMQ_ROUTING_ID is the sender's rank (decimal text), so the
-// receiver learns who sent a message from the link itself (the exchange checks it against the
-// header's sender). A message is two frames, header then payload; the payload is copied once per
-// send_all() into a ZeroMQ message that every neighbour's copy shares.
+// outbound DEALER per neighbour; the receiver learns who sent a message from the link itself (the
+// exchange checks it against the header's sender). A message is two frames, header then payload;
+// the payload is copied once per send_all() into a ZeroMQ message that every neighbour's copy shares.
+//
+// Security (docs/security.md), chosen by zmq_options::curve:
+//  - CURVE (set; network.security: curve, the default): every connection is authenticated and
+//    encrypted (CurveZMQ). The ROUTER is the CURVE server with this node's secret key; each DEALER
+//    is a CURVE client with this node's keypair that expects its neighbour's public key. A ZAP
+//    handler (gossip/zmq/connection_guard.hpp) admits only the peers' public keys and names each
+//    connection by the rank its key belongs to; every inbound message is attributed to that
+//    authenticated rank (its "User-Id"), never to the routing id the client picked. DEALERs set no
+//    routing id (ZeroMQ generates one), so no routing id can be squatted; a client that claims a
+//    rank as routing id other than the one its key proves has each message refused (identity).
+//  - none (unset): ZeroMQ's NULL mechanism, plain text, nothing authenticated. Each DEALER's
+//    ZMQ_ROUTING_ID is its rank (decimal text), which is all the receiver knows of the sender.
+// In both modes ZMQ_ROUTER_HANDOVER stays off: a second connection presenting a routing id that a
+// connected peer holds never takes over that peer's link: ZeroMQ (4.3) leaves the newcomer unnamed
+// and delivers nothing it sends (tests/gossip/zmq_security_test.cpp). The price, without CURVE: a
+// neighbour whose DEALER reconnects while its old connection still looks alive to this node is not
+// heard on the new one (rare: both ends of a TCP connection normally see it end, and a reconnect
+// loses the messages in flight anyway, so the round would time out either way). Under CURVE the
+// routing ids are ZeroMQ's own and unique, so neither a squatter nor a reconnect can collide.
+// Connections refused (not ZeroMQ, another mechanism, a key not listed) and messages refused
+// (identity) are counted and logged, rate-limited: refusals() and take_refusal_log().
 //
 // Flow control blocks rather than drops: a DEALER whose queue (send_hwm) is full blocks send()
 // for up to send_timeout (then errc::timeout), and the ROUTER stops reading a connection whose
@@ -11,18 +31,29 @@
 // queue and leave when it binds. On destruction, queued messages get up to `linger` to leave.
 //
 // Endpoints: "tcp://host:port" (for bind, host may be 0.0.0.0 or *, and port * picks a free one:
-// see bound_endpoint()) and "ipc://path". Nothing here reads environment variables or files.
+// see bound_endpoint()) and "ipc://path". Nothing here reads environment variables or files (keys
+// come in zmq_options; gossip/zmq/curve_keys.hpp reads and writes key files).
 // Thread safety: one thread at a time (ZeroMQ sockets are not thread-safe; moving the object to
-// another thread between calls is fine).
+// another thread between calls is fine). The connection guard runs a thread of its own.
 #include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "gossip/transport.hpp"
 
 namespace qgossip {
+
+// This node's CURVE keypair and its peers' public keys, all Z85 (gossip/zmq/curve_keys.hpp).
+struct zmq_curve_keys {
+  std::string public_key;
+  std::string secret_key;
+  // Rank -> public key of every peer: the only clients the inbound socket admits (named by that
+  // rank), and the server key each outbound connection to that rank expects.
+  std::map<int, std::string> peers;
+};
 
 struct zmq_options {
   // Largest payload frame accepted. The inbound socket's ZMQ_MAXMSGSIZE is set to it: ZeroMQ drops
@@ -44,6 +75,8 @@ struct zmq_options {
   std::chrono::milliseconds reconnect_interval_max{2000};
   // ZeroMQ I/O threads of this node's context.
   int io_threads = 1;
+  // Set: CURVE on every socket (see the top of this file). Unset: no security (NULL mechanism).
+  std::optional<zmq_curve_keys> curve;
 };
 
 class zmq_transport final : public transport {
@@ -51,7 +84,8 @@ class zmq_transport final : public transport {
   // Binds bind_endpoint, then connects to each neighbour (rank -> endpoint). Throws config_error
   // for a malformed endpoint, a neighbour equal to rank, or a failed bind, e.g. "cannot bind
   // tcp://127.0.0.1:29500: Address already in use (is another qgossip node or program using this
-  // port?)". A neighbour need not be running yet.
+  // port?)"; with CURVE, also for malformed keys, a neighbour without a key, two ranks sharing a
+  // key, or a libzmq without CURVE. A neighbour need not be running yet.
   zmq_transport(int rank, const std::string& bind_endpoint, const std::map<int, std::string>& neighbours,
                 zmq_options options = {});
   // Binds only; add neighbours with connect() (e.g. after every node bound a wildcard port).
@@ -65,8 +99,11 @@ class zmq_transport final : public transport {
   // For a run that failed, where the neighbours that would receive them are gone or stopping.
   void abandon_queued();
 
-  // Adds a neighbour. Throws config_error as the constructor does (or when peer is already known).
+  // Adds a neighbour. Throws config_error as the constructor does (or when peer is already known,
+  // or, with CURVE, has no key in options.curve->peers).
   void connect(int peer, const std::string& endpoint);
+  // True when the links are CURVE-authenticated and encrypted.
+  [[nodiscard]] bool secure() const;
 
   int rank() const { return rank_; }
   // The endpoint actually bound, wildcards resolved ("tcp://127.0.0.1:41873").
@@ -75,8 +112,11 @@ class zmq_transport final : public transport {
   status send(int peer, std::span<const std::byte> header, std::span<const std::byte> payload) override;
   status send_all(std::span<const int> peers, std::span<const std::byte> header,
                   std::span<const std::byte> payload) override;
+  // With CURVE, out.peer is the rank the connection authenticated as.
   status receive(transport_clock::time_point deadline, inbound_frames& out) override;
   std::string peer_address(int peer) const override;
+  transport_refusals refusals() const override;
+  void take_refusal_log(std::vector<std::string>& lines) override;
 
  private:
   struct impl;

@@ -9,6 +9,7 @@
 #include "node/launch/launcher.hpp"
 #include "node/launch/subprocess.hpp"
 #include "node/config/topology_builder.hpp"
+#include "node/run/node_network.hpp"
 
 namespace qgossip {
 
@@ -52,6 +53,8 @@ void add_launch_command(CLI::App& app, int* exit_code) {
       "(CUDA_VISIBLE_DEVICES) when GPUs are present, shows one live progress line, forwards Ctrl-C, and if a\n"
       "node fails stops the others and names it. Then checks replicas (qgossip verify) and draws the plot.\n"
       "Node logs: runs/<name>/node-<rank>.log (stderr), node-<rank>.csv, node-<rank>.json, run.json.\n"
+      "With network.security: curve (the default) it first generates the nodes' missing CURVE keypairs in\n"
+      "network.keys_dir (runs/<name>/keys; docs/security.md).\n"
       "For several hosts, start `qgossip run` on each (ssh or srun) instead: see the README.\n"
       "--exec-prefix runs each node's command line behind a prefix, split at spaces (no quoting) with\n"
       "{rank} replaced by the node's rank: --exec-prefix 'ip netns exec qg{rank}' starts node r in network\n"
@@ -80,6 +83,14 @@ void add_launch_command(CLI::App& app, int* exit_code) {
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
     if (ec) throw config_error("cannot create " + dir.string() + ": " + ec.message());
+    if (c.network.security == "curve") {
+      // Every node's keypair, before any node starts (docs/security.md); existing keys are kept.
+      const std::filesystem::path keys = keys_directory(c);
+      if (const int made = ensure_run_keys(keys, c.topology.n); made > 0)
+        std::fprintf(stderr, "generated %d CURVE keypairs in %s/ (secret keys mode 0600)\n", made, keys.c_str());
+    } else {
+      std::fprintf(stderr, "warning: network.security is none: links are neither authenticated nor encrypted\n");
+    }
 
     const int gpus = count_local_gpus();
     std::vector<node_process> nodes;

@@ -87,7 +87,7 @@ void add_topology_command(CLI::App& app, int* exit_code) {
                   "Override a value of the run YAML first, as qgossip launch does, e.g. --set topology.n=16");
   cmd->add_flag("--json", opt->json, "Print the report as one JSON object (see below)");
   cmd->callback([opt, exit_code] {
-    YAML::Node root = load_yaml_file(opt->file);
+    YAML::Node root = load_yaml_file(opt->file, "a topology or run YAML file");
     const bool is_run = root.IsMap() && root["topology"];
     if (!is_run && !opt->sets.empty())
       throw config_error(opt->file + ": --set applies to a run YAML (with a topology section), not to a topology YAML");

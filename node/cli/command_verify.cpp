@@ -10,6 +10,14 @@ namespace qgossip {
 int print_replica_check(const std::string& run_dir) {
   replica_check_result r = check_replicas(run_dir);
   for (const auto& p : r.problems) std::fprintf(stderr, "verify: %s\n", p.c_str());
+  if (!r.finished()) {
+    for (const auto& u : r.unfinished) std::fprintf(stderr, "verify: %s\n", u.c_str());
+    std::fprintf(stderr,
+                 "verify: %s: the run did not finish, so its copies were not compared (they differ mid-run); "
+                 "verify a run whose every node ended with status ok\n",
+                 run_dir.c_str());
+    return 2;
+  }
   for (const auto& m : r.mismatches) std::fprintf(stderr, "verify: MISMATCH %s\n", m.c_str());
   if (r.copies_kind.empty() && r.problems.empty()) {
     std::printf("verify: %d nodes; this algorithm holds no copies of its neighbours\n", r.nodes);
@@ -29,7 +37,9 @@ void add_verify_command(CLI::App& app, int* exit_code) {
   auto* cmd = app.add_subcommand("verify", "Check that every replica/estimate in a finished run equals its owner's");
   cmd->footer(
       "Reads runs/<name>/node-<rank>.json. DCD-PSGD: node i's replica of j must hash-equal j's model.\n"
-      "ECD-PSGD: node i's estimate of j must hash-equal j's own estimate. Exit 0 when all match.");
+      "ECD-PSGD: node i's estimate of j must hash-equal j's own estimate. Exit 0 when all match, 1 when\n"
+      "some do not, 2 when the run did not finish (a node with no summary, a status other than ok, or\n"
+      "fewer rounds than the others): then nothing is compared and the unfinished nodes are named.");
   auto dir = std::make_shared<std::string>();
   cmd->add_option("RUN_DIR", *dir, "Run directory (runs/<name>)")->required();
   cmd->callback([dir, exit_code] { *exit_code = print_replica_check(*dir); });

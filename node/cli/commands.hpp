@@ -12,5 +12,6 @@ void add_plot_command(CLI::App& app, int* exit_code);      // PNG figures from r
 void add_verify_command(CLI::App& app, int* exit_code);    // replicas/estimates equal their owners
 void add_codec_command(CLI::App& app, int* exit_code);     // measure a codec; write/read its payload
 void add_logs_command(CLI::App& app, int* exit_code);      // per-node table, spread and warnings of a run
+void add_keys_command(CLI::App& app, int* exit_code);      // CURVE keypairs of a run's nodes
 
 }  // namespace qgossip

@@ -3,6 +3,7 @@
 // 3 the model diverged, 130 interrupted.
 #include <cstdio>
 #include <exception>
+#include <new>
 
 #include <CLI/CLI.hpp>
 
@@ -24,6 +25,7 @@ int main(int argc, char** argv) {
   qgossip::add_verify_command(app, &exit_code);
   qgossip::add_codec_command(app, &exit_code);
   qgossip::add_logs_command(app, &exit_code);
+  qgossip::add_keys_command(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -32,6 +34,12 @@ int main(int argc, char** argv) {
   } catch (const qgossip::config_error& e) {
     std::fprintf(stderr, "qgossip: error: %s\n", e.what());
     return 2;
+  } catch (const std::bad_alloc&) {
+    // The node's start-up names what it was allocating (node/run/node_setup.cpp); anything else
+    // still says what happened rather than a bare "std::bad_alloc".
+    std::fprintf(stderr, "qgossip: error: out of memory (an allocation failed; %s)\n",
+                 "a model, data set or topology larger than this host can hold?");
+    return 1;
   } catch (const qgossip::invariant_error& e) {
     std::fprintf(stderr, "qgossip: internal error (a bug, please report it): %s\n", e.what());
     return 70;

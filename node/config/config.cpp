@@ -1,12 +1,17 @@
 #include "node/config/config.hpp"
 
 #include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <limits>
+#include <map>
 
 #include "algorithms/compress/isgq.hpp"
 #include "core/hash.hpp"
 #include "node/config/yaml_reader.hpp"
+#include "topology/graph.hpp"
 
 namespace qgossip {
 
@@ -24,6 +29,7 @@ const std::vector<std::string> kDatasets{"fashion-mnist", "cifar10", "npy", "syn
 const std::vector<std::string> kPartitions{"iid", "label"};
 const std::vector<std::string> kSchedules{"constant", "step", "multistep", "cosine"};
 const std::vector<std::string> kTransports{"tcp", "ipc"};
+const std::vector<std::string> kSecurity{"curve", "none"};
 
 std::string one_of(const std::vector<std::string>& names) {
   std::string s;
@@ -44,14 +50,29 @@ std::string get_choice(yaml_reader& r, std::string_view key, std::string def, co
   throw r.error_at(*node, msg);
 }
 
+// A number as a person would write it: 0, 1e-12, 0.999999, 1e+06 (the shortest text that reads
+// back as the same double), not std::to_string's 0.000000.
+std::string number_text(double v) {
+  char buf[32];
+  for (int precision = 1; precision <= 17; ++precision) {
+    std::snprintf(buf, sizeof buf, "%.*g", precision, v);
+    if (std::strtod(buf, nullptr) == v) break;
+  }
+  return buf;
+}
+std::string number_text(std::int64_t v) { return std::to_string(v); }
+
+// The position of key's value, or of the mapping when the key is absent (a default out of range).
+YAML::Node value_node(yaml_reader& r, std::string_view key) {
+  auto node = r.child(key);
+  return node ? *node : YAML::Node();
+}
+
 template <class T>
 T in_range(yaml_reader& r, std::string_view key, T value, T lo, T hi) {
-  if (value < lo || value > hi) {
-    auto node = r.child(key);
-    throw r.error_at(node ? *node : YAML::Node(), r.key_path(key) + ": " + std::to_string(value) +
-                                                      " is out of range [" + std::to_string(lo) + ", " +
-                                                      std::to_string(hi) + "]");
-  }
+  if (value < lo || value > hi)
+    throw r.error_at(value_node(r, key), r.key_path(key) + ": " + number_text(value) + " is out of range [" +
+                                             number_text(lo) + ", " + number_text(hi) + "]");
   return value;
 }
 
@@ -63,6 +84,31 @@ double get_double_in(yaml_reader& r, std::string_view key, double def, double lo
   return in_range<double>(r, key, r.get_double(key, def), lo, hi);
 }
 
+// A quantity that must be > 0 (a rate, a length of time): "train.lr: the learning rate must be > 0,
+// got 0" rather than a range whose lower end is a tiny stand-in for zero. `smallest` is the least
+// value accepted (a guard against underflow downstream), `what` names the quantity.
+double get_positive_double(yaml_reader& r, std::string_view key, double def, double smallest, double hi,
+                           const std::string& what) {
+  const double v = r.get_double(key, def);
+  const std::string say = r.key_path(key) + ": " + what;
+  if (v <= 0) throw r.error_at(value_node(r, key), say + " must be > 0, got " + number_text(v));
+  if (v < smallest)
+    throw r.error_at(value_node(r, key),
+                     say + " must be at least " + number_text(smallest) + ", got " + number_text(v));
+  if (v > hi)
+    throw r.error_at(value_node(r, key),
+                     say + " must be at most " + number_text(hi) + ", got " + number_text(v));
+  return v;
+}
+
+// Host names that mean the same address, so that "localhost" and "127.0.0.1" are one host when
+// ports are compared.
+std::string same_host_key(const std::string& host) {
+  std::string h;
+  for (char ch : host) h += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return h == "localhost" ? "127.0.0.1" : h;
+}
+
 topology_config parse_topology(yaml_reader& r) {
   topology_config t;
   t.file = r.file();
@@ -72,15 +118,33 @@ topology_config parse_topology(yaml_reader& r) {
   t.base_port = get_int_in(r, "base_port", t.base_port, 1, 65535);
   t.rows = get_int_in(r, "rows", 0, 0, 1 << 16);
   t.cols = get_int_in(r, "cols", 0, 0, 1 << 16);
-  t.dim = get_int_in(r, "dim", 0, 0, 20);
+  t.dim = get_int_in(r, "dim", 0, 0, 62);
 
+  // Where each listed node's port was given (its value, or the node's mapping when it defaults to
+  // base_port + i), for the duplicate-port message.
+  std::vector<YAML::Node> port_nodes;
   if (auto nodes = r.child("nodes")) {
     if (!nodes->IsSequence()) throw r.error_at(*nodes, "topology.nodes: expected a list of {host, port, gpu}");
+    if (nodes->size() > static_cast<std::size_t>(kMaxNodes))
+      throw r.error_at(*nodes, "topology.nodes lists " + std::to_string(nodes->size()) + " nodes; at most " +
+                                   std::to_string(kMaxNodes) + " are supported");
     for (std::size_t i = 0; i < nodes->size(); ++i) {
-      yaml_reader nr((*nodes)[i], r.file(), "topology.nodes[" + std::to_string(i) + "]");
+      const std::string path = "topology.nodes[" + std::to_string(i) + "]";
+      yaml_reader nr((*nodes)[i], r.file(), path);
       node_address a;
       a.host = nr.get_string("host", t.host);
-      a.port = get_int_in(nr, "port", t.base_port + static_cast<int>(i), 1, 65535);
+      if (a.host.empty()) throw nr.error(path + ".host: empty host name");
+      if (auto port = nr.child("port")) {
+        a.port = get_int_in(nr, "port", 0, 1, 65535);
+        port_nodes.push_back(*port);
+      } else {
+        const std::int64_t p = std::int64_t{t.base_port} + static_cast<std::int64_t>(i);
+        if (p > 65535)
+          throw nr.error(path + ": no port given, and base_port + " + std::to_string(i) + " = " +
+                         std::to_string(p) + " is past 65535 (give the node a port, or lower base_port)");
+        a.port = static_cast<int>(p);
+        port_nodes.push_back((*nodes)[i]);
+      }
       a.gpu = get_int_in(nr, "gpu", -1, -1, 1024);
       nr.finish();
       t.nodes.push_back(a);
@@ -107,17 +171,59 @@ topology_config parse_topology(yaml_reader& r) {
       t.matrix.push_back(std::move(values));
     }
   }
-  int default_n = !t.nodes.empty() ? static_cast<int>(t.nodes.size())
-                  : t.graph == "torus" && t.rows > 0 && t.cols > 0 ? t.rows * t.cols
-                  : t.graph == "hypercube" && t.dim > 0           ? (1 << t.dim)
-                  : !t.matrix.empty()                             ? static_cast<int>(t.matrix.size())
-                                                                  : 0;
-  t.n = get_int_in(r, "n", default_n, 0, 1 << 16);
+  // The number of nodes, in 64 bits (a torus of 65536x32768 would overflow an int), refused above
+  // kMaxNodes (topology/graph.hpp: W is dense, the analysis O(n^3)).
+  const std::string most = "; at most " + std::to_string(kMaxNodes) + " nodes are supported";
+  if (t.graph == "torus" && t.rows > 0 && t.cols > 0) {
+    const std::int64_t cells = std::int64_t{t.rows} * std::int64_t{t.cols};
+    if (cells > kMaxNodes)
+      throw r.error_at(value_node(r, "rows"), "topology: a torus of " + std::to_string(t.rows) + "x" +
+                                                  std::to_string(t.cols) + " has " + std::to_string(cells) +
+                                                  " nodes" + most);
+  }
+  if (t.graph == "hypercube" && t.dim > 0 && (std::int64_t{1} << t.dim) > kMaxNodes)
+    throw r.error_at(value_node(r, "dim"), "topology: a hypercube of dim " + std::to_string(t.dim) +
+                                               " has 2^" + std::to_string(t.dim) + " = " +
+                                               std::to_string(std::int64_t{1} << t.dim) + " nodes" + most);
+  if (t.matrix.size() > static_cast<std::size_t>(kMaxNodes))
+    throw r.error_at(value_node(r, "matrix"),
+                     "topology.matrix has " + std::to_string(t.matrix.size()) + " rows" + most);
+  const std::int64_t default_n = !t.nodes.empty() ? std::int64_t(t.nodes.size())
+                                 : t.graph == "torus" && t.rows > 0 && t.cols > 0
+                                     ? std::int64_t{t.rows} * t.cols
+                                 : t.graph == "hypercube" && t.dim > 0 ? std::int64_t{1} << t.dim
+                                 : !t.matrix.empty()                   ? std::int64_t(t.matrix.size())
+                                                                       : 0;
+  const std::int64_t n = r.get_int("n", default_n);
+  if (n > kMaxNodes)
+    throw r.error_at(value_node(r, "n"), "topology.n: " + std::to_string(n) + " nodes" + most);
+  t.n = static_cast<int>(in_range<std::int64_t>(r, "n", n, 0, kMaxNodes));
   if (t.n < 1) throw r.error("topology: missing 'n' (the number of nodes), or list them under 'nodes'");
   if (!t.nodes.empty() && static_cast<int>(t.nodes.size()) != t.n)
     throw r.error("topology: n is " + std::to_string(t.n) + " but 'nodes' lists " + std::to_string(t.nodes.size()));
-  if (t.nodes.empty())
+  if (t.nodes.empty()) {
+    const std::int64_t last = std::int64_t{t.base_port} + t.n - 1;
+    if (last > 65535)
+      throw r.error_at(value_node(r, "base_port"),
+                       "topology: base_port " + std::to_string(t.base_port) +
+                           " with n = " + std::to_string(t.n) + " puts node " + std::to_string(t.n - 1) +
+                           " on port " + std::to_string(last) +
+                           ", past 65535 (node r listens on base_port + r): lower base_port");
     for (int i = 0; i < t.n; ++i) t.nodes.push_back({t.host, t.base_port + i, -1});
+  } else {
+    // Two nodes on one host cannot listen on one port: the second would fail to bind (or, across
+    // hosts that name themselves alike, the neighbours would reach the wrong node).
+    std::map<std::pair<std::string, int>, std::size_t> taken;
+    for (std::size_t i = 0; i < t.nodes.size(); ++i) {
+      const auto [it, fresh] = taken.emplace(std::pair{same_host_key(t.nodes[i].host), t.nodes[i].port}, i);
+      if (!fresh)
+        throw r.error_at(port_nodes[i], "topology.nodes[" + std::to_string(i) + "]: " + t.nodes[i].host +
+                                            ":" + std::to_string(t.nodes[i].port) + " is already node " +
+                                            std::to_string(it->second) + "'s (" + t.nodes[it->second].host +
+                                            ":" + std::to_string(t.nodes[it->second].port) +
+                                            "); nodes on the same host need different ports");
+    }
+  }
   if (t.weights == "explicit" && t.matrix.empty())
     throw r.error("topology: weights: explicit needs 'matrix' (n rows of n weights)");
   if (t.weights != "explicit" && !t.matrix.empty())
@@ -240,7 +346,8 @@ std::string canonical_yaml(const run_config& c) {
     << "round_timeout_s" << YAML::Value << nw.round_timeout_s << YAML::Key << "linger_s" << YAML::Value
     << nw.linger_s << YAML::Key << "emulate" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key
     << "rate_mbit" << YAML::Value << nw.emulate_rate_mbit << YAML::Key << "delay_ms" << YAML::Value
-    << nw.emulate_delay_ms << YAML::EndMap << YAML::Key << "shaping" << YAML::Value << nw.shaping << YAML::EndMap;
+    << nw.emulate_delay_ms << YAML::EndMap << YAML::Key << "shaping" << YAML::Value << nw.shaping
+    << YAML::Key << "security" << YAML::Value << nw.security << YAML::EndMap;  // keys_dir: host-local
   y << YAML::Key << "output" << YAML::Value << YAML::BeginMap << YAML::Key << "dir" << YAML::Value << c.output_dir
     << YAML::EndMap;
   y << YAML::EndMap;
@@ -255,11 +362,11 @@ const std::vector<std::string>& algorithm_names() {
 }
 
 topology_config load_topology_config(const std::string& file) {
-  return load_topology_node(load_yaml_file(file), file, "topology");
+  return load_topology_node(load_yaml_file(file, "a topology YAML file"), file, "topology");
 }
 
 run_config load_run_config(const std::string& file, const std::vector<std::string>& overrides) {
-  YAML::Node root = load_yaml_file(file);
+  YAML::Node root = load_yaml_file(file, "a run YAML file");
   for (const auto& o : overrides) apply_override(root, o);
   yaml_reader r(root, file, "");
   run_config c;
@@ -288,8 +395,8 @@ run_config load_run_config(const std::string& file, const std::vector<std::strin
   if (auto a = r.child("algorithm"); a && a->IsMap()) {
     yaml_reader ar(*a, file, "algorithm");
     c.algorithm = get_choice(ar, "name", c.algorithm, algorithm_names());
-    c.algorithm_params.consensus_step =
-        get_double_in(ar, "consensus_step", c.algorithm_params.consensus_step, 1e-9, 1.0);
+    c.algorithm_params.consensus_step = get_positive_double(
+        ar, "consensus_step", c.algorithm_params.consensus_step, 1e-9, 1.0, "the consensus step size");
     if (c.algorithm != "choco" && ar.has("consensus_step"))
       throw ar.error("algorithm.consensus_step is only read by choco");
     ar.finish();
@@ -299,7 +406,12 @@ run_config load_run_config(const std::string& file, const std::vector<std::strin
   c.compressor = parse_compressor(r);
 
   c.device = get_choice(r, "device", c.device, kDevices);
+  // Where a model too large is reported: model.hidden, else model. (reset: a YAML::Node assigned
+  // to would have its referent overwritten.)
+  YAML::Node model_size_at;
+  if (auto node = r.child("model")) model_size_at.reset(*node);
   if (auto m = r.map("model")) {
+    if (auto h = m->child("hidden")) model_size_at.reset(*h);
     c.model.kind = get_choice(*m, "kind", c.model.kind, kModels);
     std::vector<std::int64_t> def(c.model.hidden.begin(), c.model.hidden.end());
     if (c.model.kind != "mlp") def.clear();
@@ -354,15 +466,16 @@ run_config load_run_config(const std::string& file, const std::vector<std::strin
   }
 
   if (auto t = r.map("train")) {
-    c.train.epochs = get_double_in(*t, "epochs", c.train.epochs, 1e-6, 1e6);
+    c.train.epochs = get_positive_double(*t, "epochs", c.train.epochs, 1e-6, 1e6, "the number of epochs");
     c.train.batch = get_int_in(*t, "batch", c.train.batch, 1, 1 << 20);
-    c.train.lr.lr = get_double_in(*t, "lr", c.train.lr.lr, 1e-12, 1e6);
+    c.train.lr.lr = get_positive_double(*t, "lr", c.train.lr.lr, 1e-12, 1e6, "the learning rate");
     if (auto s = t->map("schedule")) {
       auto& sc = c.train.lr;
       sc.total_epochs = c.train.epochs;  // cosine decays over the whole run
       sc.kind = parse_lr_kind(get_choice(*s, "kind", to_string(sc.kind), kSchedules));
-      sc.gamma = get_double_in(*s, "gamma", sc.gamma, 1e-12, 1.0);
-      sc.step_epochs = get_double_in(*s, "step_epochs", sc.step_epochs, 1e-9, 1e6);
+      sc.gamma = get_positive_double(*s, "gamma", sc.gamma, 1e-12, 1.0, "the decay factor");
+      sc.step_epochs =
+          get_positive_double(*s, "step_epochs", sc.step_epochs, 1e-9, 1e6, "the step length in epochs");
       sc.warmup_epochs = get_double_in(*s, "warmup_epochs", sc.warmup_epochs, 0.0, 1e6);
       sc.warmup_start = get_double_in(*s, "warmup_start", sc.warmup_start, 0.0, 1.0);
       sc.final_factor = get_double_in(*s, "final_factor", sc.final_factor, 0.0, 1.0);
@@ -383,7 +496,8 @@ run_config load_run_config(const std::string& file, const std::vector<std::strin
     c.train.eval_every = get_double_in(*t, "eval_every", c.train.eval_every, 0.0, 1e6);
     c.train.eval_examples = get_int_in(*t, "eval_examples", c.train.eval_examples, 0, 1 << 30);
     c.train.log_every = get_int_in(*t, "log_every", c.train.log_every, 1, 1 << 30);
-    c.train.diverge_loss = get_double_in(*t, "diverge_loss", c.train.diverge_loss, 1e-6, 1e300);
+    c.train.diverge_loss = get_positive_double(*t, "diverge_loss", c.train.diverge_loss, 1e-6, 1e300,
+                                               "the divergence threshold");
     c.train.momentum = get_double_in(*t, "momentum", c.train.momentum, 0.0, 0.999999);
     c.train.weight_decay = get_double_in(*t, "weight_decay", c.train.weight_decay, 0.0, 1e6);
     c.train.consensus_every = get_int_in(*t, "consensus_every", c.train.consensus_every, 0, 1 << 30);
@@ -392,8 +506,10 @@ run_config load_run_config(const std::string& file, const std::vector<std::strin
 
   if (auto n = r.map("network")) {
     c.network.transport = get_choice(*n, "transport", c.network.transport, kTransports);
-    c.network.start_timeout_s = get_double_in(*n, "start_timeout_s", c.network.start_timeout_s, 0.01, 86400);
-    c.network.round_timeout_s = get_double_in(*n, "round_timeout_s", c.network.round_timeout_s, 0.01, 86400);
+    c.network.start_timeout_s = get_positive_double(*n, "start_timeout_s", c.network.start_timeout_s, 0.01,
+                                                    86400, "the start time-out");
+    c.network.round_timeout_s = get_positive_double(*n, "round_timeout_s", c.network.round_timeout_s, 0.01,
+                                                    86400, "the round time-out");
     c.network.linger_s = get_double_in(*n, "linger_s", c.network.linger_s, 0.0, 3600);
     if (auto e = n->map("emulate")) {
       c.network.emulate_rate_mbit = get_double_in(*e, "rate_mbit", c.network.emulate_rate_mbit, 0.0, 1e6);
@@ -401,6 +517,8 @@ run_config load_run_config(const std::string& file, const std::vector<std::strin
       e->finish();
     }
     c.network.shaping = n->get_string("shaping", c.network.shaping);
+    c.network.security = get_choice(*n, "security", c.network.security, kSecurity);
+    c.network.keys_dir = n->get_string("keys_dir", c.network.keys_dir);
     n->finish();
   }
   if (auto o = r.map("output")) {
@@ -434,9 +552,55 @@ run_config load_run_config(const std::string& file, const std::vector<std::strin
   if (c.algorithm == "allreduce" && c.compressor.name != "identity")
     throw r.error("algorithm: allreduce sums full-precision gradients with a ring all-reduce; remove 'compressor' "
                   "or use allgather to send compressed gradients to every node");
+  // The model's size, where the data's shape is known without reading it (npy: at node start).
+  const bool shape_known = c.data.dataset != "npy";
+  const std::uint64_t dim = c.data.dataset == "fashion-mnist" ? 784
+                            : c.data.dataset == "cifar10"     ? 3072
+                                                          : static_cast<std::uint64_t>(c.data.synthetic_dim);
+  const std::uint64_t classes =
+      c.data.dataset == "synthetic" ? static_cast<std::uint64_t>(c.data.synthetic_classes) : 10;
+  if (shape_known) {
+    try {
+      check_model_size(c.model, dim, classes);
+    } catch (const config_error& e) {
+      throw r.error_at(model_size_at, e.message());
+    }
+  }
   c.canonical = canonical_yaml(c);
   c.run_id = hash64(c.canonical);
   return c;
+}
+
+std::uint64_t eigen_model_params(const model_spec& m, std::uint64_t dim, std::uint64_t classes) {
+  if (m.kind != "mlp" && m.kind != "softmax") return 0;
+  constexpr std::uint64_t kMax = std::numeric_limits<std::uint64_t>::max();
+  auto add = [](std::uint64_t a, std::uint64_t b) { return a > kMax - b ? kMax : a + b; };
+  auto mul = [](std::uint64_t a, std::uint64_t b) { return b != 0 && a > kMax / b ? kMax : a * b; };
+  std::vector<std::uint64_t> widths{dim};
+  if (m.kind == "mlp")
+    for (std::size_t h : m.hidden) widths.push_back(h);
+  widths.push_back(classes);
+  std::uint64_t total = 0;
+  for (std::size_t l = 0; l + 1 < widths.size(); ++l)
+    total = add(total, add(mul(widths[l], widths[l + 1]), widths[l + 1]));  // weights and biases
+  return total;
+}
+
+void check_model_size(const model_spec& m, std::uint64_t dim, std::uint64_t classes) {
+  const std::uint64_t params = eigen_model_params(m, dim, classes);
+  if (params <= kMaxModelParams) return;
+  std::string shape = std::to_string(dim);
+  if (m.kind == "mlp")
+    for (std::size_t h : m.hidden) shape += "-" + std::to_string(h);
+  shape += "-" + std::to_string(classes);
+  char gib[32];
+  std::snprintf(gib, sizeof gib, "%.1f", static_cast<double>(params) * sizeof(float) / double(1ull << 30));
+  const bool saturated = params == std::numeric_limits<std::uint64_t>::max();
+  throw config_error(
+      "model: " + m.kind + " " + shape + " has " + (saturated ? "more than 2^64" : std::to_string(params)) +
+      " parameters (" + gib + " GiB per copy of the model), more than the limit of " +
+      std::to_string(kMaxModelParams) + " (2^28)" +
+      (m.kind == "mlp" ? "; use narrower or fewer hidden layers" : "; use fewer features or classes"));
 }
 
 bool is_torch_model(const std::string& kind) {

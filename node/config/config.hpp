@@ -66,6 +66,14 @@ struct network_config {
   // Free text recorded in run.json saying how the network was shaped outside qgossip (e.g. by
   // scripts/cluster.sh: "tc tbf rate 10mbit on each node's veth"). Empty = not shaped outside.
   std::string shaping;
+  // curve | none. curve: every link authenticated and encrypted with CurveZMQ, connections admitted
+  // only from the topology's neighbours' keys (docs/security.md). none: plain text, no
+  // authentication (an explicit opt-out; the node warns at start).
+  std::string security = "curve";
+  // Where the CURVE keys are: node-<r>.key (rank r's secret, mode 0600) and node-<r>.pub for every
+  // rank. Empty = <output_dir>/<name>/keys, where `qgossip launch` generates them when absent
+  // (node/run/node_network.hpp keys_directory). Not part of the run id: hosts may keep keys apart.
+  std::string keys_dir;
 };
 
 struct run_config {
@@ -97,6 +105,19 @@ run_config load_run_config(const std::string& file, const std::vector<std::strin
 
 // Loads a topology YAML file (the `topology:` section's own format).
 topology_config load_topology_config(const std::string& file);
+
+// The most parameters an Eigen model (mlp, softmax) may have: 2^28, 1 GiB per copy in float, and a
+// node holds several copies (model, gradient, replicas or estimates of its neighbours, messages).
+inline constexpr std::uint64_t kMaxModelParams = std::uint64_t{1} << 28;
+
+// The parameters of an Eigen model (mlp or softmax; 0 for the others) on `dim` features and
+// `classes` classes: every layer's weights and biases, in 64 bits, saturating at UINT64_MAX.
+[[nodiscard]] std::uint64_t eigen_model_params(const model_spec& m, std::uint64_t dim, std::uint64_t classes);
+
+// Throws config_error (no position) naming the shape, the count and the limit when the model has
+// more than kMaxModelParams parameters. load_run_config checks this when the data's shape is known
+// from the config (every data set but npy); the node checks it again with the data it loaded.
+void check_model_size(const model_spec& m, std::uint64_t dim, std::uint64_t classes);
 
 // True for the model kinds the libtorch backend builds (lenet5, resnet20, torchscript).
 bool is_torch_model(const std::string& kind);

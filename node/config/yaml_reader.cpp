@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <sstream>
@@ -175,7 +176,11 @@ void yaml_reader::finish() const {
   }
 }
 
-YAML::Node load_yaml_file(const std::string& file) {
+YAML::Node load_yaml_file(const std::string& file, const std::string& expected) {
+  // A directory opens as a stream on Linux and reads as nothing: say what it is instead.
+  std::error_code ec;
+  if (std::filesystem::is_directory(file, ec))
+    throw config_error(file + " is a directory, expected " + expected);
   std::ifstream in(file);
   if (!in) throw config_error("cannot open " + file + ": " + std::strerror(errno));
   std::stringstream ss;

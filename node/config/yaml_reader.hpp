@@ -64,8 +64,9 @@ class yaml_reader {
 };
 
 // Loads a YAML file, throwing config_error with the file and the parser's line/column on a syntax
-// error and "cannot open FILE: reason" when it cannot be read.
-YAML::Node load_yaml_file(const std::string& file);
+// error, "cannot open FILE: reason" when it cannot be read, and "FILE is a directory, expected
+// <expected>" for a directory (which would otherwise read as an empty file).
+YAML::Node load_yaml_file(const std::string& file, const std::string& expected = "a YAML file");
 
 // Applies `--set a.b.c=value` to a document: creates the path's mappings as needed; the value is
 // parsed as YAML (so `--set model.hidden=[256,128]` works). Throws config_error on bad syntax.

@@ -17,6 +17,10 @@ constexpr std::uint32_t kImagesMagic = 0x00000803;  // unsigned byte, 3 dimensio
 constexpr std::uint32_t kLabelsMagic = 0x00000801;  // unsigned byte, 1 dimension
 constexpr std::size_t kFashionSide = 28;
 constexpr std::size_t kFashionClasses = 10;
+// The largest payload read_idx accepts (16 GiB: 300x Fashion-MNIST's training images), and the
+// first step of the buffer that grows as the payload arrives.
+constexpr std::uint64_t kMaxIdxBytes = std::uint64_t{1} << 34;
+constexpr std::size_t kReadChunk = std::size_t{1} << 20;
 
 struct gz_closer {
   void operator()(gzFile f) const { gzclose(f); }
@@ -77,6 +81,15 @@ std::uint32_t big_endian_u32(const std::uint8_t* p) {
          std::uint32_t{p[3]};
 }
 
+std::string decimal(unsigned __int128 v) {
+  std::string out;
+  do {
+    out.insert(out.begin(), static_cast<char>('0' + static_cast<int>(v % 10)));
+    v /= 10;
+  } while (v != 0);
+  return out;
+}
+
 std::string hex_magic(std::uint32_t m) {
   char buf[16];
   std::snprintf(buf, sizeof buf, "0x%08x", m);
@@ -102,21 +115,44 @@ idx_file read_idx(const std::string& path, std::uint32_t magic, const std::strin
             " bytes");
   }
   idx_file out;
-  std::size_t total = 1;
+  // The payload size the header claims: a product of up to three 32-bit values, exact in 128 bits.
+  unsigned __int128 claimed = 1;
   for (std::size_t k = 0; k < rank; ++k) {
-    const std::size_t d = big_endian_u32(header + 4 + 4 * k);
+    const std::uint32_t d = big_endian_u32(header + 4 + 4 * k);
     if (d == 0) in.fail("dimension " + std::to_string(k) + " is 0");
     out.dims.push_back(d);
-    // The product of three 32-bit values can overflow; a real file is far below 2^40 bytes anyway.
-    if (total > (std::size_t{1} << 40) / d) in.fail("dimensions too large");
-    total *= d;
+    claimed *= d;
   }
-  out.data.resize(total);
-  const std::size_t got = in.read(out.data.data(), total);
-  if (got < total) {
-    in.fail("truncated: header promises " + std::to_string(total) + " data bytes, file has " +
-            std::to_string(got));
+  // What the header claims, in words: "60000 images of 28x28 (47040000 bytes)".
+  auto claim = [&] {
+    const std::string bytes = " (" + decimal(claimed) + " bytes)";
+    if (rank == 3)
+      return std::to_string(out.dims[0]) + " images of " + std::to_string(out.dims[1]) + "x" +
+             std::to_string(out.dims[2]) + bytes;
+    return std::to_string(out.dims[0]) + " labels" + bytes;
+  };
+  // Never allocate from the header alone: the buffer grows with the bytes that actually arrive (a
+  // plain file's size would bound it, but a gzip stream's decompressed size is known only by
+  // reading it), so a header claiming 2^40 bytes costs a chunk, not a failed 1 TiB allocation.
+  // A stream that really goes on past kMaxIdxBytes is refused there.
+  const std::size_t want = static_cast<std::size_t>(std::min<unsigned __int128>(claimed, kMaxIdxBytes + 1));
+  std::size_t got = 0;
+  out.data.reserve(std::min(want, kReadChunk));
+  while (got < want) {
+    const std::size_t chunk = std::min(want - got, std::max(kReadChunk, got));  // the buffer doubles
+    out.data.resize(got + chunk);
+    const std::size_t arrived = in.read(out.data.data() + got, chunk);
+    got += arrived;
+    if (arrived < chunk) break;
   }
+  out.data.resize(got);
+  if (got < claimed) {
+    if (got > kMaxIdxBytes)
+      in.fail("header claims " + claim() + ", more than this reader accepts (" +
+              std::to_string(kMaxIdxBytes) + " bytes)");
+    in.fail("header claims " + claim() + " but the file holds only " + std::to_string(got) + " bytes of data");
+  }
+  const std::size_t total = got;
   std::uint8_t extra[64];
   const std::size_t trailing = in.read(extra, sizeof extra);
   if (trailing != 0) {

@@ -3,7 +3,10 @@
 // a big-endian header (magic 0x00000803 for u8 images with count, rows, cols; 0x00000801 for u8
 // labels with count) followed by exactly count×rows×cols (resp. count) bytes.
 // Everything wrong with a file (cannot open, bad magic, zero dimension, truncated, trailing bytes,
-// corrupt gzip stream) is a config_error whose message names the file and what was wrong.
+// corrupt gzip stream) is a config_error whose message names the file and what was wrong. Nothing
+// is allocated from the header's numbers: the payload buffer grows with the bytes actually read,
+// and a header claiming fewer bytes than arrive, or more (e.g. 2^40), says "FILE: header claims N
+// images of RxC (B bytes) but the file holds only M bytes of data". Payloads above 16 GiB are refused.
 #include <cstddef>
 #include <cstdint>
 #include <string>

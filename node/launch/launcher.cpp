@@ -162,6 +162,15 @@ std::string signal_name(int sig) {
   }
 }
 
+// How a node ended, for the failure line: "failed (exit 3)", "was killed by signal 9 (SIGKILL)".
+std::string describe_end(int status) {
+  if (WIFSIGNALED(status))
+    return "was killed by signal " + std::to_string(WTERMSIG(status)) + " (" + signal_name(WTERMSIG(status)) +
+           ")";
+  if (WIFEXITED(status)) return "failed (exit " + std::to_string(WEXITSTATUS(status)) + ")";
+  return "failed (status " + std::to_string(status) + ")";
+}
+
 // "exit 3", "signal SIGSEGV".
 std::string describe_wait_status(int status) {
   if (WIFEXITED(status)) return "exit " + std::to_string(WEXITSTATUS(status));
@@ -534,8 +543,7 @@ class supervisor {
       if (!failed) continue;
       if (!c.failed_at) c.failed_at = clock_type::now();
       if (!c.signalled_by_us)
-        print_text("node " + std::to_string(c.rank) + " failed (" + describe_wait_status(c.wait_status) +
-                   ")");
+        print_text("node " + std::to_string(c.rank) + " " + describe_end(c.wait_status));
       if (stop_signal_ == 0) begin_stop(SIGTERM);
     }
   }
@@ -562,15 +570,20 @@ class supervisor {
       result.exit_code = 128 + interrupted_by_;
       result.failure = "interrupted by " + signal_name(interrupted_by_);
     } else if (first) {
-      result.exit_code = 1;
+      // Bad input found by the first node to fail (exit 2: its config, data files, ports) is bad
+      // input of the whole launch; any other failure is a run-time failure.
+      const bool bad_input = WIFEXITED(first->wait_status) && WEXITSTATUS(first->wait_status) == 2;
+      result.exit_code = bad_input ? 2 : 1;
       result.failed_rank = first->rank;
+      const bool killed = WIFSIGNALED(first->wait_status);
       std::string message = board_.node(first->slot).error;
       if (message.empty()) message = first->exec_error;
-      if (message.empty() && !first->log_path.empty())
+      // The last stderr line explains an exit (a node prints its error last); a node killed by a
+      // signal wrote nothing about it, and its last line (often the start-up banner) is no cause.
+      if (message.empty() && !killed && !first->log_path.empty())
         message = last_log_line(first->log_path, first->log_start);
-      result.failure = "node " + std::to_string(first->rank) + " failed (" +
-                       describe_wait_status(first->wait_status) + ")";
-      if (!message.empty()) result.failure += ": " + message;
+      result.failure = "node " + std::to_string(first->rank) + " " + describe_end(first->wait_status);
+      if (!message.empty()) result.failure += (killed ? " after reporting: " : ": ") + message;
     }
 
     if (options_.out) {

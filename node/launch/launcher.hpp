@@ -60,11 +60,15 @@ struct launch_options {
 };
 
 struct launch_result {
-  // 0: every node exited 0 without an error event. 1: a node failed. 128+signal: interrupted.
+  // 0: every node exited 0 without an error event. 2: the first node to fail exited 2 (bad input:
+  // its config, data files, ports). 1: a node failed otherwise. 128+signal: interrupted.
   int exit_code = 0;
   int failed_rank = -1;  // the rank of the first node to fail; -1 when none did
   // "node 3 failed (exit 1): <its error event's message, else the last non-empty line of its
-  // stderr log>"; "interrupted by SIGINT" when the launcher was signalled; empty on success.
+  // stderr log>"; "node 3 was killed by signal 9 (SIGKILL)" for a node that died of a signal (its
+  // log is not quoted: its last line says nothing about the kill; an error event it sent before is,
+  // after " after reporting: "); "interrupted by SIGINT" when the launcher was signalled; empty on
+  // success.
   std::string failure;
   std::vector<final_metrics> finals;  // one per node, in the order given to launch()
 };

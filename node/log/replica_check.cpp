@@ -1,5 +1,6 @@
 #include "node/log/replica_check.hpp"
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <regex>
@@ -43,6 +44,44 @@ replica_check_result check_replicas(const fs::path& run_dir) {
   if (ec) result.problems.push_back("cannot read " + run_dir.string() + ": " + ec.message());
   if (summaries.empty()) result.problems.push_back("no node-<rank>.json summaries in " + run_dir.string());
   result.nodes = static_cast<int>(summaries.size());
+
+  // An unfinished run first: its copies legitimately differ (a node stopped mid-round), so comparing
+  // them would report mismatches that are no fault. Every rank of run.json's n must have a summary
+  // with status ok and as many rounds as the most any node completed.
+  int expected = 0;
+  {
+    std::ifstream in(run_dir / "run.json");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    if (auto run = parse_flat_json(ss.str()))
+      if (const json_value* n = run->find("n"); n && std::holds_alternative<double>(*n))
+        expected = static_cast<int>(std::get<double>(*n));
+  }
+  for (int r = 0; r < expected; ++r)
+    if (!summaries.count(r))
+      result.unfinished.push_back("node " + std::to_string(r) + " has no summary (node-" + std::to_string(r) +
+                                  ".json): it did not finish, or has not yet");
+  double last_round = 0;
+  for (const auto& [rank, s] : summaries)
+    if (const json_value* v = s.find("rounds"); v && std::holds_alternative<double>(*v))
+      last_round = std::max(last_round, std::get<double>(*v));
+  for (const auto& [rank, s] : summaries) {
+    const std::string* status = string_field(s, "status");
+    const json_value* rounds = s.find("rounds");
+    const double done = rounds && std::holds_alternative<double>(*rounds) ? std::get<double>(*rounds) : -1;
+    const std::string who = "node " + std::to_string(rank);
+    if (!status || *status != "ok") {
+      const std::string* error = string_field(s, "error");
+      result.unfinished.push_back(who + " did not finish: status " + (status ? *status : "missing") +
+                                  " after " + std::to_string(static_cast<long long>(std::max(0.0, done))) +
+                                  " rounds" + (error && !error->empty() ? " (" + *error + ")" : ""));
+    } else if (done < last_round) {
+      result.unfinished.push_back(
+          who + " did not reach the last round: " + std::to_string(static_cast<long long>(done)) +
+          " rounds of " + std::to_string(static_cast<long long>(last_round)));
+    }
+  }
+  if (!result.unfinished.empty()) return result;
 
   for (const auto& [rank, s] : summaries) {
     const std::string* kind = string_field(s, "copies_kind");

@@ -18,7 +18,13 @@ struct replica_check_result {
   int edges_checked = 0;               // directed (holder, owner) pairs compared
   std::vector<std::string> mismatches; // "node 2's replica of 3 is 0x.. but node 3 has 0x.."
   std::vector<std::string> problems;   // unreadable or missing summaries
-  bool ok() const { return mismatches.empty() && problems.empty(); }
+  // The run did not finish, so its copies are not compared (they differ mid-run for no fault):
+  // "node 3 has no summary (node-3.json)", "node 1 did not finish: status interrupted (...)",
+  // "node 2 stopped after round 40 of 100". Ranks expected: 0..n-1 with n from run.json, else
+  // those with a summary. When not empty, mismatches is empty and edges_checked is 0.
+  std::vector<std::string> unfinished;
+  bool finished() const { return unfinished.empty(); }
+  bool ok() const { return mismatches.empty() && problems.empty() && unfinished.empty(); }
 };
 
 replica_check_result check_replicas(const std::filesystem::path& run_dir);

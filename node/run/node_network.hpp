@@ -5,6 +5,8 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -26,10 +28,40 @@ namespace qgossip {
 
 std::chrono::milliseconds to_ms(double seconds);
 
+// The addresses `host` resolves to (numeric text, each once). Throws config_error "<who>'s host
+// 'X' does not resolve (getaddrinfo: reason)" at once, instead of the connection being retried
+// until the start time-out.
+[[nodiscard]] std::vector<std::string> resolve_host(const std::string& host, const std::string& who);
+// True when the numeric address is one of this machine's: an interface's (getifaddrs) or loopback
+// (all of 127/8, ::1).
+[[nodiscard]] bool is_local_address(const std::string& address);
+// Over tcp (ipc names no hosts), before the node binds: this node's host and each peer's must
+// resolve (config_error naming the host, the rank and its topology.nodes[r].host). This node's own
+// host must be an address of this machine: a config_error when the node binds that address (a
+// loopback host); when it listens on every interface (any other host) `warn` is told instead,
+// since a routed or NAT'd name may still reach it.
+void check_hosts(const run_config& c, int rank, const std::vector<int>& peers,
+                 const std::function<void(const std::string&)>& warn);
+
+// Where the run's CURVE keys are (docs/security.md): network.keys_dir, else <output.dir>/<name>/keys.
+[[nodiscard]] std::filesystem::path keys_directory(const run_config& c);
+// For `qgossip launch`: gives every rank 0..n-1 without a secret key in dir a fresh keypair
+// (node-<r>.key, mode 0600, and node-<r>.pub), and a rank with a secret key but no public key its
+// public key; keeps the rest. Returns how many keypairs it generated. Throws config_error.
+int ensure_run_keys(const std::filesystem::path& dir, int n);
+// For `qgossip keys`: fresh keypairs for ranks 0..n-1 in dir. Throws config_error when one of the
+// files exists already, unless `replace`.
+void write_run_keys(const std::filesystem::path& dir, int n, bool replace);
+// This node's keys for the transport: its keypair (node-<rank>.key; node-<rank>.pub, when present,
+// must match it) and the public key of each peer. Throws config_error naming the file that is
+// missing, malformed, or readable by others.
+[[nodiscard]] zmq_curve_keys load_node_keys(const run_config& c, int rank, const std::vector<int>& peers);
+
 class node_network {
  public:
-  // Binds and connects (throws config_error for a port in use or a bad endpoint). Messages up to
-  // largest_message bytes; peers may run up to lookahead iterations ahead.
+  // Binds and connects (throws config_error for a port in use, a bad endpoint, or, with
+  // network.security curve, a missing or malformed key file). Messages up to largest_message bytes;
+  // peers may run up to lookahead iterations ahead. With security none, prints a warning line.
   node_network(const run_config& c, int rank, const std::vector<int>& peers, std::size_t largest_message,
                std::uint64_t lookahead);
 

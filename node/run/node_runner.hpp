@@ -2,9 +2,11 @@
 // One node of a run, from config to summary: `qgossip run --config RUN.yaml --rank R`.
 //
 // Start-up (topology, data, model, compressor, sockets) throws config_error with a clear message
-// (missing data file, port in use, bad weights...). After that, faults are values: a silent or
-// misbehaving neighbour, a diverged model or a stop signal end the loop cleanly, the summary
-// records why, and the return value says how it ended.
+// (missing data file, port in use, bad weights, a host that does not resolve, out of memory while
+// building something named...). A stop signal during start-up is not an error: the node writes a
+// summary with status interrupted and returns node_exit::interrupted. After that, faults are values: a silent
+// or misbehaving neighbour, a diverged model or a stop signal end the loop cleanly, the summary records why,
+// and the return value says how it ended.
 #include "node/config/config.hpp"
 
 namespace qgossip {
@@ -22,8 +24,13 @@ struct node_run_options {
 
 node_exit run_node(const run_config& config, int rank, const node_run_options& options = {});
 
-// Set by the SIGINT/SIGTERM handler that main() installs; the loop stops at the next round.
+// Set by the SIGINT/SIGTERM handler that `qgossip run` installs first thing (async-signal-safe: an
+// atomic flag). The loop stops at the next round, the exchange within its stop-check interval, and
+// the start-up (node_setup) at its next step; each way ends in a summary with status interrupted and
+// exit 130, a stop before round 1 included.
 void request_stop();
 bool stop_requested();
+// Clears the flag (for tests that run several nodes in one process).
+void clear_stop_request();
 
 }  // namespace qgossip

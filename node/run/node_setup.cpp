@@ -1,11 +1,14 @@
 #include "node/run/node_setup.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <new>
 #include <numeric>
 #include <sstream>
+#include <stdexcept>
 
 #include "core/errors.hpp"
 #include "core/hash.hpp"
@@ -34,7 +37,40 @@ mixing_row row_of(const topology& t, int rank) {
   return row;
 }
 
+// Runs f, turning a failed allocation inside into a config_error that says what was being
+// allocated (a bare "std::bad_alloc" names nothing). `what` is only built when needed.
+template <class F, class What>
+decltype(auto) allocating(What&& what, F&& f) {
+  try {
+    return f();
+  } catch (const std::bad_alloc&) {
+    throw config_error("out of memory while " + what() +
+                       "; make the model or the data smaller, or run fewer "
+                       "nodes on this host");
+  } catch (const std::length_error&) {
+    throw config_error("out of memory while " + what() + " (more elements than a vector can hold)");
+  }
+}
+
+std::string mib(std::uint64_t floats) {
+  std::ostringstream os;
+  os.precision(3);
+  os << static_cast<double>(floats) * sizeof(float) / double(1 << 20) << " MiB";
+  return os.str();
+}
+
+std::atomic<const char*> g_phase{"starting"};
+
+// The start-up moves on to `next`: a stop requested (SIGINT, SIGTERM) so far ends it here, else
+// `next` is what the node is now doing (for a stop the watchdog in run_node handles).
+void start_up_step(const char* next) {
+  if (stop_requested()) throw start_up_interrupted{std::string("before ") + next};
+  g_phase.store(next);
+}
+
 }  // namespace
+
+const char* start_up_phase() { return g_phase.load(); }
 
 void say(int rank, const std::string& text) {
   std::istringstream lines(text);
@@ -45,27 +81,67 @@ void say(int rank, const std::string& text) {
 node_setup::node_setup(const run_config& c, int r, const node_run_options& options)
     : config(c), rank(r), n(c.topology.n), schedule(c.train.lr) {
   if (rank < 0 || rank >= n)
-    throw config_error("--rank " + std::to_string(rank) + " is outside the topology's ranks 0.." +
-                       std::to_string(n - 1));
+    throw config_error("rank " + std::to_string(rank) + ": the rank must be in 0.." + std::to_string(n - 1) +
+                       " (the topology has " + std::to_string(n) + " nodes)");
+  start_up_step("building the topology");
   const topology topo = build_topology(c.topology);
   report = analyze(topo);
 
   // Data and model: the same x_1 on every node (the same seed).
-  data = load_shard(c.data, n, rank, c.seed);
+  start_up_step("loading the data");
+  data = allocating(
+      [&] {
+        return "loading the data (" + c.data.dataset +
+               (c.data.dataset == "synthetic" ? "" : " from " + c.data.dir) + ")";
+      },
+      [&] { return load_shard(c.data, n, rank, c.seed); });
+  start_up_step("building the model");
   model_spec spec = c.model;
   spec.device = resolve_device(c.device, spec.kind);  // the launcher set CUDA_VISIBLE_DEVICES: GPU 0 here
-  net = make_model(spec, data.train.dim, data.train.classes, data.train.shape);
-  std::vector<float> x0(net->num_params());
-  net->init(x0, c.seed);
+  // The config checked the size where the data's shape was known; npy data are known only now.
+  try {
+    check_model_size(spec, data.train.dim, data.train.classes);
+  } catch (const config_error& e) {
+    throw config_error(c.file, 0, 0, e.message());
+  }
+  const std::uint64_t planned = eigen_model_params(spec, data.train.dim, data.train.classes);
+  auto building = [&] {
+    return "building the model (" + spec.kind +
+           (planned ? ", " + std::to_string(planned) + " parameters, " + mib(planned) + " per copy"
+                    : std::string()) +
+           ")";
+  };
+  std::vector<float> x0;
+  allocating(building, [&] {
+    net = make_model(spec, data.train.dim, data.train.classes, data.train.shape);
+    x0.resize(net->num_params());
+    net->init(x0, c.seed);
+  });
+  start_up_step("building the compressor and the algorithm");
+  const std::size_t params = net->num_params();
 
-  factored = c.compressor.name == "isgq" ? make_isgq(c.compressor) : nullptr;
-  codec = make_compressor(factored ? codec_spec{"identity", {}} : c.compressor, net->layer_bounds());
-  if (factored) fc_shapes = net->fc_shapes();
+  allocating(
+      [&] {
+        return "building the compressor " + c.compressor.name + " for " + std::to_string(params) +
+               " parameters";
+      },
+      [&] {
+        factored = c.compressor.name == "isgq" ? make_isgq(c.compressor) : nullptr;
+        codec = make_compressor(factored ? codec_spec{"identity", {}} : c.compressor, net->layer_bounds());
+        if (factored) fc_shapes = net->fc_shapes();
+      });
   codec_description = factored ? factored->describe() : codec->describe();
 
   // The algorithm and whom it talks to.
   const mixing_row row = is_centralized(c.algorithm) ? complete_mixing_row(rank, n) : row_of(topo, rank);
-  alg = make_algorithm(c.algorithm, row, x0, c.algorithm_params);
+  allocating(
+      [&] {
+        return "allocating the state of " + c.algorithm + " (" + std::to_string(params) + " parameters, " +
+               mib(params) + " per vector, with copies for up to " + std::to_string(row.neighbours.size()) +
+               " neighbours)";
+      },
+      [&] { alg = make_algorithm(c.algorithm, row, x0, c.algorithm_params); });
+  start_up_step("writing the run's first logs");
   pattern = alg->pattern();
   const bool ring = pattern == communication::ring_allreduce;
   train_peers = row.neighbours;
@@ -103,7 +179,16 @@ node_setup::node_setup(const run_config& c, int r, const node_run_options& optio
                                       : codec->max_encoded_bytes(net->num_params()),
                              probing ? net->num_params() * sizeof(float) : std::size_t{0});
   lookahead = ring || probing ? static_cast<std::uint64_t>(std::max(n, 2)) : 1;
-  network = std::make_unique<node_network>(c, rank, peers, largest_message, lookahead);
+  start_up_step("opening the network");
+  // Host names that do not resolve, or that are not this machine's, are said now rather than after
+  // the start time-out.
+  check_hosts(c, rank, peers, [rank = rank](const std::string& line) { say(rank, line); });
+  network = allocating(
+      [&] {
+        return "opening the network (messages of up to " + std::to_string(largest_message) + " bytes, " +
+               std::to_string(lookahead) + " rounds ahead)";
+      },
+      [&] { return std::make_unique<node_network>(c, rank, peers, largest_message, lookahead); });
   exchange_options eo;
   eo.rank = rank;
   eo.neighbours = peers;
@@ -114,8 +199,16 @@ node_setup::node_setup(const run_config& c, int r, const node_run_options& optio
   eo.max_payload_bytes = network->max_payload_bytes();
   eo.log = [rank = rank](const std::string& line) { say(rank, line); };
   eo.should_stop = stop_requested;
-  ex = std::make_unique<exchange>(network->link(), eo);
-  if (ring && n > 1) reducer = std::make_unique<ring_allreduce>(*ex, rank, n);
+  allocating(
+      [&] {
+        return "allocating the exchange's buffers (" + std::to_string(peers.size()) +
+               " peers, messages of up to " + std::to_string(largest_message) + " bytes, " +
+               std::to_string(lookahead) + " rounds ahead)";
+      },
+      [&] {
+        ex = std::make_unique<exchange>(network->link(), eo);
+        if (ring && n > 1) reducer = std::make_unique<ring_allreduce>(*ex, rank, n);
+      });
 }
 
 std::string node_setup::describe_data() const {

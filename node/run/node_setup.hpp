@@ -1,8 +1,10 @@
 #pragma once
 // Everything a node builds before its first round, from the run config and its rank: topology,
 // data shard, model, codec, algorithm, peers, round counts, sampler, log, links and exchange.
-// Construction may throw config_error (missing data file, port in use, bad weights...); nothing
-// after it does. The round loop (node/run/round_steps.hpp) works on this.
+// Construction may throw config_error (missing data file, port in use, bad weights, a model too
+// large; a failed allocation is rephrased as one saying what was being allocated) or
+// start_up_interrupted (a stop signal before round 1); nothing after it does. The round loop
+// (node/run/round_steps.hpp) works on this.
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -68,6 +70,16 @@ struct node_setup {
   // The data set, its size and shape, standardization and augmentation (start-up line, run.json).
   [[nodiscard]] std::string describe_data() const;
 };
+
+// Thrown by node_setup's constructor when a stop was requested (SIGINT, SIGTERM) before the node
+// was ready; run_node catches it and writes the summary of a node interrupted at start-up.
+struct start_up_interrupted {
+  std::string doing;  // "before building the model", ...
+};
+
+// What node_setup is doing now ("loading the data", "opening the network"...). Thread-safe: the
+// watchdog that run_node keeps during start-up reads it.
+const char* start_up_phase();
 
 // Human-readable log lines on stderr, prefixed with the rank so interleaved output stays legible.
 void say(int rank, const std::string& text);

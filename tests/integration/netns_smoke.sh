@@ -93,7 +93,7 @@ rc=0
 timeout 30 bash "$cluster" --rate 20mbit --prefix "$prefix" --subnet "$subnet" --qgossip "$qgossip" \
   "$tmp/smoke.yaml" --plain --no-plot --set name=failed --set data.dataset=fashion-mnist \
   --set data.dir="$tmp/no-such-dir" >"$tmp/out.txt" 2>&1 || rc=$?
-((rc == 1)) || { cat "$tmp/out.txt"; fail "nodes without data: cluster.sh exited $rc, expected the launch's 1"; }
+((rc == 2)) || { cat "$tmp/out.txt"; fail "nodes without data: cluster.sh exited $rc, expected the launch's 2 (bad input)"; }
 leftovers "after a failed launch"
 
 # ---- a run stopped by SIGTERM is torn down -----------------------------------------------------

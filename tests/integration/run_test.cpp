@@ -162,6 +162,7 @@ TEST_CASE("a node whose neighbour never starts fails within the deadline, naming
   std::string y = ring_config("lonely", "dcd", "identity", tmp.path / "runs", free_port_range(8));
   y.replace(y.find("start_timeout_s: 30"), 19, "start_timeout_s: 2");
   write_file(cfg, y);
+  REQUIRE(run_qgossip({"keys", "--config", cfg.string()}).exit_code == 0);  // nodes started alone need keys
   process_result r = run_qgossip({"run", "--config", cfg.string(), "--rank", "0"});
   INFO(r.output);
   CHECK(r.exit_code == 1);
@@ -189,6 +190,7 @@ TEST_CASE("killing a node mid-run: its neighbours stop within the deadline and n
   std::string y = ring_config("victim", "dcd", "{name: qsgd, bits: 8}", tmp.path / "runs", free_port_range(8), 1000);
   y.replace(y.find("round_timeout_s: 20"), 19, "round_timeout_s: 2");
   write_file(cfg, y);
+  REQUIRE(run_qgossip({"keys", "--config", cfg.string()}).exit_code == 0);
   std::vector<background_process> nodes;
   for (int r = 0; r < 8; ++r)
     nodes.push_back(start_qgossip({"run", "--config", cfg.string(), "--rank", std::to_string(r)},

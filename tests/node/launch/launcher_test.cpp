@@ -228,7 +228,7 @@ TEST_CASE("a node killed by a signal is blamed, not the neighbour that fails aft
   INFO(out.str());
   CHECK(res.exit_code == 1);
   CHECK(res.failed_rank == 0);
-  CHECK(res.failure == "node 0 failed (signal SIGKILL): about to crash");
+  CHECK(res.failure == "node 0 was killed by signal 9 (SIGKILL)");
   CHECK(res.finals[1].error == "peer 0 vanished");  // node 1 did fail, later
 }
 

@@ -1,0 +1,174 @@
+// What the loader refuses before any node starts (the peer-node issue's "every input error caught at
+// load"): ports that collide or do not exist, node counts past the supported maximum (computed in
+// 64 bits), models too large, a directory given as the config, and range messages that read as a
+// person would write them.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <random>
+
+#include "core/errors.hpp"
+#include "node/config/config.hpp"
+#include "topology/graph.hpp"
+
+using namespace qgossip;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct scratch {
+  fs::path dir =
+      fs::temp_directory_path() / ("qgossip-config-limits-" + std::to_string(std::random_device{}()));
+  scratch() { fs::create_directories(dir); }
+  ~scratch() { fs::remove_all(dir); }
+  std::string write(const std::string& name, const std::string& text) const {
+    std::ofstream(dir / name) << text;
+    return (dir / name).string();
+  }
+};
+
+std::string error_of(const std::string& file, const std::vector<std::string>& sets = {}) {
+  try {
+    (void)load_run_config(file, sets);
+  } catch (const config_error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+}  // namespace
+
+TEST_CASE("two nodes on one host cannot share a port; localhost and 127.0.0.1 are one host") {
+  scratch s;
+  std::string f = s.write("dup.yaml",
+                          "topology:\n"
+                          "  graph: ring\n"
+                          "  nodes:\n"
+                          "    - {host: 10.0.0.1, port: 29500}\n"
+                          "    - {host: localhost, port: 29501}\n"
+                          "    - {host: 127.0.0.1, port: 29501}\n");
+  CHECK(error_of(f) ==
+        f + ":6:31: topology.nodes[2]: 127.0.0.1:29501 is already node 1's (localhost:29501); nodes "
+            "on the same host need different ports");
+  // The same port on different hosts is fine.
+  f = s.write("ok.yaml",
+              "topology:\n  graph: ring\n  nodes:\n    - {host: 10.0.0.1, port: 29500}\n"
+              "    - {host: 10.0.0.2, port: 29500}\n    - {host: 10.0.0.3, port: 29500}\n");
+  CHECK(error_of(f) == "(no error)");
+  // A node without a port takes base_port + its index, which may collide with one given.
+  f = s.write(
+      "implicit.yaml",
+      "topology:\n  graph: ring\n  base_port: 29500\n  nodes:\n    - {port: 29502}\n    - {}\n    - {}\n");
+  CHECK(error_of(f) ==
+        f + ":7:7: topology.nodes[2]: 127.0.0.1:29502 is already node 0's (127.0.0.1:29502); nodes "
+            "on the same host need different ports");
+}
+
+TEST_CASE("every port is in 1..65535, base_port + n - 1 included") {
+  scratch s;
+  std::string f =
+      s.write("p.yaml", "topology: {graph: ring, nodes: [{port: 70000}, {port: 2}, {port: 3}]}\n");
+  CHECK(error_of(f) == f + ":1:40: topology.nodes[0].port: 70000 is out of range [1, 65535]");
+  f = s.write("zero.yaml", "topology: {graph: ring, nodes: [{port: 1}, {port: 0}, {port: 3}]}\n");
+  CHECK(error_of(f) == f + ":1:51: topology.nodes[1].port: 0 is out of range [1, 65535]");
+  f = s.write("base.yaml", "topology: {graph: ring, n: 40, base_port: 65500}\n");
+  CHECK(error_of(f) ==
+        f + ":1:43: topology: base_port 65500 with n = 40 puts node 39 on port 65539, past 65535 "
+            "(node r listens on base_port + r): lower base_port");
+  f = s.write("edge.yaml", "topology: {graph: ring, n: 36, base_port: 65500}\n");  // 65535 exactly
+  CHECK(error_of(f) == "(no error)");
+  f = s.write("listed.yaml", "topology: {graph: ring, base_port: 65535, nodes: [{port: 100}, {}, {}]}\n");
+  CHECK(error_of(f) ==
+        f + ":1:64: topology.nodes[1]: no port given, and base_port + 1 = 65536 is past 65535 (give "
+            "the node a port, or lower base_port)");
+}
+
+TEST_CASE("node counts are computed in 64 bits and refused above the supported maximum") {
+  scratch s;
+  REQUIRE(kMaxNodes == 4096);
+  std::string f = s.write("torus.yaml", "topology:\n  graph: torus\n  rows: 65536\n  cols: 32768\n");
+  CHECK(error_of(f) ==
+        f + ":3:9: topology: a torus of 65536x32768 has 2147483648 nodes; at most 4096 nodes are "
+            "supported");
+  f = s.write("torus-ok.yaml", "topology:\n  graph: torus\n  rows: 64\n  cols: 64\n");  // 4096 exactly
+  CHECK(error_of(f) == "(no error)");
+  f = s.write("cube.yaml", "topology: {graph: hypercube, dim: 20}\n");
+  CHECK(error_of(f) ==
+        f + ":1:35: topology: a hypercube of dim 20 has 2^20 = 1048576 nodes; at most 4096 nodes are "
+            "supported");
+  f = s.write("cube-huge.yaml", "topology: {graph: hypercube, dim: 40}\n");  // 2^40: no int overflow either
+  CHECK(error_of(f).find("has 2^40 = 1099511627776 nodes") != std::string::npos);
+  f = s.write("n.yaml", "topology: {graph: ring, n: 5000}\n");
+  CHECK(error_of(f) == f + ":1:28: topology.n: 5000 nodes; at most 4096 nodes are supported");
+  f = s.write("n-huge.yaml", "topology: {graph: ring, n: 4294967298}\n");  // 2^32 + 2: not wrapped to 2
+  CHECK(error_of(f) == f + ":1:28: topology.n: 4294967298 nodes; at most 4096 nodes are supported");
+}
+
+TEST_CASE("model size: counted in 64 bits, refused above 2^28 parameters at load") {
+  model_spec m;
+  m.kind = "mlp";
+  m.hidden = {1048576};
+  CHECK(eigen_model_params(m, 784, 10) == 784ull * 1048576 + 1048576 + 1048576ull * 10 + 10);
+  m.hidden = {1048576, 1048576, 1048576};
+  CHECK(eigen_model_params(m, 1048576, 1048576) == 4ull * (1ull << 40) + 4ull * (1 << 20));
+  // Past 2^64 (no config gets there, but the count must not wrap to something small): saturates.
+  CHECK(eigen_model_params(m, std::uint64_t{1} << 62, 1024) == std::numeric_limits<std::uint64_t>::max());
+  model_spec soft;
+  soft.kind = "softmax";
+  soft.hidden.clear();
+  CHECK(eigen_model_params(soft, 784, 10) == 7850);
+  model_spec torch;
+  torch.kind = "resnet20";
+  CHECK(eigen_model_params(torch, 3072, 10) == 0);  // fixed architectures: not counted here
+
+  scratch s;
+  std::string f = s.write("big.yaml",
+                          "topology: {graph: ring, n: 4}\n"
+                          "model: {kind: mlp, hidden: [1048576]}\n");  // Fashion-MNIST: 784 -> 10
+  CHECK(error_of(f) ==
+        f + ":2:28: model: mlp 784-1048576-10 has 833617930 parameters (3.1 GiB per copy of the "
+            "model), more than the limit of 268435456 (2^28); use narrower or fewer hidden layers");
+  f = s.write("soft.yaml",
+              "topology: {graph: ring, n: 4}\nmodel: {kind: softmax}\n"
+              "data: {dataset: synthetic, synthetic: {dim: 1048576, classes: 65536}}\n");
+  CHECK(error_of(f).find("model: softmax 1048576-65536 has 68719542272 parameters") != std::string::npos);
+  f = s.write("fits.yaml", "topology: {graph: ring, n: 4}\nmodel: {kind: mlp, hidden: [4096, 4096]}\n");
+  CHECK(error_of(f) == "(no error)");
+  // npy: the shape is known only once the node reads the files (node/run checks it then).
+  f = s.write("npy.yaml",
+              "topology: {graph: ring, n: 4}\nmodel: {kind: mlp, hidden: [1048576]}\n"
+              "data: {dataset: npy, dir: /nowhere}\n");
+  CHECK(error_of(f) == "(no error)");
+}
+
+TEST_CASE("a directory given as the config says so") {
+  scratch s;
+  CHECK(error_of(s.dir.string()) == s.dir.string() + " is a directory, expected a run YAML file");
+  fs::create_directories(s.dir / "topo.d");
+  std::string f = s.write("run.yaml", "topology: topo.d\n");
+  CHECK(error_of(f) == f + ":1:11: topology: " + (s.dir / "topo.d").string() +
+                           " is a directory, expected a topology YAML file");
+}
+
+TEST_CASE("quantities that must be positive say so, and ranges print their numbers as written") {
+  scratch s;
+  std::string f = s.write("lr.yaml", "topology: {graph: ring, n: 4}\ntrain: {lr: 0}\n");
+  CHECK(error_of(f) == f + ":2:13: train.lr: the learning rate must be > 0, got 0");
+  f = s.write("neg.yaml", "topology: {graph: ring, n: 4}\ntrain: {lr: -0.5}\n");
+  CHECK(error_of(f) == f + ":2:13: train.lr: the learning rate must be > 0, got -0.5");
+  f = s.write("tiny.yaml", "topology: {graph: ring, n: 4}\ntrain: {lr: 1e-13}\n");
+  CHECK(error_of(f) == f + ":2:13: train.lr: the learning rate must be at least 1e-12, got 1e-13");
+  f = s.write("huge.yaml", "topology: {graph: ring, n: 4}\ntrain: {lr: 2e6}\n");
+  CHECK(error_of(f) == f + ":2:13: train.lr: the learning rate must be at most 1e+06, got 2e+06");
+  f = s.write("epochs.yaml", "topology: {graph: ring, n: 4}\ntrain: {epochs: 0}\n");
+  CHECK(error_of(f) == f + ":2:17: train.epochs: the number of epochs must be > 0, got 0");
+  f = s.write("timeout.yaml", "topology: {graph: ring, n: 4}\nnetwork: {round_timeout_s: 0}\n");
+  CHECK(error_of(f) == f + ":2:28: network.round_timeout_s: the round time-out must be > 0, got 0");
+  // Other ranges: the numbers as written (std::to_string would print 0.000000 and 0.999999).
+  f = s.write("momentum.yaml", "topology: {graph: ring, n: 4}\ntrain: {momentum: 1}\n");
+  CHECK(error_of(f) == f + ":2:19: train.momentum: 1 is out of range [0, 0.999999]");
+  f = s.write("skew.yaml", "topology: {graph: ring, n: 4}\ndata: {skew: 1.25}\n");
+  CHECK(error_of(f) == f + ":2:14: data.skew: 1.25 is out of range [0, 1]");
+}

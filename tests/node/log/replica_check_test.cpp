@@ -1,0 +1,89 @@
+// `qgossip verify` on a run that did not finish: its copies differ mid-run for no fault, so the check
+// names the nodes that did not finish (no summary, a status other than ok, fewer rounds) instead of
+// reporting hash mismatches. Summaries are written by the real run_log.
+#include "node/log/replica_check.hpp"
+
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <random>
+#include <string>
+
+#include "node/log/run_log.hpp"
+
+using namespace qgossip;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct scratch {
+  fs::path dir = fs::temp_directory_path() / ("qgossip-verify-test-" + std::to_string(getpid()) + "-" +
+                                              std::to_string(std::random_device{}()));
+  scratch() { fs::create_directories(dir); }
+  ~scratch() { fs::remove_all(dir); }
+};
+
+// A DCD ring of n: node r holds replicas of r-1 and r+1; `model` gives each node's model hash and
+// `held` the hash of the replica node r holds of owner.
+void write_node(const fs::path& dir, int n, int r, const std::string& status, std::uint64_t rounds,
+                std::uint64_t model, std::uint64_t held) {
+  run_log log(dir, r, false);
+  if (r == 0) log.write_run_json("ring", "name: ring\n", n, "dcd", "qsgd", "mlp", 1, "", "none", "");
+  node_summary s;
+  s.rank = r;
+  s.status = status;
+  s.error = status == "ok" ? "" : "interrupted by a signal at round " + std::to_string(rounds);
+  s.rounds = rounds;
+  s.model_hash = model;
+  s.copies_kind = "replica";
+  s.copies = {{(r + n - 1) % n, held}, {(r + 1) % n, held}};
+  log.finish(s);
+}
+
+bool has(const std::vector<std::string>& lines, const std::string& part) {
+  return std::any_of(lines.begin(), lines.end(),
+                     [&](const std::string& l) { return l.find(part) != std::string::npos; });
+}
+
+}  // namespace
+
+TEST_CASE("a finished run with equal copies passes") {
+  scratch s;
+  for (int r = 0; r < 3; ++r) write_node(s.dir, 3, r, "ok", 100, 7, 7);
+  const replica_check_result res = check_replicas(s.dir);
+  CHECK(res.finished());
+  CHECK(res.ok());
+  CHECK(res.edges_checked == 6);
+}
+
+TEST_CASE("an unfinished run names its unfinished nodes and compares nothing") {
+  scratch s;
+  // Node 0 finished, node 1 was interrupted at round 40 (its model and replicas differ), node 2 left
+  // no summary.
+  write_node(s.dir, 3, 0, "ok", 100, 7, 7);
+  write_node(s.dir, 3, 1, "interrupted", 40, 9, 3);
+  const replica_check_result res = check_replicas(s.dir);
+  INFO(res.unfinished.size());
+  CHECK(!res.finished());
+  CHECK(!res.ok());
+  CHECK(res.mismatches.empty());
+  CHECK(res.edges_checked == 0);
+  CHECK(has(res.unfinished, "node 2 has no summary (node-2.json)"));
+  CHECK(
+      has(res.unfinished,
+          "node 1 did not finish: status interrupted after 40 rounds (interrupted by a signal at round 40)"));
+  CHECK(!has(res.unfinished, "node 0"));
+}
+
+TEST_CASE("a node with status ok but fewer rounds than the others did not reach the last round") {
+  scratch s;
+  write_node(s.dir, 3, 0, "ok", 100, 7, 7);
+  write_node(s.dir, 3, 1, "ok", 60, 7, 7);
+  write_node(s.dir, 3, 2, "ok", 100, 7, 7);
+  const replica_check_result res = check_replicas(s.dir);
+  CHECK(!res.finished());
+  CHECK(has(res.unfinished, "node 1 did not reach the last round: 60 rounds of 100"));
+  CHECK(res.mismatches.empty());
+}
