@@ -351,3 +351,71 @@ TEST_CASE("count_local_gpus counts the driver's GPU entries") {
   fs::create_directory(tmp.path / "0000:65:00.0");
   CHECK(count_local_gpus(tmp.path) == 2);
 }
+
+// How the launcher names a failure and what it returns: a node killed by a signal is named with the
+// signal, never with the last line of its log (its start-up banner says nothing about the kill); the
+// launch exits 2 when its first failing node exited 2 (bad input found at node start).
+namespace {
+const char* kBanner =
+    "echo '[node 0] dcd with qsgd, mlp 784-128-10; listening on tcp://127.0.0.1:29500' >&2; ";
+
+}  // namespace
+
+TEST_CASE("a node killed by a signal is named with the signal, not with its start-up banner") {
+  temp_dir tmp;
+  std::vector<node_process> nodes = {sh_node(0, tmp.path, std::string(kBanner) + "kill -KILL $$"),
+                                     sh_node(1, tmp.path, "exec sleep 30")};
+  std::ostringstream out;
+  const launch_result res = launch(nodes, quiet(out));
+  INFO(out.str());
+  CHECK(res.exit_code == 1);
+  CHECK(res.failed_rank == 0);
+  CHECK(res.failure == "node 0 was killed by signal 9 (SIGKILL)");
+  CHECK(out.str().find("node 0 was killed by signal 9 (SIGKILL)") != std::string::npos);  // the live line too
+  CHECK(out.str().find("listening on") == std::string::npos);
+
+  // A segfault likewise; an error event the node sent before dying is its own word, and is quoted.
+  nodes = {
+      sh_node(0, tmp.path,
+         std::string(kBanner) + R"(echo '{"event":"error","rank":0,"message":"round 7: corrupt state"}'; )" +
+             "kill -SEGV $$"),
+      sh_node(1, tmp.path, "exec sleep 30")};
+  const launch_result seg = launch(nodes, quiet(out));
+  CHECK(seg.failure == "node 0 was killed by signal 11 (SIGSEGV) after reporting: round 7: corrupt state");
+}
+
+TEST_CASE("an exit code still quotes the node's last log line, which is its error") {
+  temp_dir tmp;
+  std::vector<node_process> nodes = {
+      sh_node(0, tmp.path, std::string(kBanner) + "echo 'qgossip: error: run.yaml: no such port' >&2; exit 1")};
+  std::ostringstream out;
+  const launch_result res = launch(nodes, quiet(out));
+  CHECK(res.exit_code == 1);
+  CHECK(res.failure == "node 0 failed (exit 1): qgossip: error: run.yaml: no such port");
+}
+
+TEST_CASE("the launch exits 2 when its first failing node exited 2 (bad input), else 1") {
+  temp_dir tmp;
+  const fs::path ready = tmp.path / "ready";
+  std::vector<node_process> nodes = {
+      sh_node(0, tmp.path,
+         "while [ ! -e " + ready.string() +
+             " ]; do sleep 0.01; done; "
+             "echo 'qgossip: error: /data/train-images-idx3-ubyte.gz: cannot open' >&2; exit 2"),
+      // The other node is waiting for its neighbours when the launcher stops it: exit 130, not blamed.
+      sh_node(1, tmp.path,
+         "sleep 30 & trap 'kill $! 2>/dev/null; exit 130' TERM; touch " + ready.string() + "; wait")};
+  std::ostringstream out;
+  const launch_result res = launch(nodes, quiet(out));
+  INFO(out.str());
+  CHECK(res.exit_code == 2);
+  CHECK(res.failed_rank == 0);
+  CHECK(res.failure ==
+        "node 0 failed (exit 2): qgossip: error: /data/train-images-idx3-ubyte.gz: cannot open");
+
+  for (const int code : {1, 3, 70}) {
+    CAPTURE(code);
+    std::vector<node_process> one = {sh_node(0, tmp.path, "exit " + std::to_string(code))};
+    CHECK(launch(one, quiet(out)).exit_code == 1);
+  }
+}
