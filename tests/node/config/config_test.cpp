@@ -8,31 +8,15 @@
 
 #include "core/errors.hpp"
 #include "node/config/config.hpp"
+#include "tests/node/config/config_files.hpp"
 #include "node/config/yaml_reader.hpp"
 
 using namespace qgossip;
+using namespace qgossip::testing;
 namespace fs = std::filesystem;
 
 namespace {
 
-struct scratch {
-  fs::path dir = fs::temp_directory_path() / ("qgossip-config-test-" + std::to_string(std::random_device{}()));
-  scratch() { fs::create_directories(dir); }
-  ~scratch() { fs::remove_all(dir); }
-  std::string write(const std::string& name, const std::string& text) const {
-    std::ofstream(dir / name) << text;
-    return (dir / name).string();
-  }
-};
-
-std::string error_of(const std::string& file, const std::vector<std::string>& sets = {}) {
-  try {
-    (void)load_run_config(file, sets);
-  } catch (const config_error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
 
 const char* kMinimal = "topology: {graph: ring, n: 4}\n";
 
