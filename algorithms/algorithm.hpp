@@ -11,6 +11,11 @@
 //
 // Every update that combines several vectors does so in a fixed order (self, then neighbours by
 // ascending rank), so a seeded run reproduces bit for bit. Not thread-safe.
+//
+// Checkpoints: between rounds (after finish(t), before outgoing(t + 1)) save_state writes
+// everything that carries over to the next round (x, replicas, estimates, public copies); load_state
+// into a FRESH object built with the same row, x0 size and options makes it continue bit for bit as
+// the saved one would have. Per-round scratch (z, inboxes, the received flags) is not saved.
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -19,6 +24,7 @@
 #include <vector>
 
 #include "core/aligned.hpp"
+#include "core/state_io.hpp"
 
 namespace qgossip {
 
@@ -69,6 +75,12 @@ class algorithm {
   // What "copies" means for this algorithm ("replica", "estimate") or "" when it holds none.
   virtual std::string_view copies_kind() const = 0;
   virtual std::vector<held_copy> held_copies() const = 0;
+
+  // The state between rounds (see the top of this file). load_state throws state_error when the
+  // saved state is of another algorithm, rank, neighbour list or model size. REQUIRES: called
+  // between rounds.
+  virtual void save_state(state_writer& out) const = 0;
+  virtual void load_state(state_reader& in) = 0;
 };
 
 // Parameters some algorithms take (the run YAML's `algorithm:` mapping).

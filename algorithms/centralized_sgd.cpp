@@ -77,4 +77,30 @@ void allreduce_sgd::finish(std::uint64_t t) {
   mixing::axpy(x_, -lr_ / static_cast<float>(n_), sum_);
 }
 
+// Both centralized algorithms carry only x between rounds (every node the same x), and the node
+// count it was trained with.
+void allgather_sgd::save_state(state_writer& out) const {
+  out.put_string("algorithm", name());
+  out.put_u64("nodes", gradients_.size());
+  out.put_floats("x", x_);
+}
+
+void allgather_sgd::load_state(state_reader& in) {
+  in.expect_string("algorithm", name());
+  in.expect_u64("nodes", gradients_.size());
+  in.get_floats("x", x_);
+}
+
+void allreduce_sgd::save_state(state_writer& out) const {
+  out.put_string("algorithm", name());
+  out.put_u64("nodes", static_cast<std::uint64_t>(n_));
+  out.put_floats("x", x_);
+}
+
+void allreduce_sgd::load_state(state_reader& in) {
+  in.expect_string("algorithm", name());
+  in.expect_u64("nodes", static_cast<std::uint64_t>(n_));
+  in.get_floats("x", x_);
+}
+
 }  // namespace qgossip

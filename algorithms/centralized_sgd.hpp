@@ -32,6 +32,8 @@ class allgather_sgd final : public algorithm {
   // No copies, but every node must hold the same model: qgossip verify compares model hashes.
   std::string_view copies_kind() const override { return "same_model"; }
   std::vector<held_copy> held_copies() const override { return {}; }
+  void save_state(state_writer& out) const override;
+  void load_state(state_reader& in) override;
 
  private:
   int rank_;
@@ -58,6 +60,8 @@ class allreduce_sgd final : public algorithm {
   // No copies, but every node must hold the same model: qgossip verify compares model hashes.
   std::string_view copies_kind() const override { return "same_model"; }
   std::vector<held_copy> held_copies() const override { return {}; }
+  void save_state(state_writer& out) const override;
+  void load_state(state_reader& in) override;
 
  private:
   int n_;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "algorithms/algorithm_state.hpp"
 #include "algorithms/mixing.hpp"
 #include "algorithms/neighbour_index.hpp"
 #include "core/errors.hpp"
@@ -46,6 +47,20 @@ std::vector<held_copy> choco_sgd::held_copies() const {
   std::vector<held_copy> out{{row_.rank, own_copy_}};
   for (std::size_t k = 0; k < copies_.size(); ++k) out.push_back({row_.neighbours[k], copies_[k]});
   return out;
+}
+
+void choco_sgd::save_state(state_writer& out) const {
+  algorithm_state::save_identity(out, name(), row_);
+  out.put_floats("x", x_);
+  out.put_floats("own_copy", own_copy_);
+  algorithm_state::save_copies(out, "public_copy", row_, copies_);
+}
+
+void choco_sgd::load_state(state_reader& in) {
+  algorithm_state::load_identity(in, name(), row_);
+  in.get_floats("x", x_);
+  in.get_floats("own_copy", own_copy_);
+  algorithm_state::load_copies(in, "public_copy", row_, copies_);
 }
 
 }  // namespace qgossip

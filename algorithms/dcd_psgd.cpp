@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "algorithms/algorithm_state.hpp"
 #include "algorithms/mixing.hpp"
 #include "algorithms/neighbour_index.hpp"
 
@@ -41,6 +42,18 @@ std::vector<held_copy> dcd_psgd::held_copies() const {
   std::vector<held_copy> out;
   for (std::size_t k = 0; k < replicas_.size(); ++k) out.push_back({row_.neighbours[k], replicas_[k]});
   return out;
+}
+
+void dcd_psgd::save_state(state_writer& out) const {
+  algorithm_state::save_identity(out, name(), row_);
+  out.put_floats("x", x_);
+  algorithm_state::save_copies(out, "replica", row_, replicas_);
+}
+
+void dcd_psgd::load_state(state_reader& in) {
+  algorithm_state::load_identity(in, name(), row_);
+  in.get_floats("x", x_);
+  algorithm_state::load_copies(in, "replica", row_, replicas_);
 }
 
 }  // namespace qgossip

@@ -25,6 +25,8 @@ class dcd_psgd final : public algorithm {
   void finish(std::uint64_t t) override;
   std::string_view copies_kind() const override { return "replica"; }
   std::vector<held_copy> held_copies() const override;
+  void save_state(state_writer& out) const override;
+  void load_state(state_reader& in) override;
 
  private:
   mixing_row row_;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "algorithms/algorithm_state.hpp"
 #include "algorithms/mixing.hpp"
 #include "algorithms/neighbour_index.hpp"
 
@@ -31,6 +32,16 @@ void dpsgd::finish(std::uint64_t t) {
   mixing::scale(x_, static_cast<float>(row_.self_weight), x_);
   for (std::size_t k = 0; k < inbox_.size(); ++k) mixing::axpy(x_, static_cast<float>(row_.weights[k]), inbox_[k]);
   mixing::axpy(x_, -1.0f, step_);
+}
+
+void dpsgd::save_state(state_writer& out) const {
+  algorithm_state::save_identity(out, name(), row_);
+  out.put_floats("x", x_);
+}
+
+void dpsgd::load_state(state_reader& in) {
+  algorithm_state::load_identity(in, name(), row_);
+  in.get_floats("x", x_);
 }
 
 }  // namespace qgossip

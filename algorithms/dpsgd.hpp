@@ -23,6 +23,8 @@ class dpsgd final : public algorithm {
   void finish(std::uint64_t t) override;
   std::string_view copies_kind() const override { return ""; }
   std::vector<held_copy> held_copies() const override { return {}; }
+  void save_state(state_writer& out) const override;
+  void load_state(state_reader& in) override;
 
  private:
   mixing_row row_;

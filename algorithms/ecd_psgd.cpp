@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "algorithms/algorithm_state.hpp"
 #include "algorithms/mixing.hpp"
 #include "algorithms/neighbour_index.hpp"
 
@@ -51,6 +52,20 @@ std::vector<held_copy> ecd_psgd::held_copies() const {
   std::vector<held_copy> out{{row_.rank, own_estimate_}};
   for (std::size_t k = 0; k < estimates_.size(); ++k) out.push_back({row_.neighbours[k], estimates_[k]});
   return out;
+}
+
+void ecd_psgd::save_state(state_writer& out) const {
+  algorithm_state::save_identity(out, name(), row_);
+  out.put_floats("x", x_);
+  out.put_floats("own_estimate", own_estimate_);
+  algorithm_state::save_copies(out, "estimate", row_, estimates_);
+}
+
+void ecd_psgd::load_state(state_reader& in) {
+  algorithm_state::load_identity(in, name(), row_);
+  in.get_floats("x", x_);
+  in.get_floats("own_estimate", own_estimate_);
+  algorithm_state::load_copies(in, "estimate", row_, estimates_);
 }
 
 }  // namespace qgossip

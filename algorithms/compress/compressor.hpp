@@ -11,6 +11,8 @@
 //  - decode validates: truncated, oversized, random or bit-flipped input yields errc::corrupt; it
 //    never reads or writes out of bounds and never aborts.
 // Thread safety: a compressor is immutable after construction; encode/decode may run concurrently.
+// The exception is sender-side state (MCGQ's accumulator and learnt K): a codec that has any says so
+// (has_sender_state), keeps it behind its own lock, and saves and loads it for checkpoints.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -20,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/state_io.hpp"
 #include "core/status.hpp"
 
 namespace qgossip {
@@ -85,6 +88,16 @@ class compressor {
   // REQUIRES: encoded decodes (QG_ENFORCE). 0 for n = 0.
   virtual double entropy_bits_per_value(std::span<const std::byte> encoded, std::size_t n,
                                         const codec_context& ctx) const;
+
+  // Checkpoints. A codec whose encode depends on its earlier encodes (accumulated error, learnt
+  // parameters) keeps "sender state": it overrides all three, and load_sender_state into a fresh
+  // instance of the same spec makes the next encodes produce the same bytes as the saved instance
+  // would have (tests/compress/sender_state_test checks this for every registered codec). The
+  // defaults are for stateless codecs, whose encode depends on (v, ctx) alone: nothing to save.
+  virtual bool has_sender_state() const { return false; }
+  virtual void save_sender_state(state_writer&) const {}
+  // Throws state_error for state of another codec or parameter set.
+  virtual void load_sender_state(state_reader&) {}
 };
 
 // A codec named with its parameters, as the run YAML (`compressor: {name: qsgd, levels: 127}`) and

@@ -126,6 +126,46 @@ void mcgq_compressor::reset_sender_state() {
   states_.clear();
 }
 
+// Every stream in ascending order: its accumulator (accumulate) and per-layer K and last distance
+// (dynamic), each possibly empty (a stream not yet encoded with). Doubles keep their bits, NaN too.
+void mcgq_compressor::save_sender_state(state_writer& out) const {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  out.put_string("codec", describe());
+  out.put_u64("params_tag", params_tag_);
+  out.put_u64("streams", states_.size());
+  for (const auto& [stream, state] : states_) {
+    out.put_u64("stream", stream);
+    out.put_floats("accumulator", state.accumulator);
+    out.put_doubles("k", state.k);
+    out.put_doubles("distance", state.distance);
+  }
+}
+
+void mcgq_compressor::load_sender_state(state_reader& in) {
+  in.expect_string("codec", describe());
+  in.expect_u64("params_tag", params_tag_);
+  const std::uint64_t streams = in.get_u64("streams");
+  std::map<std::uint32_t, sender_state> loaded;
+  for (std::uint64_t i = 0; i < streams; ++i) {
+    const std::uint64_t stream = in.get_u64("stream");
+    if (stream > std::numeric_limits<std::uint32_t>::max() || loaded.count(static_cast<std::uint32_t>(stream)))
+      in.fail("mcgq: stream " + std::to_string(stream) + " is out of range or repeated");
+    sender_state state{in.get_floats("accumulator"), in.get_doubles("k"), in.get_doubles("distance")};
+    if (kernels::first_non_finite(state.accumulator) != state.accumulator.size())
+      in.fail("mcgq: stream " + std::to_string(stream) + ": a non-finite accumulator value");
+    if (state.k.size() != state.distance.size())
+      in.fail("mcgq: stream " + std::to_string(stream) + ": " + std::to_string(state.k.size()) + " K values but " +
+              std::to_string(state.distance.size()) + " distances");
+    for (const double k : state.k)
+      if (!(k >= min_k() && k <= max_k()))
+        in.fail("mcgq: stream " + std::to_string(stream) + ": K = " + std::to_string(k) + " outside [" +
+                std::to_string(min_k()) + ", " + std::to_string(max_k()) + "]");
+    loaded.emplace(static_cast<std::uint32_t>(stream), std::move(state));
+  }
+  const std::lock_guard<std::mutex> lock(mutex_);
+  states_ = std::move(loaded);
+}
+
 std::vector<double> mcgq_compressor::current_k_for_testing(std::uint32_t stream, std::size_t n) const {
   const std::size_t layers = bounds_for(n).size() - 1;
   const std::lock_guard<std::mutex> lock(mutex_);

@@ -30,7 +30,8 @@
 // sender's state (accumulator, per-layer K and last distance) inside the compressor, one state per
 // ctx.stream, behind a mutex: concurrent calls are safe, and encode is deterministic in (v, ctx, and
 // the earlier encodes of that stream since construction or reset_sender_state()). A compressor
-// instance belongs to one sender (one node); the state is not checkpointed.
+// instance belongs to one sender (one node); save_sender_state / load_sender_state carry every
+// stream's state through a checkpoint.
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -82,6 +83,10 @@ class mcgq_compressor final : public compressor {
   // The range dynamic K is clamped to (both equal K when not dynamic).
   double min_k() const;
   double max_k() const;
+  bool has_sender_state() const override { return stateful(); }
+  void save_sender_state(state_writer& out) const override;
+  void load_sender_state(state_reader& in) override;
+
   // Forgets the sender state of every stream (accumulators, learnt K): the next encode starts afresh.
   void reset_sender_state();
   // Test knob: the K each layer of `stream` will use next (options().k everywhere before any encode).
