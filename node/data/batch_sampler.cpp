@@ -35,4 +35,18 @@ std::span<const std::size_t> batch_sampler::next() {
 
 void batch_sampler::seek(std::uint64_t batches_drawn) { drawn_ = batches_drawn; }
 
+void batch_sampler::save_state(state_writer& out) const {
+  out.put_u64("shard_size", shard_.size());
+  out.put_u64("batch_size", batch_size_);
+  out.put_u64("seed", seed_);
+  out.put_u64("batches_drawn", drawn_);
+}
+
+void batch_sampler::load_state(state_reader& in) {
+  in.expect_u64("shard_size", shard_.size());
+  in.expect_u64("batch_size", batch_size_);
+  in.expect_u64("seed", seed_);
+  seek(in.get_u64("batches_drawn"));
+}
+
 }  // namespace qgossip

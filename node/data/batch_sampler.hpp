@@ -11,6 +11,8 @@
 #include <span>
 #include <vector>
 
+#include "core/state_io.hpp"
+
 namespace qgossip {
 
 class batch_sampler {
@@ -33,6 +35,12 @@ class batch_sampler {
 
   // Continue as if `batches_drawn` batches had been drawn already (resume from a checkpoint).
   void seek(std::uint64_t batches_drawn);
+
+  // Checkpoints: the position (batches drawn) plus the shard size, batch size and seed, which
+  // load_state checks against this sampler's (state_error when they differ: another shard or
+  // config); then it seeks. The permutation is not saved: it is a function of (seed, epoch).
+  void save_state(state_writer& out) const;
+  void load_state(state_reader& in);
 
  private:
   void shuffle_for_epoch(std::uint64_t epoch);

@@ -21,4 +21,19 @@ std::span<const float> local_step::apply(std::span<float> grad, std::span<const 
   return velocity_;
 }
 
+void local_step::save_state(state_writer& out) const {
+  out.put_f64("momentum", momentum_);
+  out.put_f64("weight_decay", weight_decay_);
+  out.put_floats("velocity", velocity_);
+}
+
+void local_step::load_state(state_reader& in) {
+  const float momentum = static_cast<float>(in.get_f64("momentum"));
+  const float weight_decay = static_cast<float>(in.get_f64("weight_decay"));
+  if (momentum != momentum_ || weight_decay != weight_decay_)
+    in.fail("saved momentum " + std::to_string(momentum) + " and weight decay " + std::to_string(weight_decay) +
+            " differ from this run's " + std::to_string(momentum_) + " and " + std::to_string(weight_decay_));
+  in.get_floats("velocity", velocity_);
+}
+
 }  // namespace qgossip

@@ -10,6 +10,7 @@
 #include <span>
 
 #include "core/aligned.hpp"
+#include "core/state_io.hpp"
 
 namespace qgossip {
 
@@ -21,6 +22,11 @@ class local_step {
   // Applies weight decay to grad in place (at the model x), then momentum; returns the direction
   // to step along: grad itself without momentum, else the momentum buffer. Valid until the next call.
   std::span<const float> apply(std::span<float> grad, std::span<const float> x);
+
+  // Checkpoints: the momentum buffer m_t (empty without momentum) and the two coefficients, which
+  // load_state checks against this instance's (state_error when they or the size differ).
+  void save_state(state_writer& out) const;
+  void load_state(state_reader& in);
 
  private:
   float momentum_, weight_decay_;

@@ -92,3 +92,46 @@ TEST_CASE("a batch larger than the shard, or empty, is a configuration error") {
   CHECK_THROWS_AS(batch_sampler(shard, 0, 1), config_error);
   CHECK_NOTHROW(batch_sampler(shard, 10, 1));
 }
+
+// Checkpoints: a fresh sampler that loads the saved state draws the same batches, across an epoch
+// boundary; without the state it would start at the first batch of epoch 0.
+TEST_CASE("batch sampler: save_state then load_state into a fresh sampler continues the same batches") {
+  const std::vector<std::size_t> shard = shard_of(23, 100);
+  batch_sampler a(shard, 5, 99);  // 4 batches per epoch
+  for (int i = 0; i < 6; ++i) (void)a.next();
+  state_writer w;
+  a.save_state(w);
+  const std::vector<std::byte> saved = w.take();
+  std::vector<std::vector<std::size_t>> expected;
+  for (int i = 0; i < 7; ++i) {
+    const auto b = a.next();
+    expected.emplace_back(b.begin(), b.end());
+  }
+
+  batch_sampler b(shard, 5, 99);
+  state_reader r(saved, "sampler");
+  b.load_state(r);
+  r.expect_end();
+  CHECK(b.batches_drawn() == 6);
+  for (const auto& batch : expected) {
+    const auto got = b.next();
+    CHECK(std::vector<std::size_t>(got.begin(), got.end()) == batch);
+  }
+  batch_sampler control(shard, 5, 99);
+  const auto first = control.next();
+  CHECK(std::vector<std::size_t>(first.begin(), first.end()) != expected.front());
+}
+
+TEST_CASE("batch sampler: load_state refuses the state of another shard, batch size or seed") {
+  batch_sampler a(shard_of(23, 0), 5, 99);
+  state_writer w;
+  a.save_state(w);
+  const std::vector<std::byte> saved = w.take();
+  batch_sampler other_seed(shard_of(23, 0), 5, 98);
+  state_reader r1(saved, "sampler");
+  CHECK_THROWS_WITH_AS(other_seed.load_state(r1), doctest::Contains("field 'seed' is 99, expected 98"), state_error);
+  batch_sampler other_shard(shard_of(24, 0), 5, 99);
+  state_reader r2(saved, "sampler");
+  CHECK_THROWS_WITH_AS(other_shard.load_state(r2), doctest::Contains("field 'shard_size' is 23, expected 24"),
+                       state_error);
+}

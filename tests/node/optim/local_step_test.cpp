@@ -42,3 +42,43 @@ TEST_CASE("local step: bad settings are invariant errors") {
   CHECK_THROWS_AS(local_step(1, 1.0, 0.0), invariant_error);
   CHECK_THROWS_AS(local_step(1, 0.0, -1.0), invariant_error);
 }
+
+// Checkpoints: the momentum buffer carries over; a fresh local_step that loads it steps exactly as
+// the saved one; one that does not, differs.
+TEST_CASE("local step: save_state then load_state into a fresh instance continues bit for bit") {
+  const std::vector<float> x{0.5f, -1.0f, 2.0f};
+  local_step a(3, 0.9, 1e-3);
+  for (int i = 0; i < 5; ++i) {
+    std::vector<float> g{0.1f * static_cast<float>(i), -0.3f, 0.7f};
+    (void)a.apply(g, x);
+  }
+  state_writer w;
+  a.save_state(w);
+  const std::vector<std::byte> saved = w.take();
+
+  local_step b(3, 0.9, 1e-3), control(3, 0.9, 1e-3);
+  state_reader r(saved, "local_step");
+  b.load_state(r);
+  r.expect_end();
+  for (int i = 5; i < 9; ++i) {
+    std::vector<float> ga{0.1f * static_cast<float>(i), -0.3f, 0.7f}, gb = ga, gc = ga;
+    const auto da = a.apply(ga, x);
+    const auto db = b.apply(gb, x);
+    const auto dc = control.apply(gc, x);
+    CHECK(std::vector<float>(db.begin(), db.end()) == std::vector<float>(da.begin(), da.end()));
+    CHECK(std::vector<float>(dc.begin(), dc.end()) != std::vector<float>(da.begin(), da.end()));
+  }
+}
+
+TEST_CASE("local step: load_state refuses another momentum or dimension") {
+  local_step a(3, 0.9, 0.0);
+  state_writer w;
+  a.save_state(w);
+  const std::vector<std::byte> saved = w.take();
+  local_step other_momentum(3, 0.5, 0.0);
+  state_reader r1(saved, "local_step");
+  CHECK_THROWS_WITH_AS(other_momentum.load_state(r1), doctest::Contains("saved momentum"), state_error);
+  local_step other_dim(4, 0.9, 0.0);
+  state_reader r2(saved, "local_step");
+  CHECK_THROWS_WITH_AS(other_dim.load_state(r2), doctest::Contains("holds 3 floats, expected 4"), state_error);
+}
