@@ -13,5 +13,6 @@ void add_verify_command(CLI::App& app, int* exit_code);    // replicas/estimates
 void add_codec_command(CLI::App& app, int* exit_code);     // measure a codec; write/read its payload
 void add_logs_command(CLI::App& app, int* exit_code);      // per-node table, spread and warnings of a run
 void add_keys_command(CLI::App& app, int* exit_code);      // CURVE keypairs of a run's nodes
+void add_shards_command(CLI::App& app, int* exit_code);    // every rank's shard and batch order as .npy
 
 }  // namespace qgossip

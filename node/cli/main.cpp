@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
   qgossip::add_codec_command(app, &exit_code);
   qgossip::add_logs_command(app, &exit_code);
   qgossip::add_keys_command(app, &exit_code);
+  qgossip::add_shards_command(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -64,15 +64,19 @@ data_split load_whole(const data_spec& spec, std::uint64_t seed) {
 
 }  // namespace
 
+std::vector<std::size_t> shard_indices(const data_spec& spec, const dataset& train, int n, int rank,
+                                       std::uint64_t seed) {
+  return spec.partition == "iid" ? partition_iid(train.size, n, rank, seed)
+                                 : partition_by_label(train.labels, train.classes, n, rank, seed, spec.skew);
+}
+
 data_split load_shard(const data_spec& spec, int n, int rank, std::uint64_t seed) {
   data_split d = load_whole(spec, seed);
   d.total_train = d.train.size;
   // The statistics come from the whole training set (the same on every node); only the shard this
   // node keeps and the test set are then standardized.
   if (spec.standardize) d.standardization = measure_channels(d.train);
-  const std::vector<std::size_t> shard =
-      spec.partition == "iid" ? partition_iid(d.train.size, n, rank, seed)
-                              : partition_by_label(d.train.labels, d.train.classes, n, rank, seed, spec.skew);
+  const std::vector<std::size_t> shard = shard_indices(spec, d.train, n, rank, seed);
   d.train = d.train.subset(shard);
   if (spec.standardize) {
     standardize(d.train, d.standardization);

@@ -4,6 +4,7 @@
 // anything missing or malformed.
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "node/data/data_spec.hpp"
 #include "node/data/dataset.hpp"
@@ -24,5 +25,11 @@ struct data_split {
 // the training set (spec.partition over n nodes, seeded). For npy, train and test get the larger of
 // their two class counts. An unknown spec.dataset is a config_error.
 [[nodiscard]] data_split load_shard(const data_spec& spec, int n, int rank, std::uint64_t seed);
+
+// The indices (into the whole training set `train`, sorted ascending) of rank's shard, as
+// load_shard keeps them: spec.partition (iid or label with spec.skew) over n nodes, seeded.
+// `qgossip shards` writes these for other trainers (bench/peers/) to train on the same shards.
+[[nodiscard]] std::vector<std::size_t> shard_indices(const data_spec& spec, const dataset& train, int n, int rank,
+                                                     std::uint64_t seed);
 
 }  // namespace qgossip

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <ctime>
 #include <fstream>
@@ -138,6 +139,10 @@ void run_log::finish(const node_summary& s) {
       .field("rounds", s.rounds)
       .field("epoch", s.last.epoch)
       .field("wall_s", s.wall_s)
+      // The system clock now, in seconds since 1970: wall_s above is the steady clock since the
+      // node started, so the node started at about end_unix_s - wall_s (scripts/tta.py measures
+      // times from a launch this way).
+      .field("end_unix_s", std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count())
       .field("train_loss", s.last.train_loss);
   j.field("test_loss", s.last.test_loss);
   j.field("test_acc", s.last.test_acc);

@@ -4,7 +4,7 @@
 //                        columns in kCsvColumns, cumulative bytes and seconds, test columns empty
 //                        on rows without an evaluation
 //   node-<rank>.json     the node's summary at the end (or on failure): final metrics, traffic,
-//                        time split, and 64-bit hashes of its model ("model_hash") and of every
+//                        time split, end_unix_s (the system clock when written), and 64-bit hashes of its model ("model_hash") and of every
 //                        copy it holds ("copy_<rank>"), one flat JSON object
 //   run.json             the resolved config, versions and host (rank 0 writes it)
 // and, on stdout, one JSON object per line for the launcher (node/progress.hpp parses them):
