@@ -4,7 +4,9 @@
 //
 // Each node is fork+exec'd with its own environment, stdin from /dev/null, stdout into a pipe the
 // launcher reads (the JSON-lines protocol of node/progress.hpp), and stderr appended to its log file.
-// The launcher never blocks on one child: all pipes, child exits and signals meet in one poll().
+// The launcher never blocks on one child: all pipes, child exits (SIGCHLD), signals and timers are
+// handlers on one asio::io_context on launch()'s thread (supervisor.hpp; Asio: signal_set,
+// posix::stream_descriptor, steady_timer).
 //
 // Failure policy:
 //  - A node that exits non-zero, is killed by a signal, or sent an "error" event has failed. On the
@@ -19,8 +21,8 @@
 //    the launcher) and has PR_SET_PDEATHSIG=SIGKILL, so nodes die if the launcher dies.
 //
 // REQUIRES: at most one launch() at a time per process (it owns SIGINT, SIGTERM and SIGCHLD while it
-// runs and restores the previous handlers on return); no other code in the process may reap the
-// children (waitpid(-1, ...)). PR_SET_PDEATHSIG fires when the *thread* that called launch() exits,
+// runs and restores the previous handlers on return; launch_signals.hpp), no other asio::signal_set
+// on those signals, and no other code in the process may reap the children (waitpid(-1, ...)). PR_SET_PDEATHSIG fires when the *thread* that called launch() exits,
 // so call it from a thread that outlives the run (normally main).
 #include <filesystem>
 #include <iosfwd>

@@ -1,0 +1,243 @@
+#include "node/launch/supervisor.hpp"
+
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include <asio/post.hpp>
+
+#include "node/launch/spawn.hpp"
+
+namespace qgossip {
+namespace {
+
+std::chrono::steady_clock::duration seconds(double s) {
+  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(s));
+}
+
+std::string format_seconds(double s, const char* unit = " s") {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%g%s", s, unit);
+  return buf;
+}
+
+}  // namespace
+
+supervisor::supervisor(std::span<const node_process> nodes, const launch_options& options,
+                       const std::vector<int>& ranks)
+    : nodes_(nodes),
+      options_(options),
+      board_(ranks),
+      display_(options.out, options.live),
+      start_(clock_type::now()),
+      signals_(io_),
+      draw_timer_(io_),
+      grace_timer_(io_),
+      children_(nodes.size()) {}
+
+launch_result supervisor::run() {
+  devnull_.reset(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  if (!devnull_) throw_errno("open /dev/null");
+  signals_.listen([this](int sig) { on_signal(sig); });
+  try {
+    start_children();
+    schedule_draw(options_.live ? start_ : start_ + seconds(std::max(0.01, options_.plain_interval_s)));
+    io_.run();
+  } catch (...) {
+    kill_and_reap_all();
+    throw;
+  }
+  return finish();
+}
+
+// All plans first (a log file that cannot be created stops the launch before any node starts).
+void supervisor::start_children() {
+  std::vector<spawn_plan> plans;
+  for (const node_process& node : nodes_) plans.push_back(make_plan(node));
+  const std::vector<int> caught(launch_signals::kCaught.begin(), launch_signals::kCaught.end());
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    child& c = children_[i];
+    c.end.slot = i;
+    c.end.rank = nodes_[i].rank;
+    c.end.log_path = plans[i].log_path;
+    c.end.log_start = plans[i].log_start;
+    spawned s = spawn(plans[i], devnull_.get(), caught);
+    plans[i].log.reset();
+    c.pid = s.pid;
+    c.running = true;
+    c.end.exec_error = std::move(s.exec_error);
+    c.out = std::make_unique<child_pipe>(io_, s.out.release(),
+                                         [this, &c](std::string line) { on_line(c, std::move(line)); });
+    c.out->start();
+  }
+}
+
+void supervisor::on_signal(int sig) {
+  if (sig == SIGCHLD) return on_children_exited();
+  if (stop_signal_ == 0) {
+    interrupted_by_ = sig;
+    print_text("launcher: " + signal_name(sig) +
+               " received, stopping the nodes (SIGINT, then SIGKILL after " +
+               format_seconds(options_.kill_grace_s) + ")");
+    stop_nodes(SIGINT);
+  } else if (!killed_) {
+    kill_all();  // already stopping (an earlier signal, or a failed node): a further Ctrl-C means "now"
+  }
+  request_settle();
+}
+
+// Everything the nodes wrote so far is read first: an error event sent before another node's exit
+// was noticed counts as the earlier failure.
+void supervisor::on_children_exited() {
+  for (child& c : children_) {
+    if (c.out) c.out->drain();
+  }
+  for (child& c : children_) {
+    if (c.running) reap(c);
+  }
+  request_settle();
+}
+
+void supervisor::reap(child& c) {
+  int status = 0;
+  const pid_t r = ::waitpid(c.pid, &status, WNOHANG);
+  if (r == 0 || (r < 0 && errno == EINTR)) return;
+  c.running = false;
+  c.end.wait_status = r == c.pid ? status : (127 << 8);
+  c.out->drain();  // what it wrote just before exiting
+  c.out->close();
+  if (!has_failed(c.end, board_)) return;
+  if (!c.end.failed_at) c.end.failed_at = clock_type::now();
+  if (!c.end.signalled_by_us)
+    print_text("node " + std::to_string(c.end.rank) + " " + describe_end(c.end.wait_status));
+  if (stop_signal_ == 0) stop_nodes(SIGTERM);
+}
+
+void supervisor::on_line(child& c, std::string line) {
+  if (!line.empty() && line.back() == '\r') line.pop_back();
+  if (line.empty()) return;
+  std::string why;
+  std::optional<node_event> ev = parse_node_event(line, &why);
+  if (!ev) {
+    // Not protocol: shown as text (a stray printf in a node must not break the launcher). What looks
+    // like a botched event also says why it was not taken as one.
+    std::string text = "[node " + std::to_string(c.end.rank) + "] " + line;
+    if (line.front() == '{') text += "  (not a protocol event: " + why + ")";
+    print_text(text);
+  } else {
+    board_.apply(c.end.slot, *ev);
+    announce(c, *ev);
+  }
+  request_settle();
+}
+
+// The text lines an event gives rise to: an error, and when not live "started" and "done".
+void supervisor::announce(child& c, const node_event& ev) {
+  const std::string who = "node " + std::to_string(c.end.rank);
+  if (ev.kind == event_kind::error) {
+    if (!c.end.failed_at) c.end.failed_at = clock_type::now();
+    print_text(who + ": error: " + ev.message);
+    return;
+  }
+  if (!options_.live && !c.announced) {
+    std::string text = who + ": started";
+    if (ev.kind == event_kind::start)
+      text += " (n=" + std::to_string(ev.n) + ", " + std::to_string(ev.rounds) + " rounds, " +
+              format_seconds(ev.epochs, "") + " epochs)";
+    print_text(text);
+  }
+  c.announced = true;
+  if (ev.kind == event_kind::done && !options_.live) {
+    const final_metrics& m = board_.node(c.end.slot);
+    char buf[160];
+    std::snprintf(buf, sizeof buf, ": done at round %lld, epoch %.2f in %.1f s",
+                  static_cast<long long>(m.iteration), m.epoch, m.wall_s);
+    print_text(who + buf);
+  }
+}
+
+void supervisor::stop_nodes(int sig) {
+  stop_signal_ = sig;
+  for (child& c : children_) signal_node(c, sig);
+  grace_timer_.expires_after(seconds(std::max(0.0, options_.kill_grace_s)));
+  grace_timer_.async_wait([this](const asio::error_code& ec) {
+    if (!ec) on_grace_over();
+  });
+}
+
+void supervisor::on_grace_over() {
+  if (!killed_) kill_all();
+  request_settle();
+}
+
+void supervisor::kill_all() {
+  killed_ = true;
+  for (child& c : children_) {
+    if (c.running) print_text("node " + std::to_string(c.end.rank) + ": still running, sending SIGKILL");
+    signal_node(c, SIGKILL);
+  }
+}
+
+void supervisor::signal_node(child& c, int sig) {
+  if (!c.running) return;
+  c.end.signalled_by_us = true;
+  signal_group(c.pid, sig);
+}
+
+// Live: redraw every refresh_s (and at once after a text line scrolled it away, see settle). Plain:
+// a line every plain_interval_s once some node has reported.
+void supervisor::on_draw_due() { draw(); }
+
+void supervisor::draw() {
+  const bool any_started =
+      std::any_of(board_.nodes().begin(), board_.nodes().end(), [](const auto& m) { return m.started; });
+  display_.draw(board_.status_line(), any_started);
+  const double interval = options_.live ? options_.refresh_s : options_.plain_interval_s;
+  schedule_draw(clock_type::now() + seconds(std::max(0.01, interval)));
+}
+
+void supervisor::schedule_draw(clock_type::time_point at) {
+  draw_timer_.expires_at(at);  // cancels a pending wait (its handler sees operation_aborted)
+  draw_timer_.async_wait([this](const asio::error_code& ec) {
+    if (!ec) on_draw_due();
+  });
+}
+
+// Runs settle() once, after the handlers already queued (a burst of lines redraws once).
+void supervisor::request_settle() {
+  if (settle_requested_) return;
+  settle_requested_ = true;
+  asio::post(io_, [this] { settle(); });
+}
+
+void supervisor::settle() {
+  settle_requested_ = false;
+  if (display_.needs_redraw()) draw();
+  if (!any_running()) io_.stop();
+}
+
+bool supervisor::any_running() const {
+  return std::any_of(children_.begin(), children_.end(), [](const child& c) { return c.running; });
+}
+
+void supervisor::kill_and_reap_all() {
+  for (child& c : children_) {
+    if (!c.running) continue;
+    ::kill(-c.pid, SIGKILL);
+    ::kill(c.pid, SIGKILL);
+    while (::waitpid(c.pid, &c.end.wait_status, 0) < 0 && errno == EINTR) {
+    }
+    c.running = false;
+  }
+}
+
+launch_result supervisor::finish() {
+  std::vector<node_end> ends;
+  for (const child& c : children_) ends.push_back(c.end);
+  if (options_.out) display_.finish(board_.status_line(), board_.summary_table(outcome_column(ends, board_)));
+  return make_result(ends, board_, interrupted_by_);
+}
+
+}  // namespace qgossip
