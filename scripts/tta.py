@@ -1,0 +1,666 @@
+#!/usr/bin/python3
+"""Time to accuracy: PyTorch DDP and DiLoCo peers (bench/peers/) and qgossip configurations, side by
+side, on the same shards, the same one-machine cluster and the same links.
+
+Usage: scripts/tta.py SWEEP.yaml [--build DIR] [--out DIR] [--dry-run] [--only PATTERN] [--local]
+                                 [--report-only] [-v]
+
+The sweep file (YAML; see configs/tta/):
+  name: peers                         # the output directory: OUT/<name>/
+  description: free text              # optional, printed above the tables
+  base: ../demo.yaml                  # the run YAML that fixes seed, data, partition, batch, model:
+  set: [data.standardize=true]        #   with these overrides, `qgossip shards` writes every rank's shard
+                                      #   and batch order from it, and every system trains on those
+  nodes: [8]                          # node counts (topology.n is set when it differs from the config's)
+  links:                              # scripts/cluster.sh --rate (tc tbf on every node's egress); a link
+    - {label: unshaped}               #   without rate is the same namespaces, unshaped
+    - {label: 10 Mbit/s, rate: 10mbit}
+  targets: [0.84, 0.86, 0.88]         # the accuracies timed
+  stop_at: 0.88                       # a run stops when it reaches this (default: the largest target)
+  cap_s: 300                          # ... or at this many seconds from its launch
+  epochs: 12                          # ... or after this many epochs
+  systems:
+    - {label: DDP, kind: ddp, lr: [0.1, 0.2], momentum: 0}          # a list makes a grid: one run each
+    - {label: DDP Nesterov, kind: ddp, lr: [0.05, 0.1], momentum: 0.9, nesterov: true}
+    - {label: DiLoCo, kind: diloco, H: [16, 32, 64], lr: [0.1, 0.2], outer_lr: 0.7, outer_momentum: 0.9}
+    - {label: qgossip ECD 8-bit, kind: qgossip, config: ../demo.yaml, set: [train.lr=0.2]}
+Any system may say `links: [unshaped]` (link labels) to run on those links only. Peer keys: lr, momentum, nesterov, weight_decay; DiLoCo also H, outer_lr, outer_momentum,
+outer_nesterov (default true). A qgossip entry gets the sweep's `set`, then its own, then topology.n,
+train.epochs, train.eval_every=1, train.eval_examples=0 (all 10,000 test images), output paths; its
+shards are checked to be identical to the base's (same seed, partition, batch and files).
+
+Order: for each node count, for each link, every system in turn (interleaved: load from other work
+on the machine hits all systems alike). Each run is OUT/<name>/<system>-<link>-n<N>/ and is resumable:
+a run that ended (target, time cap or epochs) with the same command is skipped; any other is run again.
+
+Time to a target is measured from the launch (scripts/cluster.sh's launch time; start-up included):
+peers from rank 0's evaluations of the global model; qgossip from the mean over nodes of the test
+accuracy at each evaluation, at the time the last node logged it (scripts/tta_metrics.py says how
+node clocks are put on the launch's).
+
+Writes into OUT/<name>/: runs.csv (one row per run: times and epochs to each target, epoch time,
+bytes per rank per epoch counted by the algorithm and on the wire, parameters), curves.csv (every
+evaluation of every run, on the launch clock), tta.md (a table per node count and link, with ratios
+to DDP's and DiLoCo's best run at each target) and figures/accuracy_vs_time.png (one panel per link).
+
+Needs root for scripts/cluster.sh (network namespaces); --local runs everything on this host's
+loopback instead (no shaping: links with a rate are refused), for tests and quick checks.
+Exit: 0 every run ended, 1 some run failed, 2 bad sweep file or arguments, 130 interrupted.
+"""
+import argparse
+import csv
+import hashlib
+import itertools
+import json
+import math
+import os
+import re
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+import tta_metrics  # noqa: E402
+
+PYTHON = "/usr/bin/python3"  # Debian's: python3-torch, numpy, yaml, matplotlib
+TRAINER = os.path.join(ROOT, "bench", "peers", "train.py")
+CLUSTER = os.path.join(HERE, "cluster.sh")
+SWEEP_KEYS = ("name", "description", "base", "set", "nodes", "links", "targets", "stop_at", "cap_s", "epochs",
+              "systems", "prefix", "subnet")
+PEER_KEYS = {"lr": "--lr", "momentum": "--momentum", "nesterov": "--nesterov", "weight_decay": "--weight-decay",
+             "H": "--local-steps", "outer_lr": "--outer-lr", "outer_momentum": "--outer-momentum",
+             "outer_nesterov": "--no-outer-nesterov"}
+DDP_KEYS = ("lr", "momentum", "nesterov", "weight_decay")
+ENDED = ("target", "time_cap", "epochs")
+SHARD_FIELDS = ("seed", "n", "dataset", "dir", "partition", "skew", "total_train", "batch", "steps_per_epoch",
+                "standardize", "channel_mean", "channel_stddev", "shard_sizes", "model_params")
+
+
+class SweepError(Exception):
+    """A sweep file or argument that cannot be used; the message says where and why."""
+
+
+class Interrupted(Exception):
+    pass
+
+
+def sanitize(text):
+    s = re.sub(r"[^a-z0-9._]+", "-", str(text).lower()).strip("-.")
+    return s or "run"
+
+
+def resolve(path, sweep_path):
+    if os.path.isabs(path):
+        return path
+    for c in (os.path.join(os.path.dirname(os.path.abspath(sweep_path)), path), os.path.join(ROOT, path)):
+        if os.path.exists(c):
+            return c
+    raise SweepError(f"{sweep_path}: cannot find '{path}' (relative to the sweep file or the repository)")
+
+
+def as_list(v):
+    return v if isinstance(v, list) else [v]
+
+
+def fmt_value(v):
+    return ("on" if v else "off") if isinstance(v, bool) else f"{v:g}" if isinstance(v, float) else str(v)
+
+
+def expand_system(entry, where):
+    """One system entry -> its runs' settings: a grid over every key given as a list."""
+    kind = entry.get("kind")
+    label = str(entry.get("label") or "").strip()
+    if kind not in ("ddp", "diloco", "qgossip"):
+        raise SweepError(f"{where}: kind: expected ddp, diloco or qgossip, not {kind!r}")
+    if not label:
+        raise SweepError(f"{where}: a non-empty label is required")
+    if kind == "qgossip":
+        allowed = ("label", "kind", "config", "set", "links")
+        for k in entry:
+            if k not in allowed:
+                raise SweepError(f"{where}: unknown key '{k}' for a qgossip entry (expected {', '.join(allowed)})")
+        if "config" not in entry:
+            raise SweepError(f"{where}: a qgossip entry needs config: RUN.yaml")
+        sets = entry.get("set") or []
+        if not isinstance(sets, list) or not all(isinstance(s, str) and "=" in s for s in sets):
+            raise SweepError(f"{where}: set: expected a list of key=value strings")
+        return [{"label": label, "kind": kind, "family": label, "config": entry["config"], "set": sets,
+                 "links": entry.get("links")}]
+    keys = DDP_KEYS if kind == "ddp" else tuple(PEER_KEYS)
+    for k in entry:
+        if k not in ("label", "kind", "links") + keys:
+            raise SweepError(f"{where}: unknown key '{k}' for kind {kind} (expected {', '.join(keys)})")
+    grid = {k: as_list(entry[k]) for k in entry if k in keys}  # in the entry's order
+    for k, values in grid.items():
+        for v in values:
+            ok = isinstance(v, bool) if k in ("nesterov", "outer_nesterov") else \
+                isinstance(v, int) and v >= 1 if k == "H" else isinstance(v, (int, float)) and not isinstance(v, bool)
+            if not ok:
+                raise SweepError(f"{where}: {k}: {v!r} is not a valid value")
+    varying = [k for k, values in grid.items() if len(values) > 1]
+    out = []
+    for combo in itertools.product(*grid.values()):
+        options = dict(zip(grid.keys(), combo))
+        name = label + "".join(f" {k}={fmt_value(options[k])}" for k in varying)
+        out.append({"label": name, "kind": kind, "family": label, "options": options, "links": entry.get("links")})
+    return out
+
+
+def load_sweep(path):
+    import yaml
+
+    try:
+        with open(path) as f:
+            doc = yaml.safe_load(f)
+    except OSError as e:
+        raise SweepError(f"{path}: {e.strerror}") from None
+    except yaml.YAMLError as e:
+        raise SweepError(f"{path}: not valid YAML: {e}") from None
+    if not isinstance(doc, dict):
+        raise SweepError(f"{path}: expected a mapping at the top")
+    for k in doc:
+        if k not in SWEEP_KEYS:
+            raise SweepError(f"{path}: unknown key '{k}' (expected one of: {', '.join(SWEEP_KEYS)})")
+    for k in ("name", "base", "systems"):
+        if k not in doc:
+            raise SweepError(f"{path}: missing required key '{k}'")
+    name = str(doc["name"])
+    if sanitize(name) != name:
+        raise SweepError(f"{path}: name '{name}' must be a plain directory name, e.g. '{sanitize(name)}'")
+    sets = doc.get("set") or []
+    if not isinstance(sets, list) or not all(isinstance(s, str) and "=" in s for s in sets):
+        raise SweepError(f"{path}: set: expected a list of key=value strings")
+    nodes = as_list(doc.get("nodes", [8]))
+    if not nodes or not all(isinstance(n, int) and 1 <= n <= 253 for n in nodes):
+        raise SweepError(f"{path}: nodes: expected node counts 1..253, e.g. [8, 16]")
+    links = doc.get("links") or [{"label": "unshaped"}]
+    if not isinstance(links, list):
+        raise SweepError(f"{path}: links: expected a list of {{label, rate}}")
+    for i, link in enumerate(links):
+        if not isinstance(link, dict) or not str(link.get("label") or "").strip():
+            raise SweepError(f"{path}: links[{i}]: expected a mapping with a label (and a rate such as 10mbit)")
+        for k in link:
+            if k not in ("label", "rate"):
+                raise SweepError(f"{path}: links[{i}]: unknown key '{k}' (expected label, rate)")
+        if link.get("rate") is not None and not re.fullmatch(r"[0-9]+(\.[0-9]+)?(bit|kbit|mbit|gbit)",
+                                                               str(link["rate"])):
+            raise SweepError(f"{path}: links[{i}]: rate '{link['rate']}': expected e.g. 10mbit or 100mbit")
+    targets = sorted(float(t) for t in as_list(doc.get("targets", [0.84, 0.86, 0.88])))
+    if not targets or not all(0 < t <= 1 for t in targets):
+        raise SweepError(f"{path}: targets: expected accuracies in (0, 1]")
+    stop_at = float(doc.get("stop_at", targets[-1]))
+    cap_s, epochs = float(doc.get("cap_s", 300)), float(doc.get("epochs", 12))
+    if not cap_s > 0 or not epochs > 0:
+        raise SweepError(f"{path}: cap_s and epochs must be > 0")
+    if not isinstance(doc["systems"], list) or not doc["systems"]:
+        raise SweepError(f"{path}: systems: expected a non-empty list")
+    systems = []
+    for i, entry in enumerate(doc["systems"]):
+        if not isinstance(entry, dict):
+            raise SweepError(f"{path}: systems[{i}]: expected a mapping")
+        for s in expand_system(entry, f"{path}: systems[{i}]"):
+            if s["kind"] == "qgossip":
+                s["config"] = resolve(s["config"], path)
+            systems.append(s)
+    link_labels = [str(l["label"]) for l in links]
+    for s in systems:
+        if s["links"] is not None:
+            if not isinstance(s["links"], list) or not all(str(l) in link_labels for l in s["links"]):
+                raise SweepError(f"{path}: system '{s['label']}': links: expected a list of link labels "
+                                 f"({', '.join(link_labels)}), got {s['links']!r}")
+            s["links"] = [str(l) for l in s["links"]]
+    labels = [s["label"] for s in systems]
+    dup = {l for l in labels if labels.count(l) > 1}
+    if dup:
+        raise SweepError(f"{path}: systems: the label(s) {', '.join(sorted(dup))} appear twice; make them differ")
+    prefix = str(doc.get("prefix", "tta"))
+    return {"name": name, "description": str(doc.get("description") or "").strip(), "file": os.path.abspath(path),
+            "base": resolve(str(doc["base"]), path), "set": sets, "nodes": nodes, "links": links,
+            "targets": targets, "stop_at": stop_at, "cap_s": cap_s, "epochs": epochs, "systems": systems,
+            "prefix": prefix, "subnet": str(doc.get("subnet", "10.79.0"))}
+
+
+# ---- planning -------------------------------------------------------------------------------------
+
+
+def plan_runs(sweep, out):
+    runs = []
+    for n in sweep["nodes"]:
+        for link in sweep["links"]:
+            for s in sweep["systems"]:
+                if s["links"] is not None and str(link["label"]) not in s["links"]:
+                    continue
+                d = sanitize(f"{s['label']}-{link['label']}-n{n}")
+                runs.append({"system": s, "link": link, "n": n, "dir": os.path.join(out, d), "name": d})
+    return runs
+
+
+def config_n(qgossip, config, sets):
+    """The topology size of a run YAML after the overrides."""
+    args = [qgossip, "topology", config, "--json"]
+    for s in sets:
+        args += ["--set", s]
+    p = subprocess.run(args, capture_output=True, text=True)
+    try:
+        return int(json.loads(p.stdout)["n"])
+    except (ValueError, KeyError):
+        raise SweepError(f"qgossip topology {config}: {p.stderr.strip() or 'no JSON'}") from None
+
+
+def qgossip_sets(sweep, run, qgossip, out):
+    s = run["system"]
+    sets = list(sweep["set"]) + list(s["set"])
+    sets += n_sets(qgossip, s["config"], sets, run["n"])
+    return sets + [f"train.epochs={sweep['epochs']:g}", "train.eval_every=1", "train.eval_examples=0",
+                   f"output.dir={out}", f"name={run['name']}"]
+
+
+def shards_dir(out, n):
+    return os.path.join(out, f"shards-n{n}")
+
+
+def n_sets(qgossip, config, sets, n):
+    """The overrides that give the run n nodes: none, topology.n=N (an inline topology), or else a
+    ring of N (a topology file cannot be resized)."""
+    if config_n(qgossip, config, sets) == n:
+        return []
+    try:
+        if config_n(qgossip, config, sets + [f"topology.n={n}"]) == n:
+            return [f"topology.n={n}"]
+    except SweepError:
+        pass
+    return [f"topology={{graph: ring, n: {n}}}"]
+
+
+def base_sets(sweep, qgossip, n):
+    sets = list(sweep["set"])
+    return sets + n_sets(qgossip, sweep["base"], sets, n)
+
+
+def shards_command(qgossip, config, sets, out_dir, epochs):
+    cmd = [qgossip, "shards", "--config", config, "--out", out_dir, "--epochs", str(math.ceil(epochs))]
+    for s in sets:
+        cmd += ["--set", s]
+    return cmd
+
+
+def peer_args(sweep, run, shards, local_port=None):
+    s = run["system"]
+    args = [PYTHON, TRAINER, "--mode", s["kind"], "--shards", shards, "--out", run["dir"],
+            "--epochs", f"{sweep['epochs']:g}", "--target", f"{sweep['stop_at']:g}", "--time-cap",
+            f"{sweep['cap_s']:g}", "--report-targets", ",".join(f"{t:g}" for t in sweep["targets"])]
+    for k, v in s["options"].items():
+        if k == "nesterov":
+            args += ["--nesterov"] if v else []
+        elif k == "outer_nesterov":
+            args += [] if v else ["--no-outer-nesterov"]
+        else:
+            args += [PEER_KEYS[k], f"{v:g}" if isinstance(v, float) else str(v)]
+    if local_port:
+        args += ["--master-port", str(local_port)]
+    return args
+
+
+def cluster_prefix(sweep, run):
+    args = ["bash", CLUSTER, "--prefix", sweep["prefix"], "--subnet", sweep["subnet"],
+            "--stats", os.path.join(run["dir"], "cluster.json")]
+    if run["link"].get("rate"):
+        args += ["--rate", str(run["link"]["rate"])]
+    return args
+
+
+def run_command(sweep, run, qgossip, out, local):
+    """The command line of a run (one list; in --local mode peers are N such lines, rank in the env)."""
+    s = run["system"]
+    if s["kind"] == "qgossip":
+        tail = [s["config"]]
+        for x in qgossip_sets(sweep, run, qgossip, out):
+            tail += ["--set", x]
+        tail += ["--plain", "--no-plot"]
+        if local:
+            return [qgossip, "launch"] + tail
+        return cluster_prefix(sweep, run) + ["--qgossip", qgossip] + tail
+    peer = peer_args(sweep, run, shards_dir(out, run["n"]))
+    if local:
+        return peer
+    return cluster_prefix(sweep, run) + ["--ranks", str(run["n"]), "--log-dir", run["dir"], "--"] + peer
+
+
+# ---- running --------------------------------------------------------------------------------------
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def qgossip_reached(run_dir, stop_at):
+    points, _ = tta_metrics.curve_qgossip(run_dir, None)
+    return any(p[2] >= stop_at for p in points)
+
+
+def stop(procs, sig):
+    for p in procs:
+        if p.poll() is None:
+            try:
+                p.send_signal(sig)
+            except ProcessLookupError:
+                pass
+
+
+def execute(sweep, run, cmd, local, log):
+    """Runs one run to its end; returns (exit code, status, launch_unix)."""
+    s = run["system"]
+    env = dict(os.environ)
+    launch = time.time()
+    if local and s["kind"] != "qgossip":
+        port = free_port()
+        cmd = cmd + ["--master-port", str(port)]
+        procs = []
+        for r in range(run["n"]):
+            e = dict(env, QG_RANK=str(r), QG_NODES=str(run["n"]), QG_MASTER_ADDR="127.0.0.1",
+                     QG_LAUNCH_UNIX=f"{launch:.6f}")
+            rank_log = open(os.path.join(run["dir"], f"rank-{r}.log"), "w")
+            procs.append(subprocess.Popen(cmd, stdout=rank_log, stderr=subprocess.STDOUT, env=e))
+    else:
+        procs = [subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)]
+    stopped_by = None
+    try:
+        while any(p.poll() is None for p in procs):
+            time.sleep(0.5)
+            elapsed = time.time() - launch
+            if stopped_by is None and s["kind"] == "qgossip" and qgossip_reached(run["dir"], sweep["stop_at"]):
+                stopped_by = "target"
+                stop(procs, signal.SIGTERM)
+            elif stopped_by is None and elapsed > sweep["cap_s"] + 2:
+                stopped_by = "time_cap"
+                stop(procs, signal.SIGTERM)
+            elif stopped_by and elapsed > sweep["cap_s"] + 60:
+                stop(procs, signal.SIGKILL)
+    except KeyboardInterrupt:
+        stop(procs, signal.SIGTERM)
+        for p in procs:
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        raise Interrupted() from None
+    codes = [p.wait() for p in procs]
+    code = next((c for c in codes if c != 0), 0)
+    return code, stopped_by, launch
+
+
+def run_status(run, code, stopped_by):
+    """target | time_cap | epochs | failed, and an error text."""
+    if run["system"]["kind"] == "qgossip":
+        if stopped_by:
+            return stopped_by, ""
+        if code == 0:
+            return "epochs", ""
+        return "failed", f"exit {code}"
+    summary = tta_metrics.read_json(os.path.join(run["dir"], "node-0.json")) or {}
+    if summary.get("status") == "ok":
+        return summary.get("stop_reason", "epochs"), ""
+    if stopped_by == "time_cap":
+        return "time_cap", ""
+    return "failed", summary.get("error") or f"exit {code}"
+
+
+def check_same_shards(qgossip, run_sets, config, reference_dir, epochs):
+    """None when the qgossip entry trains on the reference shards, else why not."""
+    with tempfile.TemporaryDirectory() as tmp:
+        p = subprocess.run(shards_command(qgossip, config, run_sets, tmp, epochs), capture_output=True, text=True)
+        if p.returncode != 0:
+            return f"qgossip shards on {config}: {p.stderr.strip()}"
+        mine = tta_metrics.read_json(os.path.join(tmp, "shards.json")) or {}
+        ref = tta_metrics.read_json(os.path.join(reference_dir, "shards.json")) or {}
+        for k in SHARD_FIELDS:
+            if mine.get(k) != ref.get(k):
+                return f"{k}: {mine.get(k)!r} here, {ref.get(k)!r} in the sweep's base"
+        for name in sorted(os.listdir(tmp)):
+            if name.endswith(".npy"):
+                with open(os.path.join(tmp, name), "rb") as a, open(os.path.join(reference_dir, name), "rb") as b:
+                    if hashlib.sha256(a.read()).digest() != hashlib.sha256(b.read()).digest():
+                        return f"{name} differs from the base's"
+    return None
+
+
+def make_shards(sweep, qgossip, out, n, verbose):
+    d = shards_dir(out, n)
+    cmd = shards_command(qgossip, sweep["base"], base_sets(sweep, qgossip, n), d, sweep["epochs"])
+    meta = tta_metrics.read_json(os.path.join(d, "shards.json")) or {}
+    if meta.get("steps_written", 0) >= math.ceil(sweep["epochs"]) * meta.get("steps_per_epoch", 0) > 0 \
+            and os.path.exists(os.path.join(d, "command.json")) and \
+            tta_metrics.read_json(os.path.join(d, "command.json")) == cmd:
+        return d
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise SweepError(f"{shlex.join(cmd)}: {p.stderr.strip()}")
+    with open(os.path.join(d, "command.json"), "w") as f:
+        json.dump(cmd, f)
+    if verbose:
+        print(p.stdout.strip())
+    return d
+
+
+# ---- reporting ------------------------------------------------------------------------------------
+
+
+def collect(sweep, runs):
+    out = []
+    for run in runs:
+        params = None
+        meta = tta_metrics.read_json(os.path.join(os.path.dirname(run["dir"]), f"shards-n{run['n']}", "shards.json"))
+        if meta:
+            params = meta.get("model_params")
+        m = tta_metrics.run_metrics(run["system"]["kind"], run["dir"], sweep["targets"], sweep["cap_s"], params)
+        out.append(dict(run, label=run["system"]["label"], kind=run["system"]["kind"], m=m))
+    return out
+
+
+def family_best(rows, targets):
+    """Per family (a grid's runs): the label of its best run, by the highest target reached first."""
+    best = {}
+    for r in rows:
+        key = tuple(-1 if r["m"]["ttas"].get(t) is None else 0 for t in reversed(targets))
+        times = tuple(r["m"]["ttas"][t][0] if r["m"]["ttas"].get(t) else math.inf for t in reversed(targets))
+        score = (key, times)
+        fam = r["system"]["family"]
+        if fam not in best or score < best[fam][0]:
+            best[fam] = (score, r["label"])
+    return {f: b[1] for f, b in best.items()}
+
+
+def write_report(sweep, out, rows):
+    targets = sweep["targets"]
+    with open(os.path.join(out, "runs.csv"), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["run", "system", "kind", "family", "link", "rate", "nodes", "status", "error"] +
+                   [x for t in targets for x in (f"time_to_{t:g}_s", f"epoch_to_{t:g}")] +
+                   ["startup_s", "epoch_time_s", "bytes_per_rank_per_epoch", "wire_bytes_per_rank_per_epoch",
+                    "tbf_dropped", "params", "last_acc", "epochs_run"])
+        for r in rows:
+            m = r["m"]
+            cells = [r["name"], r["label"], r["kind"], r["system"]["family"], r["link"]["label"],
+                     r["link"].get("rate", ""), r["n"], m["status"], m["error"]]
+            for t in targets:
+                tta = m["ttas"].get(t)
+                cells += [f"{tta[0]:.3f}", f"{tta[1]:.4g}"] if tta else ["", ""]
+            cells += ["" if m.get(k) is None else (f"{m[k]:.10g}" if isinstance(m[k], float) else m[k])
+                      for k in ("startup_s", "epoch_time_s", "bytes_per_epoch", "wire_bytes_per_epoch",
+                                "tbf_dropped", "params", "final_acc", "epoch_last")]
+            w.writerow(cells)
+    with open(os.path.join(out, "curves.csv"), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["run", "system", "link", "nodes", "time_from_launch_s", "epoch", "test_acc", "iteration"])
+        for r in rows:
+            for t, epoch, acc, it in r["m"]["points"]:
+                w.writerow([r["name"], r["label"], r["link"]["label"], r["n"], f"{t:.3f}",
+                            "" if epoch is None else f"{epoch:.4g}", f"{acc:.6g}", it])
+    groups = {}
+    for r in rows:
+        groups.setdefault((r["n"], r["link"]["label"]), []).append(r)
+    md = [f"## Time to accuracy: {sweep['name']}", ""]
+    if sweep["description"]:
+        md += [sweep["description"], ""]
+    md += [f"Stop at {sweep['stop_at']:g}, {sweep['cap_s']:g} s or {sweep['epochs']:g} epochs; times from the launch "
+           "(start-up included); epoch = the epoch of the evaluation that first reached the target. ÷ columns: "
+           "this run's time over the best DDP / DiLoCo run's time to the same target on the same link. "
+           "MB/rank/epoch (algorithm): bytes the training messages hold (peers: ring all-reduce, 2(n−1)/n·4d per "
+           "all-reduce; qgossip: its bytes_sent); (wire): the rank's veth tx bytes from scripts/cluster.sh "
+           "(headers, ACKs, start-up), mean over ranks.", ""]
+    figures = os.path.join(out, "figures")
+    os.makedirs(figures, exist_ok=True)
+    for (n, link), its in groups.items():
+        md += [f"### {link}, n = {n}", "", tta_metrics.table(its, targets, sweep["cap_s"])]
+        notes = sorted({f"{r['label']}: {x}" for r in its for x in r["m"]["notes"]})
+        if notes:
+            md += ["Notes: " + "; ".join(notes), ""]
+    for rs in groups.values():
+        best = family_best(rs, targets)
+        for r in rs:
+            fam = r["system"]["family"]
+            r["highlight"] = r["kind"] == "qgossip" or best.get(fam) == r["label"]
+    fig_path = os.path.join(figures, "accuracy_vs_time.png")
+    try:
+        tta_metrics.draw_figure(groups, fig_path, f"{sweep['name']}: test accuracy vs wall time from launch "
+                                "(bold: each system's best run)", targets)
+        md += [f"![accuracy vs wall time](figures/accuracy_vs_time.png)", ""]
+    except ImportError as e:
+        md += [f"(no figure: {e})", ""]
+    with open(os.path.join(out, "tta.md"), "w") as f:
+        f.write("\n".join(md))
+    return os.path.join(out, "tta.md")
+
+
+# ---- main -----------------------------------------------------------------------------------------
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(description="Time to accuracy: PyTorch DDP/DiLoCo peers and qgossip on the "
+                                     "same shards and links.", epilog=__doc__.split("\n", 2)[2],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("sweep", metavar="SWEEP.yaml")
+    parser.add_argument("--build", default=os.path.join(ROOT, "build"), help="directory holding qgossip "
+                        "(default: %(default)s)")
+    parser.add_argument("--out", default="runs/tta", help="where OUT/<name>/ goes (default: %(default)s)")
+    parser.add_argument("--dry-run", action="store_true", help="print the plan and the commands; run nothing")
+    parser.add_argument("--only", metavar="PATTERN", help="run only runs whose directory matches this regular "
+                        "expression; all are still reported")
+    parser.add_argument("--local", action="store_true", help="no namespaces: every rank on this host's loopback, "
+                        "unshaped (no root needed; links with a rate are refused)")
+    parser.add_argument("--report-only", action="store_true", help="run nothing; rebuild the tables and figure")
+    parser.add_argument("-v", "--verbose", action="store_true")
+    args = parser.parse_args(argv)
+    try:
+        sweep = load_sweep(args.sweep)
+        pattern = re.compile(args.only) if args.only else None
+        if args.local and any(l.get("rate") for l in sweep["links"]):
+            raise SweepError("--local cannot shape links: drop the links with a rate (or run as root without --local)")
+    except SweepError as e:
+        print(f"tta.py: {e}", file=sys.stderr)
+        return 2
+    except re.error as e:
+        print(f"tta.py: --only: {e}", file=sys.stderr)
+        return 2
+    qgossip = os.path.abspath(os.path.join(args.build, "qgossip"))
+    out = os.path.abspath(os.path.join(args.out, sweep["name"]))
+    runs = plan_runs(sweep, out)
+    if not args.dry_run and not args.report_only and not os.access(qgossip, os.X_OK):
+        print(f"tta.py: no qgossip binary at {qgossip} (build it, or give --build DIR)", file=sys.stderr)
+        return 2
+    try:
+        todo = []
+        for run in runs:
+            if pattern and not pattern.search(run["name"]):
+                continue
+            cmd = run_command(sweep, run, qgossip, out, args.local) if os.access(qgossip, os.X_OK) else \
+                ["(qgossip not built)"]
+            record = tta_metrics.read_json(os.path.join(run["dir"], "tta-run.json")) or {}
+            done = record.get("status") in ENDED and record.get("command") == cmd
+            todo.append((run, cmd, done))
+    except SweepError as e:
+        print(f"tta.py: {e}", file=sys.stderr)
+        return 2
+    if args.dry_run:
+        print(f"tta {sweep['name']}: {len(todo)} runs into {out}/ ({'local' if args.local else 'scripts/cluster.sh'})")
+        for n in sweep["nodes"]:
+            sets = base_sets(sweep, qgossip, n) if os.access(qgossip, os.X_OK) else sweep["set"]
+            print(f"shards n={n}: " + shlex.join(shards_command(qgossip, sweep["base"], sets, shards_dir(out, n),
+                                                                  sweep["epochs"])))
+        for i, (run, cmd, done) in enumerate(todo, 1):
+            print(f"[{i}/{len(todo)}] {run['name']}: {'skip (done)' if done else 'run'}")
+            if not done:
+                print("    " + shlex.join(cmd) + (f"   (x{run['n']} ranks)" if args.local and
+                                                  run["system"]["kind"] != "qgossip" else ""))
+        return 0
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "tta.json"), "w") as f:
+        json.dump(sweep, f, indent=2)
+    signal.signal(signal.SIGTERM, lambda *a: (_ for _ in ()).throw(KeyboardInterrupt()))
+    failed, interrupted = [], False
+    if not args.report_only:
+        try:
+            for n in sweep["nodes"]:
+                make_shards(sweep, qgossip, out, n, args.verbose)
+            checked = {}
+            for i, (run, cmd, done) in enumerate(todo, 1):
+                prefix = f"[{i}/{len(todo)}] {run['name']}"
+                if done:
+                    print(f"{prefix}: skipped (done)", flush=True)
+                    continue
+                s = run["system"]
+                if s["kind"] == "qgossip" and (s["label"], run["n"]) not in checked:
+                    sets = list(sweep["set"]) + list(s["set"])
+                    sets += n_sets(qgossip, s["config"], sets, run["n"])
+                    checked[(s["label"], run["n"])] = check_same_shards(qgossip, sets, s["config"],
+                                                                        shards_dir(out, run["n"]), sweep["epochs"])
+                why = checked.get((s["label"], run["n"]))
+                if why:
+                    print(f"{prefix}: NOT RUN: its shards differ from the base's: {why}", flush=True)
+                    failed.append(run["name"])
+                    continue
+                if os.path.isdir(run["dir"]):
+                    for name in os.listdir(run["dir"]):
+                        os.remove(os.path.join(run["dir"], name))
+                os.makedirs(run["dir"], exist_ok=True)
+                print(f"{prefix} ...", end="", flush=True)
+                with open(os.path.join(run["dir"], "launch.log"), "w") as log:
+                    code, stopped_by, launch = execute(sweep, run, cmd, args.local, log)
+                status, error = run_status(run, code, stopped_by)
+                record = {"command": cmd, "status": status, "error": error, "exit_code": code,
+                          "launch_unix_s": launch, "duration_s": round(time.time() - launch, 3)}
+                with open(os.path.join(run["dir"], "tta-run.json"), "w") as f:
+                    json.dump(record, f, indent=2)
+                print(f" {status} after {record['duration_s']:.0f} s" + (f": {error}" if error else ""), flush=True)
+                if status == "failed":
+                    failed.append(run["name"])
+        except Interrupted:
+            interrupted = True
+            print(" interrupted", flush=True)
+        except KeyboardInterrupt:
+            interrupted = True
+        except SweepError as e:
+            print(f"tta.py: {e}", file=sys.stderr)
+            return 2
+    rows = collect(sweep, [r for r in runs if os.path.isdir(r["dir"])])
+    path = write_report(sweep, out, rows)
+    print(f"collected {len(rows)} runs: {path}, {os.path.join(out, 'runs.csv')}, {os.path.join(out, 'curves.csv')}")
+    if interrupted:
+        print("tta.py: interrupted; finished runs are kept, run the same command again to resume", file=sys.stderr)
+        return 130
+    if failed:
+        print(f"tta.py: {len(failed)} run(s) failed: {', '.join(failed)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

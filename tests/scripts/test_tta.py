@@ -1,0 +1,224 @@
+#!/usr/bin/env python3
+"""Tests for scripts/tta.py, scripts/tta_metrics.py and bench/peers/: the sweep file's checks and grid
+expansion, the launch clock and time-to-accuracy arithmetic on hand-made run directories, and a tiny
+end-to-end run (--local: 2 ranks on loopback, no root) of DDP, DiLoCo and a qgossip entry on
+Fashion-MNIST, whose outputs are checked.
+
+Run: python3 tests/scripts/test_tta.py BUILD_DIR     (BUILD_DIR holds the qgossip binary)
+"""
+import csv
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+import tta  # noqa: E402
+import tta_metrics  # noqa: E402
+
+BUILD = None  # set from argv in __main__
+FASHION = "/usr/share/datasets/fashion-mnist"
+
+
+def write(path, text):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+def write_rows(path, rows, columns=("iteration", "epoch", "wall_s", "test_acc")):
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(columns)
+        for r in rows:
+            w.writerow(["" if v is None else v for v in r])
+
+
+class SweepFile(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.base = write(os.path.join(self.tmp.name, "base.yaml"), "name: b\n")
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def load(self, text):
+        return tta.load_sweep(write(os.path.join(self.tmp.name, "s.yaml"), "base: base.yaml\n" + text))
+
+    def error(self, text):
+        with self.assertRaises(tta.SweepError) as cm:
+            self.load(text)
+        return str(cm.exception)
+
+    def test_grid_expands_lists_and_names_the_varying_keys(self):
+        s = self.load("name: g\nlinks: [{label: unshaped}, {label: slow, rate: 10mbit}]\nsystems:\n"
+                      "  - {label: DiLoCo, kind: diloco, H: [16, 32], lr: [0.1, 0.2], outer_lr: 0.7}\n"
+                      "  - {label: DDP, kind: ddp, lr: 0.1, momentum: 0.9, nesterov: true, links: [slow]}\n")
+        labels = [x["label"] for x in s["systems"]]
+        self.assertEqual(labels, ["DiLoCo H=16 lr=0.1", "DiLoCo H=16 lr=0.2", "DiLoCo H=32 lr=0.1",
+                                  "DiLoCo H=32 lr=0.2", "DDP"])
+        self.assertEqual(s["systems"][0]["options"], {"H": 16, "lr": 0.1, "outer_lr": 0.7})
+        runs = tta.plan_runs(s, "/out")
+        # 4 DiLoCo runs on both links, DDP on the slow one only; interleaved by link.
+        self.assertEqual([r["name"] for r in runs][:5], ["diloco-h-16-lr-0.1-unshaped-n8", "diloco-h-16-lr-0.2-unshaped-n8",
+                                                         "diloco-h-32-lr-0.1-unshaped-n8", "diloco-h-32-lr-0.2-unshaped-n8",
+                                                         "diloco-h-16-lr-0.1-slow-n8"])
+        self.assertEqual(len(runs), 9)
+        self.assertEqual(s["stop_at"], 0.88)
+        args = tta.peer_args(s, runs[-1], "/shards")
+        self.assertIn("--nesterov", args)
+        self.assertEqual(args[args.index("--momentum") + 1], "0.9")
+
+    def test_errors_say_where_and_what(self):
+        self.assertIn("unknown key 'H'", self.error("name: x\nsystems: [{label: D, kind: ddp, H: 4}]\n"))
+        self.assertIn("kind: expected ddp, diloco or qgossip", self.error("name: x\nsystems: [{label: D, kind: adam}]\n"))
+        self.assertIn("missing required key 'systems'", self.error("name: x\n"))
+        self.assertIn("rate '10mbps'", self.error("name: x\nlinks: [{label: a, rate: 10mbps}]\n"
+                                                  "systems: [{label: D, kind: ddp}]\n"))
+        self.assertIn("appear twice", self.error("name: x\nsystems: [{label: D, kind: ddp}, {label: D, kind: ddp}]\n"))
+        self.assertIn("links: expected a list of link labels",
+                      self.error("name: x\nsystems: [{label: D, kind: ddp, links: [nowhere]}]\n"))
+        self.assertIn("H: 0 is not a valid value", self.error("name: x\nsystems: [{label: D, kind: diloco, H: 0}]\n"))
+        self.assertIn("needs config", self.error("name: x\nsystems: [{label: Q, kind: qgossip}]\n"))
+
+
+class Clock(unittest.TestCase):
+    """Every time on the launch's clock; qgossip's accuracy = the mean of the nodes' at an iteration,
+    timed by the last node."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.d = self.tmp.name
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def test_qgossip_nodes_are_put_on_the_launch_clock(self):
+        launch = 1000.0
+        # Node 0 started 2 s after the launch (ended at 1030 after 28 s), node 1 5 s after (1034, 29 s).
+        for rank, (end, wall, rows) in enumerate([(1030.0, 28.0, [(10, 1.0, 10.0, 0.80), (20, 2.0, 20.0, 0.86)]),
+                                                  (1034.0, 29.0, [(10, 1.0, 9.0, 0.84), (20, 2.0, 18.5, 0.88),
+                                                                  (25, 2.5, 24.0, 0.95)])]):
+            write_rows(os.path.join(self.d, f"node-{rank}.csv"), rows)
+            write(os.path.join(self.d, f"node-{rank}.json"), json.dumps({"rank": rank, "end_unix_s": end,
+                                                                         "wall_s": wall, "epoch": 2.5,
+                                                                         "bytes_sent": 5e6}))
+        write(os.path.join(self.d, "tta-run.json"), json.dumps({"launch_unix_s": launch, "status": "target"}))
+        points, notes = tta_metrics.curve_qgossip(self.d, launch)
+        self.assertEqual(notes, [])
+        # Iteration 10: node 0 at 2 + 10 = 12 s, node 1 at 5 + 9 = 14 s -> 14 s, mean 0.82; iteration 25
+        # is node 1's alone: left out.
+        self.assertEqual([(round(t, 6), e, round(a, 6), it) for t, e, a, it in points],
+                         [(14.0, 1.0, 0.82, 10), (23.5, 2.0, 0.87, 20)])
+        m = tta_metrics.run_metrics("qgossip", self.d, [0.82, 0.86, 0.9], cap_s=100)
+        self.assertEqual(m["ttas"][0.82], (14.0, 1.0))
+        self.assertEqual(m["ttas"][0.86], (23.5, 2.0))
+        self.assertIsNone(m["ttas"][0.9])
+        self.assertAlmostEqual(m["epoch_time_s"], 9.5)
+        self.assertAlmostEqual(m["bytes_per_epoch"], 2e6)
+        # The cap counts: a target reached after it is not reached.
+        self.assertIsNone(tta_metrics.run_metrics("qgossip", self.d, [0.86], cap_s=20)["ttas"][0.86])
+
+    def test_a_node_without_its_start_is_said(self):
+        write_rows(os.path.join(self.d, "node-0.csv"), [(5, 1.0, 3.0, 0.9)])
+        points, notes = tta_metrics.curve_qgossip(self.d, 1000.0)
+        self.assertEqual(points, [(3.0, 1.0, 0.9, 5)])
+        self.assertIn("node 0: no end_unix_s", notes[0])
+
+    def test_peers_use_rank_0s_evaluations_and_the_table_divides_by_the_best(self):
+        runs = []
+        for label, kind, rows in [("DDP a", "ddp", [(117, 1.0, 40.0, 0.85), (234, 2.0, 80.0, 0.87)]),
+                                  ("DDP b", "ddp", [(117, 1.0, 30.0, 0.86), (234, 2.0, 60.0, 0.865)]),
+                                  ("DiLoCo", "diloco", [(117, 1.0, 10.0, 0.84), (234, 2.0, 15.0, 0.86)])]:
+            d = os.path.join(self.d, label.replace(" ", "_"))
+            os.makedirs(d)
+            write_rows(os.path.join(d, "node-0.csv"), rows)
+            write_rows(os.path.join(d, "node-1.csv"), [(r[0], r[1], r[2], None) for r in rows])
+            write(os.path.join(d, "node-0.json"), json.dumps({"rank": 0, "params": 101770, "first_step_s": 5.0,
+                                                              "epoch": 2.0, "bytes_sent": 4e6}))
+            runs.append({"label": label, "kind": kind, "m": tta_metrics.run_metrics(kind, d, [0.84, 0.86], 300)})
+        self.assertEqual(runs[0]["m"]["ttas"], {0.84: (40.0, 1.0), 0.86: (80.0, 2.0)})
+        self.assertEqual(tta_metrics.best_of(runs, "ddp", 0.84), (30.0, "DDP b"))
+        text = tta_metrics.table(runs, [0.84, 0.86], 300)
+        row = next(l for l in text.splitlines() if l.startswith("| DiLoCo"))
+        # 10/30 and 15/30 against DDP's best; 1 against itself.
+        self.assertIn("| 0.33 / 0.50 | 1.00 / 1.00 |", row)
+        self.assertIn("40.0 s (ep 1)", text)
+        self.assertIn("101,770", row)
+
+
+@unittest.skipUnless(os.path.isdir(FASHION), f"no Fashion-MNIST in {FASHION} (apt-get install dataset-fashion-mnist)")
+class EndToEnd(unittest.TestCase):
+    """tta.py --local: 2 ranks on loopback, a sliver of an epoch, DDP + DiLoCo + qgossip."""
+
+    def test_tiny_sweep(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            base = write(os.path.join(tmp, "base.yaml"), f"""\
+name: base
+seed: 1
+topology: {{graph: ring, n: 2}}
+algorithm: dpsgd
+compressor: identity
+model: {{kind: mlp, hidden: [128]}}
+data: {{dataset: fashion-mnist, dir: {FASHION}, partition: iid, standardize: true}}
+train: {{epochs: 1, batch: 64, lr: 0.1, log_every: 20}}
+network: {{transport: ipc, start_timeout_s: 60, round_timeout_s: 60, linger_s: 2}}
+""")
+            sweep = write(os.path.join(tmp, "tiny.yaml"), """\
+name: tiny
+base: base.yaml
+nodes: [2]
+links: [{label: loopback}]
+targets: [0.5, 0.99]
+stop_at: 0.99
+cap_s: 200
+epochs: 0.1
+systems:
+  - {label: DDP, kind: ddp, lr: 0.1}
+  - {label: DiLoCo, kind: diloco, H: 8, lr: 0.1}
+  - {label: qgossip D-PSGD, kind: qgossip, config: base.yaml}
+""")
+            out = os.path.join(tmp, "out")
+            dry = subprocess.run([tta.PYTHON, os.path.join(ROOT, "scripts", "tta.py"), sweep, "--build", BUILD,
+                                  "--out", out, "--local", "--dry-run"], capture_output=True, text=True, timeout=60)
+            self.assertEqual(dry.returncode, 0, dry.stderr)
+            self.assertIn("[3/3] qgossip-d-psgd-loopback-n2: run", dry.stdout)
+            p = subprocess.run([tta.PYTHON, os.path.join(ROOT, "scripts", "tta.py"), sweep, "--build", BUILD,
+                                "--out", out, "--local"], capture_output=True, text=True, timeout=600)
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            with open(os.path.join(out, "tiny", "runs.csv"), newline="") as f:
+                rows = {r["system"]: r for r in csv.DictReader(f)}
+            self.assertEqual(set(rows), {"DDP", "DiLoCo", "qgossip D-PSGD"})
+            for name, r in rows.items():
+                self.assertEqual(r["status"], "epochs", f"{name}: {r}")
+                self.assertTrue(r["time_to_0.5_s"], f"{name} did not reach 0.5 in 0.1 epoch: {r}")
+                self.assertEqual(r["time_to_0.99_s"], "")
+                self.assertEqual(r["params"], "101770")
+                self.assertGreater(float(r["time_to_0.5_s"]), 0)
+            # 0.1 epoch = ceil(46.8) = 47 steps of 64 on a shard of 30,000 (468 steps per epoch). DDP: one
+            # all-reduce of 407,080 bytes per step; a ring of 2 sends half of it twice: 407,080 B per rank.
+            self.assertAlmostEqual(float(rows["DDP"]["bytes_per_rank_per_epoch"]), 407080 * 468, delta=1)
+            # DiLoCo with H = 8: 5 all-reduces in 47 steps.
+            self.assertAlmostEqual(float(rows["DiLoCo"]["bytes_per_rank_per_epoch"]), 407080 * 5 / (47 / 468), delta=1)
+            ddp = json.load(open(os.path.join(out, "tiny", "ddp-loopback-n2", "node-1.json")))
+            self.assertEqual(ddp["status"], "ok")
+            self.assertEqual(ddp["threads"], 1)
+            self.assertIn("blas", ddp["blas"])
+            # Same shards: the harness checked the qgossip entry's; the table and figure exist.
+            md = open(os.path.join(out, "tiny", "tta.md")).read()
+            self.assertIn("### loopback, n = 2", md)
+            self.assertTrue(os.path.getsize(os.path.join(out, "tiny", "figures", "accuracy_vs_time.png")) > 1000)
+            # Resumable: a second invocation runs nothing.
+            again = subprocess.run([tta.PYTHON, os.path.join(ROOT, "scripts", "tta.py"), sweep, "--build", BUILD,
+                                    "--out", out, "--local"], capture_output=True, text=True, timeout=120)
+            self.assertEqual(again.returncode, 0, again.stderr)
+            self.assertEqual(again.stdout.count("skipped (done)"), 3, again.stdout)
+
+
+if __name__ == "__main__":
+    BUILD = os.path.abspath(sys.argv.pop(1)) if len(sys.argv) > 1 else os.path.join(ROOT, "build")
+    unittest.main()
