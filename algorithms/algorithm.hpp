@@ -61,6 +61,12 @@ class algorithm {
   virtual communication pattern() const { return communication::neighbours; }
   // The node's model x_t, where the stochastic gradient is taken.
   virtual std::span<const float> model() const = 0;
+  // The model, writable between rounds (after finish, before the next outgoing), where changing it
+  // there breaks no invariant: the algorithm sends its model afresh or keeps it private (CHOCO's x
+  // beside its public copy, D-PSGD, the centralized ones when every node makes the same change).
+  // Empty where neighbours hold an exact copy of x built from past messages (DCD replicas, ECD).
+  // The node's outer optimizer uses it (node/optim/outer_step.hpp).
+  virtual std::span<float> adjustable_model() { return {}; }
 
   // Round t (1-based). grad = a stochastic gradient at model(), lr = the step size gamma.
   // Returns the vector to compress and send; valid until the next call on this object.

@@ -25,6 +25,7 @@ class allgather_sgd final : public algorithm {
   bool compresses() const override { return true; }
   communication pattern() const override { return communication::all_to_all; }
   std::span<const float> model() const override { return x_; }
+  std::span<float> adjustable_model() override { return x_; }
   std::span<const float> outgoing(std::span<const float> grad, float lr, std::uint64_t t) override;
   void absorb_own(std::span<const float> decoded, std::uint64_t t) override;
   void absorb(int from, std::span<const float> decoded, std::uint64_t t) override;
@@ -52,6 +53,7 @@ class allreduce_sgd final : public algorithm {
   bool compresses() const override { return false; }
   communication pattern() const override { return communication::ring_allreduce; }
   std::span<const float> model() const override { return x_; }
+  std::span<float> adjustable_model() override { return x_; }
   std::span<const float> outgoing(std::span<const float> grad, float lr, std::uint64_t t) override;
   // decoded = the sum of every node's outgoing() vector (the all-reduce's result).
   void absorb_own(std::span<const float> decoded, std::uint64_t t) override;

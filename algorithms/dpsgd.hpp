@@ -17,6 +17,7 @@ class dpsgd final : public algorithm {
   std::string_view name() const override { return compressed_ ? "naive" : "dpsgd"; }
   bool compresses() const override { return compressed_; }
   std::span<const float> model() const override { return x_; }
+  std::span<float> adjustable_model() override { return x_; }
   std::span<const float> outgoing(std::span<const float> grad, float lr, std::uint64_t t) override;
   void absorb_own(std::span<const float>, std::uint64_t) override {}
   void absorb(int from, std::span<const float> decoded, std::uint64_t t) override;

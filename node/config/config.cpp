@@ -339,7 +339,10 @@ std::string canonical_yaml(const run_config& c) {
     << tr.eval_examples << YAML::Key << "log_every" << YAML::Value << tr.log_every << YAML::Key << "diverge_loss"
     << YAML::Value << tr.diverge_loss << YAML::Key << "momentum" << YAML::Value << tr.momentum << YAML::Key
     << "weight_decay" << YAML::Value << tr.weight_decay << YAML::Key << "consensus_every" << YAML::Value
-    << tr.consensus_every << YAML::EndMap;
+    << tr.consensus_every << YAML::Key << "local_steps" << YAML::Value << tr.local_steps << YAML::Key << "outer"
+    << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "lr" << YAML::Value << tr.outer.lr << YAML::Key
+    << "momentum" << YAML::Value << tr.outer.momentum << YAML::Key << "nesterov" << YAML::Value << tr.outer.nesterov
+    << YAML::EndMap << YAML::EndMap;
   const auto& nw = c.network;
   y << YAML::Key << "network" << YAML::Value << YAML::BeginMap << YAML::Key << "transport" << YAML::Value
     << nw.transport << YAML::Key << "start_timeout_s" << YAML::Value << nw.start_timeout_s << YAML::Key
@@ -501,6 +504,13 @@ run_config load_run_config(const std::string& file, const std::vector<std::strin
     c.train.momentum = get_double_in(*t, "momentum", c.train.momentum, 0.0, 0.999999);
     c.train.weight_decay = get_double_in(*t, "weight_decay", c.train.weight_decay, 0.0, 1e6);
     c.train.consensus_every = get_int_in(*t, "consensus_every", c.train.consensus_every, 0, 1 << 30);
+    c.train.local_steps = get_int_in(*t, "local_steps", c.train.local_steps, 1, 1 << 20);
+    if (auto o = t->map("outer")) {
+      c.train.outer.lr = get_positive_double(*o, "lr", c.train.outer.lr, 1e-12, 1e6, "the outer learning rate");
+      c.train.outer.momentum = get_double_in(*o, "momentum", c.train.outer.momentum, 0.0, 0.999999);
+      c.train.outer.nesterov = o->get_bool("nesterov", c.train.outer.nesterov);
+      o->finish();
+    }
     t->finish();
   }
 
@@ -535,6 +545,9 @@ run_config load_run_config(const std::string& file, const std::vector<std::strin
   if (c.compressor.name == "isgq" && (c.train.momentum > 0 || c.train.weight_decay > 0))
     throw r.error("compressor: isgq encodes the raw loss gradient's factors, so train.momentum and "
                   "train.weight_decay cannot be applied before sending; set them to 0");
+  if (c.compressor.name == "isgq" && (c.train.local_steps > 1 || !c.train.outer.is_identity()))
+    throw r.error("compressor: isgq encodes one gradient's factors; train.local_steps > 1 and train.outer send a "
+                  "change of several steps, which has no such factors; use another codec");
   if (is_torch_model(c.model.kind)) {
     if (c.compressor.name == "isgq")
       throw r.error("compressor: isgq needs the gradient factors of a fully connected Eigen model (mlp or "

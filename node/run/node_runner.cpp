@@ -118,7 +118,7 @@ node_exit run_node(const run_config& config, int rank, const node_run_options& o
   }
   node_setup& setup = *built;
   say(rank, setup.describe());
-  setup.log->start(setup.n, setup.rounds, static_cast<double>(setup.rounds) / static_cast<double>(setup.rounds_per_epoch));
+  setup.log->start(setup.n, setup.rounds, setup.epoch_after(setup.rounds * setup.local_steps));
 
   std::unique_ptr<round_steps> steps;
   try {

@@ -158,7 +158,9 @@ node_setup::node_setup(const run_config& c, int r, const node_run_options& optio
   if (smallest_shard < batch)
     throw config_error(c.file, 0, 0, "train.batch " + std::to_string(batch) + " is larger than a node's shard (" +
                                           std::to_string(smallest_shard) + " examples)");
-  rounds_per_epoch = smallest_shard / batch;
+  steps_per_epoch = smallest_shard / batch;
+  local_steps = static_cast<std::uint64_t>(c.train.local_steps);
+  const double rounds_per_epoch = static_cast<double>(steps_per_epoch) / static_cast<double>(local_steps);
   rounds = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::ceil(c.train.epochs * rounds_per_epoch)));
   eval_period = c.train.eval_every > 0
                     ? std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::llround(c.train.eval_every * rounds_per_epoch)))
@@ -236,7 +238,10 @@ std::string node_setup::describe() const {
      << " parameters), shard of " << data.train.size << " examples, "
      << (pattern == communication::ring_allreduce ? "ring all-reduce with" : "sends to");
   for (int j : train_peers) os << " " << j;
-  os << "; " << rounds << " rounds (" << rounds_per_epoch << " per epoch); listening on " << bind_endpoint(config, rank);
+  os << "; " << rounds << " rounds (" << static_cast<double>(steps_per_epoch) / static_cast<double>(local_steps)
+     << " per epoch";
+  if (local_steps > 1) os << ", " << local_steps << " local steps each";
+  os << "); listening on " << bind_endpoint(config, rank);
   if (rank == 0 && alg->compresses() && config.algorithm == "dcd") {
     const double alpha2 = codec->relative_error_bound(net->num_params());
     os << "\nDCD-PSGD condition (1-rho)^2 - 4 mu^2 alpha^2 > 0: rho=" << report.rho << " mu=" << report.mu

@@ -54,7 +54,9 @@ struct node_setup {
   bool probing = false;
 
   std::uint64_t steps_per_round = 1;  // exchange iterations per round (ring all-reduce: 2(n-1))
-  std::uint64_t rounds_per_epoch = 0, rounds = 0, eval_period = 0;
+  // A round takes local_steps (H) optimizer steps, each on one batch; an epoch is steps_per_epoch
+  // batches of the node's shard, so a round is H / steps_per_epoch epochs.
+  std::uint64_t steps_per_epoch = 0, local_steps = 1, rounds = 0, eval_period = 0;
   lr_schedule schedule;
   std::unique_ptr<batch_sampler> sampler;  // this node's own order of its own shard
 
@@ -64,6 +66,11 @@ struct node_setup {
   std::unique_ptr<node_network> network;
   std::unique_ptr<exchange> ex;
   std::unique_ptr<ring_allreduce> reducer;  // ring all-reduce with n > 1 only
+
+  // The epoch reached after `steps` optimizer steps (round t ends at step t·H).
+  [[nodiscard]] double epoch_after(std::uint64_t steps) const {
+    return static_cast<double>(steps) / static_cast<double>(steps_per_epoch);
+  }
 
   // The one-paragraph start-up line of the node log (what runs, with whom, for how long).
   [[nodiscard]] std::string describe() const;

@@ -39,6 +39,11 @@ step_end failure(const status& st, const std::string& what) {
 round_steps::round_steps(node_setup& s)
     : s_(s),
       local_(s.net->num_params(), s.config.train.momentum, s.config.train.weight_decay),
+      local_rounds_(s.local_steps > 1 || !s.config.train.outer.is_identity()),
+      work_(local_rounds_ ? s.net->num_params() : 0),
+      outer_(local_rounds_ ? s.net->num_params() : 0, s.config.train.outer),
+      outer_after_round_(local_rounds_ && !s.config.train.outer.is_identity() && !s.alg->adjustable_model().empty()),
+      delta_(outer_after_round_ ? s.net->num_params() : 0),
       probe_(s),
       grad_(s.net->num_params()),
       own_decoded_(s.net->num_params()),
@@ -55,38 +60,80 @@ round_steps::round_steps(node_setup& s)
   }
 }
 
-// The round's examples: indices into the shard, or (augmenting) into batch_, which then holds
-// the round's examples augmented.
-std::span<const std::size_t> round_steps::next_batch(std::uint64_t t) {
+// The step's examples: indices into the shard, or (augmenting) into batch_, which then holds
+// the step's examples augmented.
+std::span<const std::size_t> round_steps::next_batch(std::uint64_t step) {
   const std::span<const std::size_t> rows = s_.sampler->next();
   if (!augmenting_) return rows;
   gather(s_.data.train, rows, batch_.features, batch_.labels);
-  augment_batch(batch_, s_.config.data.augment, s_.config.seed, s_.rank, t);
+  augment_batch(batch_, s_.config.data.augment, s_.config.seed, s_.rank, step);
   return batch_rows_;
+}
+
+step_end round_steps::gradient(std::uint64_t t, std::uint64_t step, std::span<const float> x) {
+  lr_ = s_.schedule.lr_at(s_.epoch_after(step - 1));
+  const auto batch = next_batch(step);
+  const dataset& examples = augmenting_ ? batch_ : s_.data.train;
+  double loss = 0;
+  if (s_.factored) {
+    loss = s_.net->loss_and_factors(x, examples, batch, factors_);
+    gradient_from_factors(factors_, grad_);  // the exact local gradient, for the checks below
+  } else {
+    s_.net->set_step_size(lr_);
+    loss = s_.net->loss_and_grad(x, examples, batch, grad_);
+  }
+  const double limit = s_.config.train.diverge_loss;
+  if (!std::isfinite(loss) || loss > limit || !all_finite(grad_))
+    return {node_exit::diverged, "diverged at round " + std::to_string(t) +
+                                     (step != t ? " (local step " + std::to_string(step) + ")" : std::string()) +
+                                     ": training loss " + std::to_string(loss) +
+                                     (std::isfinite(loss) && loss > limit
+                                          ? " > train.diverge_loss " + std::to_string(limit) : "")};
+  loss_sum_ += loss;
+  ++loss_count_;
+  return {};
+}
+
+// H local steps from x_t on work_. The outer step goes on the whole round's change where the
+// algorithm lets the node adjust its model after the round (outer_after_round_: the algorithm gets
+// the plain local change, finish_outer applies the outer step to x_t − x_{t+1}); elsewhere (DCD, ECD)
+// on the local change, handed to the algorithm in place of γ·g. Either way the node average moves
+// by the outer step of the mean change.
+step_end round_steps::local_steps(std::uint64_t t) {
+  const std::span<const float> start = s_.alg->model();
+  std::copy(start.begin(), start.end(), work_.begin());
+  for (std::uint64_t k = 1; k <= s_.local_steps; ++k) {
+    if (step_end e = gradient(t, (t - 1) * s_.local_steps + k, work_); !e) return e;
+    const std::span<const float> direction = local_.apply(grad_, work_);
+    const auto lr = static_cast<float>(lr_);
+    for (std::size_t i = 0; i < work_.size(); ++i) work_[i] -= lr * direction[i];
+  }
+  if (!outer_after_round_) {
+    outgoing_ = s_.alg->outgoing(outer_.apply(start, work_), 1.0f, t);
+    return {};
+  }
+  for (std::size_t i = 0; i < work_.size(); ++i) delta_[i] = start[i] - work_[i];
+  std::copy(start.begin(), start.end(), work_.begin());  // x_t, for finish_outer
+  outgoing_ = s_.alg->outgoing(delta_, 1.0f, t);
+  return {};
+}
+
+// x_{t+1} = x_t − s(x_t − x'_{t+1}), x' the algorithm's result of the round (outer_after_round_ only).
+void round_steps::finish_outer() {
+  const std::span<float> x = s_.alg->adjustable_model();
+  const std::span<const float> step = outer_.apply(work_, x);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = work_[i] - step[i];
 }
 
 step_end round_steps::compute(std::uint64_t t) {
   round_start_ = clock::now();
   const double transfer_before = s_.net->transfers().seconds;
-  lr_ = s_.schedule.lr_at(static_cast<double>(t - 1) / static_cast<double>(s_.rounds_per_epoch));
-  const auto batch = next_batch(t);
-  const dataset& examples = augmenting_ ? batch_ : s_.data.train;
-  double loss = 0;
-  if (s_.factored) {
-    loss = s_.net->loss_and_factors(s_.alg->model(), examples, batch, factors_);
-    gradient_from_factors(factors_, grad_);  // the exact local gradient, for the checks below
+  if (local_rounds_) {
+    if (step_end e = local_steps(t); !e) return e;
   } else {
-    s_.net->set_step_size(lr_);
-    loss = s_.net->loss_and_grad(s_.alg->model(), examples, batch, grad_);
+    if (step_end e = gradient(t, t, s_.alg->model()); !e) return e;
+    outgoing_ = s_.alg->outgoing(local_.apply(grad_, s_.alg->model()), static_cast<float>(lr_), t);
   }
-  const double limit = s_.config.train.diverge_loss;
-  if (!std::isfinite(loss) || loss > limit || !all_finite(grad_))
-    return {node_exit::diverged, "diverged at round " + std::to_string(t) + ": training loss " + std::to_string(loss) +
-                                     (std::isfinite(loss) && loss > limit
-                                          ? " > train.diverge_loss " + std::to_string(limit) : "")};
-  loss_sum_ += loss;
-  ++loss_count_;
-  outgoing_ = s_.alg->outgoing(local_.apply(grad_, s_.alg->model()), static_cast<float>(lr_), t);
   if (!all_finite(outgoing_))
     return {node_exit::diverged, "diverged at round " + std::to_string(t) + ": the outgoing message is not finite"};
   compute_s_ += seconds(clock::now() - round_start_) - (s_.net->transfers().seconds - transfer_before);
@@ -155,6 +202,7 @@ step_end round_steps::absorb(std::uint64_t t) {
   }
   const auto decoded = clock::now();
   s_.alg->finish(t);
+  if (outer_after_round_) finish_outer();
   completed_ = t;
   codec_s_ += seconds(decoded - start);
   compute_s_ += seconds(clock::now() - decoded);
@@ -171,7 +219,7 @@ void round_steps::fill_record(std::uint64_t t) {
   const auto& st = s_.ex->stats();
   const transfer_stats transfers = s_.net->transfers();
   rec_.iteration = t;
-  rec_.epoch = static_cast<double>(t) / static_cast<double>(s_.rounds_per_epoch);
+  rec_.epoch = s_.epoch_after(t * s_.local_steps);
   rec_.wall_s = seconds(clock::now() - s_.wall_start);
   rec_.lr = lr_;
   rec_.train_loss = loss_count_ ? loss_sum_ / static_cast<double>(loss_count_) : rec_.train_loss;

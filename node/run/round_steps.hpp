@@ -1,6 +1,8 @@
 #pragma once
 // The steps of one round, in the order run_node calls them (node/run/node_runner.cpp):
-//   compute   a batch, its loss and gradient, the local step, the algorithm's outgoing vector
+//   compute   a batch, its loss and gradient, the local step, the algorithm's outgoing vector; with
+//             train.local_steps H > 1: H such steps on a copy of the model, then the outer step
+//             of the change (node/optim/outer_step.hpp) goes to the algorithm in place of γ·g
 //   encode    compress it; the sender applies its own decoded message (replicas stay exact)
 //   exchange  send to the peers and gather theirs (a ring all-reduce: sum with the ring)
 //   absorb    decode and apply each neighbour's message, finish the round
@@ -18,6 +20,7 @@
 #include "node/data/dataset.hpp"
 #include "node/log/run_log.hpp"
 #include "node/optim/local_step.hpp"
+#include "node/optim/outer_step.hpp"
 #include "node/run/consensus_probe.hpp"
 #include "node/run/node_runner.hpp"
 
@@ -50,10 +53,21 @@ class round_steps {
   [[nodiscard]] status decode(std::span<const std::byte> bytes, int from, std::uint64_t t, float_vector& out);
   void write_summary(const step_end& end);
 
-  [[nodiscard]] std::span<const std::size_t> next_batch(std::uint64_t t);
+  [[nodiscard]] std::span<const std::size_t> next_batch(std::uint64_t step);
+  // Optimizer step `step` (1-based over the run; round t's steps are (t−1)·H+1 .. t·H): sets lr_,
+  // the loss and grad_ at x, or says the node diverged.
+  [[nodiscard]] step_end gradient(std::uint64_t t, std::uint64_t step, std::span<const float> x);
+  [[nodiscard]] step_end local_steps(std::uint64_t t);
+  void finish_outer();
 
   node_setup& s_;
   local_step local_;
+  // Local-step training (H > 1 or an outer optimizer): the model the local steps move, x_{t,k}.
+  bool local_rounds_ = false;
+  float_vector work_;
+  outer_step outer_;
+  bool outer_after_round_ = false;  // the outer step on the whole round's change (finish_outer)
+  float_vector delta_;
   // Augmented training: each round's examples gathered into batch_ and augmented there.
   bool augmenting_ = false;
   dataset batch_;

@@ -113,3 +113,30 @@ TEST_CASE("closest_match only hints at plausible typos") {
   CHECK(closest_match("epoch", keys) == "epochs");
   CHECK(closest_match("xyzzy", keys).empty());
 }
+
+TEST_CASE("train.local_steps and train.outer: defaults, values, ranges, and what they cannot go with") {
+  scratch s;
+  run_config d = load_run_config(s.write("d.yaml", kMinimal));
+  CHECK(d.train.local_steps == 1);
+  CHECK(d.train.outer.is_identity());
+  CHECK(d.train.outer.nesterov);
+  run_config c = load_run_config(s.write("ls.yaml", std::string(kMinimal) +
+                                                        "train: {local_steps: 16, outer: {lr: 0.7, momentum: 0.9, "
+                                                        "nesterov: false}}\n"));
+  CHECK(c.train.local_steps == 16);
+  CHECK(c.train.outer.lr == doctest::Approx(0.7));
+  CHECK(c.train.outer.momentum == doctest::Approx(0.9));
+  CHECK(!c.train.outer.nesterov);
+  CHECK(c.run_id != d.run_id);
+  std::string f = s.write("zero.yaml", std::string(kMinimal) + "train: {local_steps: 0}\n");
+  CHECK(error_of(f).find("train.local_steps: 0 is out of range") != std::string::npos);
+  f = s.write("olr.yaml", std::string(kMinimal) + "train: {outer: {lr: 0}}\n");
+  CHECK(error_of(f).find("train.outer.lr") != std::string::npos);
+  f = s.write("omom.yaml", std::string(kMinimal) + "train: {outer: {momentum: 1}}\n");
+  CHECK(error_of(f).find("train.outer.momentum: 1 is out of range") != std::string::npos);
+  f = s.write("okey.yaml", std::string(kMinimal) + "train: {outer: {nestrov: true}}\n");
+  CHECK(error_of(f).find("unknown key 'nestrov' in 'train.outer' (did you mean 'nesterov'?)") != std::string::npos);
+  f = s.write("isgq.yaml", "topology: {graph: ring, n: 4}\nalgorithm: allgather\ncompressor: {name: isgq}\n"
+                           "train: {local_steps: 4}\n");
+  CHECK(error_of(f).find("isgq encodes one gradient's factors") != std::string::npos);
+}

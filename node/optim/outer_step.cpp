@@ -1,0 +1,29 @@
+#include "node/optim/outer_step.hpp"
+
+#include "core/errors.hpp"
+
+namespace qgossip {
+
+outer_step::outer_step(std::size_t dim, const outer_spec& spec)
+    : lr_(static_cast<float>(spec.lr)), momentum_(static_cast<float>(spec.momentum)), nesterov_(spec.nesterov),
+      step_(dim, 0.0f), velocity_(spec.momentum > 0 ? dim : 0, 0.0f) {
+  QG_ENFORCE(spec.lr > 0, "outer lr=" << spec.lr);
+  QG_ENFORCE(spec.momentum >= 0 && spec.momentum < 1, "outer momentum=" << spec.momentum);
+}
+
+std::span<const float> outer_step::apply(std::span<const float> start, std::span<const float> end) {
+  QG_ENFORCE(start.size() == step_.size() && end.size() == step_.size(),
+             start.size() << ", " << end.size() << " vs " << step_.size());
+  for (std::size_t i = 0; i < step_.size(); ++i) {
+    const float delta = start[i] - end[i];
+    if (momentum_ == 0) {
+      step_[i] = lr_ * delta;
+      continue;
+    }
+    velocity_[i] = momentum_ * velocity_[i] + delta;
+    step_[i] = lr_ * (nesterov_ ? delta + momentum_ * velocity_[i] : velocity_[i]);
+  }
+  return step_;
+}
+
+}  // namespace qgossip
