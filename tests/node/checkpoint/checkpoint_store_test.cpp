@@ -62,14 +62,6 @@ bool holds_round(const checkpoint& ck, std::uint64_t round, std::size_t floats =
 
 const checkpoint_identity kMine{kRunId, 0};
 
-std::vector<std::byte> file_bytes(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::vector<char> c((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::vector<std::byte> out(c.size());
-  for (std::size_t i = 0; i < c.size(); ++i) out[i] = std::byte(static_cast<unsigned char>(c[i]));
-  return out;
-}
-
 void put_file(const fs::path& p, std::span<const std::byte> bytes) {
   std::ofstream out(p, std::ios::binary | std::ios::trunc);
   out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
