@@ -14,7 +14,7 @@ The sweep file (YAML; see configs/tta/):
   nodes: [8]                          # node counts (topology.n is set when it differs from the config's)
   links:                              # scripts/cluster.sh --rate (tc tbf on every node's egress); a link
     - {label: unshaped}               #   without rate is the same namespaces, unshaped
-    - {label: 10 Mbit/s, rate: 10mbit}
+    - {label: 10 Mbit/s, rate: 10mbit, cap_s: 600}   # cap_s: this link's own time cap
   targets: [0.84, 0.86, 0.88]         # the accuracies timed
   stop_at: 0.88                       # a run stops when it reaches this (default: the largest target)
   cap_s: 300                          # ... or at this many seconds from its launch
@@ -186,8 +186,10 @@ def load_sweep(path):
         if not isinstance(link, dict) or not str(link.get("label") or "").strip():
             raise SweepError(f"{path}: links[{i}]: expected a mapping with a label (and a rate such as 10mbit)")
         for k in link:
-            if k not in ("label", "rate"):
-                raise SweepError(f"{path}: links[{i}]: unknown key '{k}' (expected label, rate)")
+            if k not in ("label", "rate", "cap_s"):
+                raise SweepError(f"{path}: links[{i}]: unknown key '{k}' (expected label, rate, cap_s)")
+        if "cap_s" in link and not (isinstance(link["cap_s"], (int, float)) and link["cap_s"] > 0):
+            raise SweepError(f"{path}: links[{i}]: cap_s must be a number of seconds > 0")
         if link.get("rate") is not None and not re.fullmatch(r"[0-9]+(\.[0-9]+)?(bit|kbit|mbit|gbit)",
                                                                str(link["rate"])):
             raise SweepError(f"{path}: links[{i}]: rate '{link['rate']}': expected e.g. 10mbit or 100mbit")
@@ -227,6 +229,10 @@ def load_sweep(path):
 
 
 # ---- planning -------------------------------------------------------------------------------------
+
+
+def cap_of(sweep, link):
+    return float(link.get("cap_s", sweep["cap_s"]))
 
 
 def plan_runs(sweep, out):
@@ -294,7 +300,7 @@ def peer_args(sweep, run, shards, local_port=None):
     s = run["system"]
     args = [PYTHON, TRAINER, "--mode", s["kind"], "--shards", shards, "--out", run["dir"],
             "--epochs", f"{sweep['epochs']:g}", "--target", f"{sweep['stop_at']:g}", "--time-cap",
-            f"{sweep['cap_s']:g}", "--report-targets", ",".join(f"{t:g}" for t in sweep["targets"])]
+            f"{cap_of(sweep, run['link']):g}", "--report-targets", ",".join(f"{t:g}" for t in sweep["targets"])]
     for k, v in s["options"].items():
         if k == "nesterov":
             args += ["--nesterov"] if v else []
@@ -379,10 +385,10 @@ def execute(sweep, run, cmd, local, log):
             if stopped_by is None and s["kind"] == "qgossip" and qgossip_reached(run["dir"], sweep["stop_at"]):
                 stopped_by = "target"
                 stop(procs, signal.SIGTERM)
-            elif stopped_by is None and elapsed > sweep["cap_s"] + 2:
+            elif stopped_by is None and elapsed > cap_of(sweep, run["link"]) + 2:
                 stopped_by = "time_cap"
                 stop(procs, signal.SIGTERM)
-            elif stopped_by and elapsed > sweep["cap_s"] + 60:
+            elif stopped_by and elapsed > cap_of(sweep, run["link"]) + 60:
                 stop(procs, signal.SIGKILL)
     except KeyboardInterrupt:
         stop(procs, signal.SIGTERM)
@@ -460,7 +466,8 @@ def collect(sweep, runs):
         meta = tta_metrics.read_json(os.path.join(os.path.dirname(run["dir"]), f"shards-n{run['n']}", "shards.json"))
         if meta:
             params = meta.get("model_params")
-        m = tta_metrics.run_metrics(run["system"]["kind"], run["dir"], sweep["targets"], sweep["cap_s"], params)
+        m = tta_metrics.run_metrics(run["system"]["kind"], run["dir"], sweep["targets"], cap_of(sweep, run["link"]),
+                                    params)
         out.append(dict(run, label=run["system"]["label"], kind=run["system"]["kind"], m=m))
     return out
 
@@ -469,7 +476,7 @@ def family_best(rows, targets):
     """Per family (a grid's runs): the label of its best run, by the highest target reached first."""
     best = {}
     for r in rows:
-        key = tuple(-1 if r["m"]["ttas"].get(t) is None else 0 for t in reversed(targets))
+        key = tuple(1 if r["m"]["ttas"].get(t) is None else 0 for t in reversed(targets))  # reached first
         times = tuple(r["m"]["ttas"][t][0] if r["m"]["ttas"].get(t) else math.inf for t in reversed(targets))
         score = (key, times)
         fam = r["system"]["family"]
@@ -510,7 +517,8 @@ def write_report(sweep, out, rows):
     md = [f"## Time to accuracy: {sweep['name']}", ""]
     if sweep["description"]:
         md += [sweep["description"], ""]
-    md += [f"Stop at {sweep['stop_at']:g}, {sweep['cap_s']:g} s or {sweep['epochs']:g} epochs; times from the launch "
+    md += [f"Stop at {sweep['stop_at']:g}, {sweep['cap_s']:g} s (unless a link says otherwise) or {sweep['epochs']:g} "
+           "epochs; times from the launch "
            "(start-up included); epoch = the epoch of the evaluation that first reached the target. ÷ columns: "
            "this run's time over the best DDP / DiLoCo run's time to the same target on the same link. "
            "MB/rank/epoch (algorithm): bytes the training messages hold (peers: ring all-reduce, 2(n−1)/n·4d per "
@@ -519,7 +527,8 @@ def write_report(sweep, out, rows):
     figures = os.path.join(out, "figures")
     os.makedirs(figures, exist_ok=True)
     for (n, link), its in groups.items():
-        md += [f"### {link}, n = {n}", "", tta_metrics.table(its, targets, sweep["cap_s"])]
+        cap = cap_of(sweep, its[0]["link"])
+        md += [f"### {link}, n = {n}", "", f"Time cap {cap:g} s.", "", tta_metrics.table(its, targets, cap)]
         notes = sorted({f"{r['label']}: {x}" for r in its for x in r["m"]["notes"]})
         if notes:
             md += ["Notes: " + "; ".join(notes), ""]
@@ -529,12 +538,15 @@ def write_report(sweep, out, rows):
             fam = r["system"]["family"]
             r["highlight"] = r["kind"] == "qgossip" or best.get(fam) == r["label"]
     fig_path = os.path.join(figures, "accuracy_vs_time.png")
-    try:
-        tta_metrics.draw_figure(groups, fig_path, f"{sweep['name']}: test accuracy vs wall time from launch "
-                                "(bold: each system's best run)", targets)
-        md += [f"![accuracy vs wall time](figures/accuracy_vs_time.png)", ""]
-    except ImportError as e:
-        md += [f"(no figure: {e})", ""]
+    if not groups:
+        md += ["(no runs yet: no figure)", ""]
+    else:
+        try:
+            tta_metrics.draw_figure(groups, fig_path, f"{sweep['name']}: test accuracy vs wall time from launch\n"
+                                    "(bold: each system's best run; faint: the rest of its grid)", targets)
+            md += ["![accuracy vs wall time](figures/accuracy_vs_time.png)", ""]
+        except ImportError as e:
+            md += [f"(no figure: {e})", ""]
     with open(os.path.join(out, "tta.md"), "w") as f:
         f.write("\n".join(md))
     return os.path.join(out, "tta.md")

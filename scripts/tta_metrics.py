@@ -228,7 +228,8 @@ def draw_figure(groups, path, title, targets):
 
     ns = sorted({n for n, _ in groups})
     links = list(dict.fromkeys(link for _, link in groups))
-    fig, axs = plt.subplots(len(ns), len(links), figsize=(5.2 * len(links), 4.2 * len(ns)), squeeze=False)
+    fig, axs = plt.subplots(len(ns), len(links), figsize=(max(7.0, 5.2 * len(links)), 4.4 * len(ns) + 0.6),
+                            squeeze=False)
     labels = list(dict.fromkeys(r["label"] for runs in groups.values() for r in runs))
     cmap = plt.get_cmap("tab10" if len(labels) <= 10 else "tab20")
     colours = {label: cmap(i % cmap.N) for i, label in enumerate(labels)}

@@ -55,7 +55,7 @@ class SweepFile(unittest.TestCase):
         return str(cm.exception)
 
     def test_grid_expands_lists_and_names_the_varying_keys(self):
-        s = self.load("name: g\nlinks: [{label: unshaped}, {label: slow, rate: 10mbit}]\nsystems:\n"
+        s = self.load("name: g\nlinks: [{label: unshaped}, {label: slow, rate: 10mbit, cap_s: 50}]\nsystems:\n"
                       "  - {label: DiLoCo, kind: diloco, H: [16, 32], lr: [0.1, 0.2], outer_lr: 0.7}\n"
                       "  - {label: DDP, kind: ddp, lr: 0.1, momentum: 0.9, nesterov: true, links: [slow]}\n")
         labels = [x["label"] for x in s["systems"]]
@@ -72,6 +72,10 @@ class SweepFile(unittest.TestCase):
         args = tta.peer_args(s, runs[-1], "/shards")
         self.assertIn("--nesterov", args)
         self.assertEqual(args[args.index("--momentum") + 1], "0.9")
+        # The slow link's own cap; the unshaped one has the sweep's (default 300 s).
+        self.assertEqual(args[args.index("--time-cap") + 1], "50")
+        first = tta.peer_args(s, runs[0], "/shards")
+        self.assertEqual(first[first.index("--time-cap") + 1], "300")
 
     def test_errors_say_where_and_what(self):
         self.assertIn("unknown key 'H'", self.error("name: x\nsystems: [{label: D, kind: ddp, H: 4}]\n"))
@@ -84,6 +88,8 @@ class SweepFile(unittest.TestCase):
                       self.error("name: x\nsystems: [{label: D, kind: ddp, links: [nowhere]}]\n"))
         self.assertIn("H: 0 is not a valid value", self.error("name: x\nsystems: [{label: D, kind: diloco, H: 0}]\n"))
         self.assertIn("needs config", self.error("name: x\nsystems: [{label: Q, kind: qgossip}]\n"))
+        self.assertIn("cap_s must be", self.error("name: x\nlinks: [{label: a, cap_s: -1}]\n"
+                                                  "systems: [{label: D, kind: ddp}]\n"))
 
 
 class Clock(unittest.TestCase):
