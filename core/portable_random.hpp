@@ -45,6 +45,11 @@ namespace qgossip {
 }
 
 // Fills values with N(0, stddev²) draws, in order.
+// Each value uniform on [-bound, bound), drawn in order from rng.
+inline void fill_uniform(std::span<float> values, double bound, std::mt19937_64& rng) {
+  for (float& v : values) v = static_cast<float>(bound * (2.0 * uniform_01(rng) - 1.0));
+}
+
 inline void fill_normal(std::span<float> values, double stddev, std::mt19937_64& rng) {
   for (float& v : values) v = static_cast<float>(stddev * standard_normal(rng));
 }

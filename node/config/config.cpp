@@ -24,6 +24,7 @@ const std::vector<std::string> kWeights{"uniform", "metropolis_hastings", "expli
 const std::vector<std::string> kModels{"mlp", "softmax", "lenet5", "resnet20", "torchscript"};
 const std::vector<std::string> kTorchModels{"lenet5", "resnet20", "torchscript"};
 const std::vector<std::string> kBuffers{"local", "average"};
+const std::vector<std::string> kInits{"he", "pytorch"};
 const std::vector<std::string> kDevices{"auto", "cpu", "cuda"};
 const std::vector<std::string> kDatasets{"fashion-mnist", "cifar10", "npy", "synthetic"};
 const std::vector<std::string> kPartitions{"iid", "label"};
@@ -309,6 +310,7 @@ std::string canonical_yaml(const run_config& c) {
   y << YAML::Key << "device" << YAML::Value << c.device;
   y << YAML::Key << "model" << YAML::Value << YAML::BeginMap << YAML::Key << "kind" << YAML::Value << c.model.kind
     << YAML::Key << "hidden" << YAML::Value << YAML::Flow << c.model.hidden;
+  if (!is_torch_model(c.model.kind)) y << YAML::Key << "init" << YAML::Value << c.model.init;
   if (is_torch_model(c.model.kind))
     y << YAML::Key << "path" << YAML::Value << c.model.path << YAML::Key << "threads" << YAML::Value
       << c.model.threads << YAML::Key << "buffers" << YAML::Value << c.model.buffers;
@@ -437,6 +439,10 @@ run_config load_run_config(const std::string& file, const std::vector<std::strin
       throw m->error("model.path: only kind torchscript reads a model file");
     if (!c.model.path.empty() && fs::path(c.model.path).is_relative())
       c.model.path = (fs::path(file).parent_path() / c.model.path).lexically_normal().string();
+    c.model.init = get_choice(*m, "init", c.model.init, kInits);
+    if (is_torch_model(c.model.kind) && m->has("init"))
+      throw m->error("model.init is for the Eigen models (mlp, softmax); " + c.model.kind +
+                     " uses torch's own initialization");
     c.model.threads = get_int_in(*m, "threads", c.model.threads, 1, 256);
     c.model.buffers = get_choice(*m, "buffers", c.model.buffers, kBuffers);
     if (!is_torch_model(c.model.kind) && (m->has("threads") || m->has("buffers")))

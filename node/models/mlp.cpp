@@ -22,7 +22,7 @@ Eigen::Index idx(std::size_t v) { return static_cast<Eigen::Index>(v); }
 
 }  // namespace
 
-mlp::mlp(std::size_t dim, std::vector<std::size_t> hidden, std::size_t classes) {
+mlp::mlp(std::size_t dim, std::vector<std::size_t> hidden, std::size_t classes, init_kind init) : init_(init) {
   if (dim == 0) throw config_error("mlp: input dimension must be >= 1");
   if (hidden.empty()) throw config_error("mlp: needs at least one hidden layer (use model softmax for none)");
   for (std::size_t l = 0; l < hidden.size(); ++l) {
@@ -48,6 +48,11 @@ void mlp::init(std::span<float> params, std::uint64_t seed) const {
     const std::size_t in = widths_[l], out = widths_[l + 1];
     const double var = l + 1 < layers ? 2.0 / static_cast<double>(in) : 2.0 / static_cast<double>(in + out);
     std::mt19937_64 rng(derive_seed(seed, l));
+    if (init_ == init_kind::pytorch) {
+      const double bound = 1.0 / std::sqrt(static_cast<double>(in));
+      fill_uniform(params.subspan(bounds_[l], out * in + out), bound, rng);
+      continue;
+    }
     fill_normal(params.subspan(bounds_[l], out * in), std::sqrt(var), rng);
     std::fill_n(params.begin() + static_cast<std::ptrdiff_t>(bounds_[l] + out * in), out, 0.0f);
   }

@@ -16,14 +16,15 @@ class mlp final : public model {
  public:
   // REQUIRES (config_error otherwise): dim >= 1, at least one hidden layer, every hidden width
   // >= 1, classes in 2..256.
-  mlp(std::size_t dim, std::vector<std::size_t> hidden, std::size_t classes);
+  mlp(std::size_t dim, std::vector<std::size_t> hidden, std::size_t classes, init_kind init = init_kind::he);
 
   std::size_t num_params() const override { return bounds_.back(); }
   const std::vector<std::size_t>& layer_bounds() const override { return bounds_; }
   std::size_t input_dim() const override { return widths_.front(); }
   std::size_t classes() const override { return widths_.back(); }
-  // Hidden layers He-normal N(0, 2/in) (ReLU follows them), the output layer Glorot-normal
-  // N(0, 2/(in+out)); biases 0. Layer l draws from its own stream derive_seed(seed, l).
+  // init_kind::he: hidden layers He-normal N(0, 2/in) (ReLU follows them), the output layer
+  // Glorot-normal N(0, 2/(in+out)); biases 0. init_kind::pytorch: weights, then biases, uniform on
+  // ±1/sqrt(in). Layer l draws from its own stream derive_seed(seed, l).
   void init(std::span<float> params, std::uint64_t seed) const override;
   double loss_and_grad(std::span<const float> params, const dataset& d, std::span<const std::size_t> batch,
                        std::span<float> grad) const override;
@@ -48,6 +49,7 @@ class mlp final : public model {
 
   std::vector<std::size_t> widths_;
   std::vector<std::size_t> bounds_;
+  init_kind init_;
   // Scratch, grown on demand and reused (this is why an instance is not thread-safe).
   mutable std::vector<float> inputs_;
   mutable std::vector<std::uint8_t> labels_;

@@ -28,6 +28,14 @@
 
 namespace qgossip {
 
+// How the Eigen models (mlp, softmax) draw their first parameters (model.init).
+enum class init_kind {
+  he,       // hidden layers He-normal N(0, 2/in), the output layer Glorot-normal N(0, 2/(in+out)), biases 0
+  pytorch,  // torch.nn.Linear's default: weights and biases uniform on ±1/sqrt(in)
+};
+// "he" | "pytorch"; config_error listing the choices otherwise.
+[[nodiscard]] init_kind parse_init_kind(const std::string& name);
+
 struct eval_result {
   double loss = 0.0;         // mean cross-entropy over the examples evaluated
   double accuracy = 0.0;     // fraction whose arg-max logit is the label (ties: lowest class)

@@ -87,6 +87,12 @@ std::string resolve_device(const std::string& device, const std::string& kind) {
   return plugin.cuda_available && plugin.cuda_available() ? "cuda" : "cpu";
 }
 
+init_kind parse_init_kind(const std::string& name) {
+  if (name == "he") return init_kind::he;
+  if (name == "pytorch") return init_kind::pytorch;
+  throw config_error("model.init: unknown value '" + name + "'; expected he or pytorch");
+}
+
 std::unique_ptr<model> make_model(const model_spec& spec, std::size_t dim, std::size_t classes,
                                   const image_shape& shape) {
   if (spec.kind == "softmax") {
@@ -94,9 +100,9 @@ std::unique_ptr<model> make_model(const model_spec& spec, std::size_t dim, std::
       throw config_error("model: softmax has no hidden layers, got " + std::to_string(spec.hidden.size()) +
                          " (use kind mlp)");
     }
-    return std::make_unique<softmax_regression>(dim, classes);
+    return std::make_unique<softmax_regression>(dim, classes, parse_init_kind(spec.init));
   }
-  if (spec.kind == "mlp") return std::make_unique<mlp>(dim, spec.hidden, classes);
+  if (spec.kind == "mlp") return std::make_unique<mlp>(dim, spec.hidden, classes, parse_init_kind(spec.init));
   if (is_torch_kind(spec.kind)) return make_torch_model(spec, dim, classes, shape);
   throw config_error("model: unknown kind '" + spec.kind + "' (expected softmax, mlp, lenet5, resnet20 or torchscript)");
 }

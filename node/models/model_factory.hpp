@@ -24,6 +24,10 @@ struct model_spec {
   // libtorch models with buffers (BatchNorm running statistics): "local" keeps them on each node;
   // "average" makes them part of the flat vector the algorithm mixes (see torch_model.hpp).
   std::string buffers = "local";
+  // mlp and softmax: "he" (He-normal hidden layers, Glorot-normal output, zero biases) or "pytorch"
+  // (torch.nn.Linear's default: weights and biases uniform on ±1/sqrt(fan_in)). libtorch models
+  // always use torch's own initialization.
+  std::string init = "pytorch";
 };
 
 // Throws config_error naming the problem for an unknown kind, hidden layers given to softmax,

@@ -56,7 +56,8 @@ void softmax_xent_eval(const Eigen::Ref<const Eigen::MatrixXf>& logits, std::spa
   }
 }
 
-softmax_regression::softmax_regression(std::size_t dim, std::size_t classes) : dim_(dim), classes_(classes) {
+softmax_regression::softmax_regression(std::size_t dim, std::size_t classes, init_kind init)
+    : dim_(dim), classes_(classes), init_(init) {
   if (dim == 0) throw config_error("softmax: input dimension must be >= 1");
   if (classes < 2 || classes > 256) {
     throw config_error("softmax: classes must be in 2..256, got " + std::to_string(classes));
@@ -67,6 +68,10 @@ softmax_regression::softmax_regression(std::size_t dim, std::size_t classes) : d
 void softmax_regression::init(std::span<float> params, std::uint64_t seed) const {
   QG_ENFORCE(params.size() == num_params(), "params " << params.size() << " != " << num_params());
   std::mt19937_64 rng(derive_seed(seed, 0));
+  if (init_ == init_kind::pytorch) {
+    fill_uniform(params, 1.0 / std::sqrt(static_cast<double>(dim_)), rng);
+    return;
+  }
   fill_normal(params.first(classes_ * dim_), std::sqrt(2.0 / static_cast<double>(dim_ + classes_)), rng);
   std::fill(params.begin() + static_cast<std::ptrdiff_t>(classes_ * dim_), params.end(), 0.0f);
 }

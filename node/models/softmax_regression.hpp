@@ -17,7 +17,7 @@ namespace qgossip {
 class softmax_regression final : public model {
  public:
   // REQUIRES (config_error otherwise): dim >= 1, classes in 2..256.
-  softmax_regression(std::size_t dim, std::size_t classes);
+  softmax_regression(std::size_t dim, std::size_t classes, init_kind init = init_kind::he);
 
   std::size_t num_params() const override { return bounds_.back(); }
   const std::vector<std::size_t>& layer_bounds() const override { return bounds_; }
@@ -37,6 +37,7 @@ class softmax_regression final : public model {
  private:
   std::size_t dim_;
   std::size_t classes_;
+  init_kind init_;
   std::vector<std::size_t> bounds_;
   // Checks the arguments, gathers the batch into inputs_/labels_ and leaves its logits in logits_.
   void forward_batch(std::span<const float> params, const dataset& d, std::span<const std::size_t> batch) const;

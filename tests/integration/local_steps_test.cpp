@@ -16,14 +16,15 @@ namespace fs = std::filesystem;
 namespace {
 
 // The configuration the golden hashes below were recorded with (commit f74c8cb, before
-// train.local_steps existed: `qgossip launch` of this file with the algorithm and compressor set).
+// train.local_steps existed: `qgossip launch` of this file with the algorithm and compressor set;
+// init: he and standardize: false were the defaults then and are pinned here).
 std::string golden_config(const std::string& name, const std::string& algorithm, const std::string& compressor,
                           const fs::path& out, int base_port, const std::string& extra_train = "") {
   std::ostringstream y;
   y << "name: " << name << "\nseed: 7\n"
     << "topology: {graph: ring, n: 8, base_port: " << base_port << "}\n"
     << "algorithm: " << algorithm << "\ncompressor: " << compressor << "\n"
-    << "model: {kind: mlp, hidden: [32]}\n"
+    << "model: {kind: mlp, hidden: [32], init: he}\n"
     << "data:\n  dataset: synthetic\n  standardize: false\n"
     << "  synthetic: {train: 8000, test: 2000, dim: 32, classes: 4, noise: 1.0}\n"
     << "train: {epochs: 1, batch: 32, lr: 0.1, momentum: 0.9, weight_decay: 0.0001, log_every: 5, eval_every: 1, "
