@@ -26,4 +26,22 @@ std::span<const float> outer_step::apply(std::span<const float> start, std::span
   return step_;
 }
 
+void outer_step::save_state(state_writer& out) const {
+  out.put_f64("lr", lr_);
+  out.put_f64("momentum", momentum_);
+  out.put_bool("nesterov", nesterov_);
+  out.put_floats("velocity", velocity_);
+}
+
+void outer_step::load_state(state_reader& in) {
+  const auto lr = static_cast<float>(in.get_f64("lr"));
+  const auto momentum = static_cast<float>(in.get_f64("momentum"));
+  const bool nesterov = in.get_bool("nesterov");
+  if (lr != lr_ || momentum != momentum_ || nesterov != nesterov_)
+    in.fail("saved outer step (lr " + std::to_string(lr) + ", momentum " + std::to_string(momentum) +
+            (nesterov ? ", Nesterov" : ", heavy ball") + ") differs from this run's (lr " + std::to_string(lr_) +
+            ", momentum " + std::to_string(momentum_) + (nesterov_ ? ", Nesterov)" : ", heavy ball)"));
+  in.get_floats("velocity", velocity_);
+}
+
 }  // namespace qgossip

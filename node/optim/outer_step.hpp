@@ -13,6 +13,7 @@
 #include <span>
 
 #include "core/aligned.hpp"
+#include "core/state_io.hpp"
 
 namespace qgossip {
 
@@ -30,6 +31,11 @@ class outer_step {
 
   // start = x_t, end = x_{t,H}. Returns s (see above); valid until the next call.
   std::span<const float> apply(std::span<const float> start, std::span<const float> end);
+
+  // Checkpoints: the momentum buffer m (empty when μ = 0) and η, μ and the Nesterov flag, which
+  // load_state checks against this instance's (state_error when they or the size differ).
+  void save_state(state_writer& out) const;
+  void load_state(state_reader& in);
 
  private:
   float lr_, momentum_;

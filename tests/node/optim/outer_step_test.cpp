@@ -52,3 +52,45 @@ TEST_CASE("outer step: momentum is linear in d, so the mean of the nodes' steps 
     for (std::size_t i = 0; i < 2; ++i) CHECK(m[i] == doctest::Approx(mean_step[i]).epsilon(1e-5));
   }
 }
+
+// Checkpoints: the outer momentum carries over; a fresh outer_step that loads it steps exactly as
+// the saved one; one that does not, differs.
+TEST_CASE("outer step: save_state then load_state into a fresh instance continues bit for bit") {
+  const outer_spec spec{.lr = 0.7, .momentum = 0.9, .nesterov = true};
+  outer_step a(2, spec);
+  for (int i = 0; i < 4; ++i) {
+    std::vector<float> start{1.0f, -2.0f}, end{0.9f - 0.1f * static_cast<float>(i), -1.5f};
+    (void)a.apply(start, end);
+  }
+  state_writer w;
+  a.save_state(w);
+  const std::vector<std::byte> saved = w.take();
+  outer_step b(2, spec), control(2, spec);
+  state_reader r(saved, "outer_step");
+  b.load_state(r);
+  r.expect_end();
+  std::vector<float> start{0.3f, 0.4f}, end{0.1f, 0.7f};
+  const auto sa = a.apply(start, end);
+  const std::vector<float> va(sa.begin(), sa.end());
+  const auto sb = b.apply(start, end);
+  CHECK(std::vector<float>(sb.begin(), sb.end()) == va);
+  const auto sc = control.apply(start, end);
+  CHECK(std::vector<float>(sc.begin(), sc.end()) != va);
+}
+
+TEST_CASE("outer step: load_state refuses another lr, momentum, kind or dimension") {
+  outer_step a(2, outer_spec{.lr = 0.7, .momentum = 0.9, .nesterov = true});
+  state_writer w;
+  a.save_state(w);
+  const std::vector<std::byte> saved = w.take();
+  for (const outer_spec& other : {outer_spec{.lr = 0.5, .momentum = 0.9, .nesterov = true},
+                                  outer_spec{.lr = 0.7, .momentum = 0.8, .nesterov = true},
+                                  outer_spec{.lr = 0.7, .momentum = 0.9, .nesterov = false}}) {
+    outer_step b(2, other);
+    state_reader r(saved, "outer_step");
+    CHECK_THROWS_WITH_AS(b.load_state(r), doctest::Contains("saved outer step"), state_error);
+  }
+  outer_step wider(3, outer_spec{.lr = 0.7, .momentum = 0.9, .nesterov = true});
+  state_reader r(saved, "outer_step");
+  CHECK_THROWS_WITH_AS(wider.load_state(r), doctest::Contains("holds 2 floats, expected 3"), state_error);
+}
