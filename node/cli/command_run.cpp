@@ -1,6 +1,7 @@
 #include <signal.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -35,6 +36,20 @@ std::string rank_range(int n) {
          (n == 1 ? " node)" : " nodes)");
 }
 
+// QGOSSIP_TEST_CHECKPOINT_PAUSE_MS (a test knob, node_run_options::checkpoint_pause_for_testing):
+// milliseconds, a whole number in 0..60000.
+std::chrono::milliseconds test_checkpoint_pause() {
+  const char* text = std::getenv("QGOSSIP_TEST_CHECKPOINT_PAUSE_MS");
+  if (!text) return std::chrono::milliseconds(0);
+  char* end = nullptr;
+  errno = 0;
+  const long long ms = std::strtoll(text, &end, 10);
+  if (*text == '\0' || *end != '\0' || errno == ERANGE || ms < 0 || ms > 60000)
+    throw config_error(std::string("QGOSSIP_TEST_CHECKPOINT_PAUSE_MS='") + text +
+                       "' is not a whole number of milliseconds in 0..60000");
+  return std::chrono::milliseconds(ms);
+}
+
 }  // namespace
 
 void add_run_command(CLI::App& app, int* exit_code) {
@@ -43,12 +58,15 @@ void add_run_command(CLI::App& app, int* exit_code) {
       "The rank comes from --rank, else from SLURM_PROCID (so `srun qgossip run --config RUN.yaml` works).\n"
       "Writes runs/<name>/node-<rank>.csv (+ .json summary, .log via the launcher); rank 0 writes run.json.\n"
       "stdout carries one JSON event per line for the launcher; human-readable logs go to stderr.\n"
+      "--resume continues a run with train.checkpoint_every from its checkpoints (docs/checkpoints.md).\n"
       "Exit: 0 ok, 1 run-time failure (e.g. a silent neighbour), 2 bad config, 3 diverged, 130 interrupted.");
   struct options {
     std::string config;
     long long rank = 0;
     std::vector<std::string> sets;
     bool quiet = false;
+    bool resume = false;
+    long long resume_round = -1;
   };
   auto opt = std::make_shared<options>();
   cmd->add_option("--config,-c", opt->config, "Run YAML (see configs/ and docs/config.md)")->required();
@@ -56,7 +74,14 @@ void add_run_command(CLI::App& app, int* exit_code) {
       cmd->add_option("--rank,-r", opt->rank, "This node's rank in the topology (default: $SLURM_PROCID)");
   cmd->add_option("--set", opt->sets, "Override a config value, e.g. --set train.lr=0.05 (repeatable)");
   cmd->add_flag("--no-events", opt->quiet, "Do not print JSON progress events on stdout");
-  cmd->callback([opt, exit_code, rank_option] {
+  cmd->add_flag("--resume", opt->resume,
+                "Continue from the newest round of which every node has a checkpoint (train.checkpoint_every; "
+                "every rank's runs/<name>/checkpoints/node-<r> must be visible here), with the same config");
+  CLI::Option* round_option =
+      cmd->add_option("--resume-round", opt->resume_round,
+                      "With --resume: continue from this round's checkpoint (the newest round every node has; "
+                      "0 = from the start), for nodes on several hosts");
+  cmd->callback([opt, exit_code, rank_option, round_option] {
     install_stop_handlers();
     // Where the rank comes from, as the user wrote it (for the message when it is out of range).
     long long rank = opt->rank;
@@ -76,6 +101,14 @@ void add_run_command(CLI::App& app, int* exit_code) {
       throw config_error(given + ": " + rank_range(config.topology.n));
     node_run_options o;
     o.progress_json = !opt->quiet;
+    o.resume = opt->resume;
+    if (round_option->count() > 0) {
+      if (!opt->resume) throw config_error("run: --resume-round R needs --resume");
+      if (opt->resume_round < 0)
+        throw config_error("run: --resume-round " + std::to_string(opt->resume_round) + ": a round is >= 0");
+      o.resume_round = static_cast<std::uint64_t>(opt->resume_round);
+    }
+    o.checkpoint_pause_for_testing = test_checkpoint_pause();
     *exit_code = static_cast<int>(run_node(config, static_cast<int>(rank), o));
   });
 }

@@ -268,6 +268,21 @@ codec_spec parse_compressor(yaml_reader& root) {
   return spec;
 }
 
+// train.checkpoint_every: a whole number of rounds. Minutes are refused with the reason: every node
+// must checkpoint at the same round, and a round count measured from each node's clock is not the
+// same on every node (docs/checkpoints.md, "When").
+int get_checkpoint_every(yaml_reader& t, int def) {
+  if (auto v = t.child("checkpoint_every"); v && v->IsScalar()) {
+    const std::string text = v->Scalar();
+    if (!text.empty() && (text.back() == 'm' || text.back() == 's' || text.find("min") != std::string::npos))
+      throw t.error_at(*v, t.key_path("checkpoint_every") + ": '" + text +
+                               "' is a time; give a number of rounds (every node must checkpoint at the same "
+                               "round, which a time measured on each node does not give; a round takes about "
+                               "wall_s / iteration of an earlier run's node-<rank>.csv)");
+  }
+  return get_int_in(t, "checkpoint_every", def, 0, 1 << 30);
+}
+
 void emit_codec(YAML::Emitter& y, const codec_spec& c) {
   y << YAML::BeginMap << YAML::Key << "name" << YAML::Value << c.name;
   for (const auto& [k, v] : c.params) y << YAML::Key << k << YAML::Value << v;
@@ -344,7 +359,8 @@ std::string canonical_yaml(const run_config& c) {
     << tr.consensus_every << YAML::Key << "local_steps" << YAML::Value << tr.local_steps << YAML::Key << "outer"
     << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "lr" << YAML::Value << tr.outer.lr << YAML::Key
     << "momentum" << YAML::Value << tr.outer.momentum << YAML::Key << "nesterov" << YAML::Value << tr.outer.nesterov
-    << YAML::EndMap << YAML::EndMap;
+    << YAML::EndMap;
+  y << YAML::Key << "checkpoint_every" << YAML::Value << tr.checkpoint_every << YAML::EndMap;
   const auto& nw = c.network;
   y << YAML::Key << "network" << YAML::Value << YAML::BeginMap << YAML::Key << "transport" << YAML::Value
     << nw.transport << YAML::Key << "start_timeout_s" << YAML::Value << nw.start_timeout_s << YAML::Key
@@ -517,6 +533,7 @@ run_config load_run_config(const std::string& file, const std::vector<std::strin
       c.train.outer.nesterov = o->get_bool("nesterov", c.train.outer.nesterov);
       o->finish();
     }
+    c.train.checkpoint_every = get_checkpoint_every(*t, c.train.checkpoint_every);
     t->finish();
   }
 
@@ -561,6 +578,10 @@ run_config load_run_config(const std::string& file, const std::vector<std::strin
     if ((c.model.kind == "lenet5" || c.model.kind == "resnet20") && c.data.dataset == "synthetic")
       throw r.error("model: " + c.model.kind + " takes images; data.dataset synthetic has none (use fashion-mnist, "
                     "cifar10 or npy)");
+    if (c.train.checkpoint_every > 0 && c.model.buffers == "local" && c.model.kind != "lenet5")
+      throw r.error("train.checkpoint_every: " + c.model.kind + " with model.buffers: local keeps BatchNorm "
+                    "running statistics inside the module, which checkpoints do not hold yet; use buffers: "
+                    "average (they then travel with the model and are checkpointed), or no checkpoints");
     if (c.model.buffers == "average" && (c.train.momentum > 0 || c.train.weight_decay > 0))
       throw r.error("model.buffers: average sends BatchNorm statistics as part of the model, stepped by plain "
                     "SGD; set train.momentum and train.weight_decay to 0, or keep buffers local");

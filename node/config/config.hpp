@@ -59,6 +59,10 @@ struct train_config {
   // model x_t and hands the algorithm the outer step of the change (node/optim/outer_step.hpp).
   int local_steps = 1;
   outer_spec outer;  // train.outer: {lr, momentum, nesterov}; default lr 1, momentum 0: no outer optimizer
+  // Every this many rounds every node writes a checkpoint (docs/checkpoints.md) into
+  // <output_dir>/<name>/checkpoints/node-<rank>/, from which `--resume` continues exactly. Rounds
+  // only: every node must checkpoint at the same round. 0 = off.
+  int checkpoint_every = 0;
 };
 
 struct network_config {

@@ -1,5 +1,6 @@
 #include "node/log/run_log.hpp"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -45,16 +46,54 @@ std::string csv_number(double v) {
 
 }  // namespace
 
-run_log::run_log(fs::path dir, int rank, bool progress_to_stdout)
-    : dir_(std::move(dir)), rank_(rank), progress_to_stdout_(progress_to_stdout) {
+run_log::run_log(fs::path dir, int rank, bool progress_to_stdout, std::optional<std::uint64_t> continue_csv_at)
+    : dir_(std::move(dir)), rank_(rank), progress_to_stdout_(progress_to_stdout),
+      csv_path_(dir_ / ("node-" + std::to_string(rank) + ".csv")) {
   std::error_code ec;
   fs::create_directories(dir_, ec);
   if (ec) throw config_error("cannot create the run directory " + dir_.string() + ": " + ec.message());
-  fs::path csv = dir_ / ("node-" + std::to_string(rank) + ".csv");
-  csv_ = std::fopen(csv.c_str(), "w");
-  if (!csv_) throw config_error("cannot write " + csv.string() + ": " + std::strerror(errno));
+  if (continue_csv_at) {
+    continue_csv(*continue_csv_at);
+    return;
+  }
+  csv_ = std::fopen(csv_path_.c_str(), "w");
+  if (!csv_) throw config_error("cannot write " + csv_path_.string() + ": " + std::strerror(errno));
   std::fprintf(csv_, "%s\n", kCsvColumns);
   std::fflush(csv_);
+}
+
+// Cuts the CSV back to `length` bytes and opens it for appending (the constructor's resume case).
+void run_log::continue_csv(std::uint64_t length) {
+  const std::string header = std::string(kCsvColumns) + "\n";
+  std::string start(header.size(), '\0');
+  std::FILE* in = std::fopen(csv_path_.c_str(), "r");
+  if (!in) throw config_error("cannot continue " + csv_path_.string() + ": " + std::strerror(errno));
+  const std::size_t got = std::fread(start.data(), 1, start.size(), in);
+  std::fclose(in);
+  if (got != header.size() || start != header)
+    throw config_error("cannot continue " + csv_path_.string() + ": it does not start with the header line " +
+                       std::string(kCsvColumns));
+  std::error_code ec;
+  const std::uint64_t size = fs::file_size(csv_path_, ec);
+  if (ec) throw config_error("cannot continue " + csv_path_.string() + ": " + ec.message());
+  if (length < header.size() || size < length)
+    throw config_error("cannot continue " + csv_path_.string() + " at byte " + std::to_string(length) +
+                       " (the checkpoint's length of it): the file has " + std::to_string(size) +
+                       " bytes; it is not the file the checkpoint was written with");
+  if (::truncate(csv_path_.c_str(), static_cast<off_t>(length)) != 0)
+    throw config_error("cannot cut " + csv_path_.string() + " back to " + std::to_string(length) +
+                       " bytes: " + std::strerror(errno));
+  csv_ = std::fopen(csv_path_.c_str(), "a");
+  if (!csv_) throw config_error("cannot write " + csv_path_.string() + ": " + std::strerror(errno));
+}
+
+std::uint64_t run_log::sync_csv() {
+  if (std::fflush(csv_) != 0 || ::fdatasync(::fileno(csv_)) != 0)
+    throw config_error("cannot write " + csv_path_.string() + " to the disk: " + std::strerror(errno));
+  struct stat st {};
+  if (::fstat(::fileno(csv_), &st) != 0)
+    throw config_error("cannot tell the length of " + csv_path_.string() + ": " + std::strerror(errno));
+  return static_cast<std::uint64_t>(st.st_size);
 }
 
 run_log::~run_log() {

@@ -68,7 +68,12 @@ class run_log {
  public:
   // Creates dir (and parents) and opens node-<rank>.csv, writing the header. Throws config_error
   // when the directory or file cannot be created.
-  run_log(std::filesystem::path dir, int rank, bool progress_to_stdout);
+  // Resuming from a checkpoint (continue_csv_at = the CSV's length recorded with it): the existing
+  // CSV is cut back to that many bytes and continued, so rows written after the checkpoint by the
+  // stopped run are dropped and written again; throws config_error when the file is missing, does
+  // not start with kCsvColumns, or is shorter than that (it is not the one the checkpoint saw).
+  run_log(std::filesystem::path dir, int rank, bool progress_to_stdout,
+          std::optional<std::uint64_t> continue_csv_at = std::nullopt);
   ~run_log();
   run_log(const run_log&) = delete;
   run_log& operator=(const run_log&) = delete;
@@ -81,6 +86,9 @@ class run_log {
                       const std::string& data_note);
   void start(int n, std::uint64_t rounds, double epochs);
   void row(const round_record& r);
+  // The CSV's length in bytes after forcing the rows written so far to the disk (fdatasync): what a
+  // checkpoint records to continue the file from. Throws config_error naming the file on failure.
+  [[nodiscard]] std::uint64_t sync_csv();
   // The progress line alone (rows are written every log_every rounds; progress may be sparser).
   void progress(const round_record& r, std::uint64_t rounds);
   void finish(const node_summary& s);
@@ -88,9 +96,11 @@ class run_log {
 
  private:
   void emit(const std::string& json_line);
+  void continue_csv(std::uint64_t length);
   std::filesystem::path dir_;
   int rank_;
   bool progress_to_stdout_;
+  std::filesystem::path csv_path_;
   std::FILE* csv_ = nullptr;
 };
 

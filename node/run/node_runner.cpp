@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "core/errors.hpp"
+#include "node/checkpoint/checkpoint_store.hpp"
 #include "node/log/run_log.hpp"
 #include "node/run/node_setup.hpp"
 #include "node/run/round_steps.hpp"
@@ -118,7 +119,6 @@ node_exit run_node(const run_config& config, int rank, const node_run_options& o
   }
   node_setup& setup = *built;
   say(rank, setup.describe());
-  setup.log->start(setup.n, setup.rounds, setup.epoch_after(setup.rounds * setup.local_steps));
 
   std::unique_ptr<round_steps> steps;
   try {
@@ -129,8 +129,13 @@ node_exit run_node(const run_config& config, int rank, const node_run_options& o
                        std::to_string(config.train.batch) + ")");
   }
   round_steps& step = *steps;
-  step_end end;
   std::uint64_t t = 0;
+  if (setup.resume) {  // the loop continues with the round after the checkpoint's
+    t = step.restore(*setup.resume, checkpoint_path(setup.checkpoint_dir, setup.resume->round).string());
+    setup.resume.reset();
+  }
+  setup.log->start(setup.n, setup.rounds, setup.epoch_after(setup.rounds * setup.local_steps));
+  step_end end;
   while (end && t < setup.rounds) {
     if (stop_requested()) {
       end = {node_exit::interrupted, "interrupted by a signal at round " + std::to_string(t)};
@@ -141,7 +146,8 @@ node_exit run_node(const run_config& config, int rank, const node_run_options& o
     step.encode(t);
     if (!(end = step.exchange(t))) break;
     if (!(end = step.absorb(t))) break;
-    end = step.log(t);
+    if (!(end = step.log(t))) break;
+    end = step.checkpoint(t);
   }
   return step.finish(end, t);
 }

@@ -7,6 +7,10 @@
 // summary with status interrupted and returns node_exit::interrupted. After that, faults are values: a silent
 // or misbehaving neighbour, a diverged model or a stop signal end the loop cleanly, the summary records why,
 // and the return value says how it ended.
+#include <chrono>
+#include <cstdint>
+#include <optional>
+
 #include "node/config/config.hpp"
 
 namespace qgossip {
@@ -20,6 +24,14 @@ enum class node_exit : int {
 
 struct node_run_options {
   bool progress_json = true;  // the launcher protocol on stdout (node/progress.hpp)
+  // Continue from a checkpoint (docs/checkpoints.md): from the newest round every node has, found
+  // in every rank's checkpoint directory (node/run/resume.hpp common_resume_round), or from
+  // resume_round when given (0: from the start). Without resume the node deletes its checkpoints.
+  bool resume = false;
+  std::optional<std::uint64_t> resume_round;
+  // Test knob (the CLI reads QGOSSIP_TEST_CHECKPOINT_PAUSE_MS): how long a checkpoint write waits
+  // between its complete, synced temporary file and the rename, so that a test's kill lands there.
+  std::chrono::milliseconds checkpoint_pause_for_testing{0};
 };
 
 node_exit run_node(const run_config& config, int rank, const node_run_options& options = {});

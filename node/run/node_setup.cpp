@@ -13,7 +13,9 @@
 #include "core/errors.hpp"
 #include "core/hash.hpp"
 #include "node/config/topology_builder.hpp"
+#include "node/checkpoint/checkpoint_store.hpp"
 #include "node/models/model_factory.hpp"
+#include "node/run/resume.hpp"
 
 namespace qgossip {
 
@@ -170,7 +172,12 @@ node_setup::node_setup(const run_config& c, int r, const node_run_options& optio
   sampler = std::make_unique<batch_sampler>(
       shard_rows, batch, hash64(std::string_view("batches"), c.seed * 1000003u + static_cast<std::uint64_t>(rank)));
 
-  log = std::make_unique<run_log>(std::filesystem::path(c.output_dir) / c.name, rank, options.progress_json);
+  start_up_step("reading the checkpoints");
+  prepare_checkpoints(topo, options);
+  const std::optional<std::uint64_t> csv_at =
+      resume ? std::optional(checkpoint_csv_bytes(*resume, checkpoint_path(checkpoint_dir, resume->round).string()))
+             : std::nullopt;
+  log = std::make_unique<run_log>(std::filesystem::path(c.output_dir) / c.name, rank, options.progress_json, csv_at);
   if (rank == 0)
     log->write_run_json(c.name, c.canonical, n, c.algorithm, codec_description, net->describe(), c.run_id,
                         format_report(report), shaping_description(c.network), describe_data());
@@ -211,6 +218,43 @@ node_setup::node_setup(const run_config& c, int r, const node_run_options& optio
         ex = std::make_unique<exchange>(network->link(), eo);
         if (ring && n > 1) reducer = std::make_unique<ring_allreduce>(*ex, rank, n);
       });
+}
+
+// The checkpoint directory and keep count, the checkpoint to resume from (options.resume), and no
+// checkpoint of a later round left behind (a fresh start: none at all).
+void node_setup::prepare_checkpoints(const topology& topo, const node_run_options& options) {
+  if (config.train.checkpoint_every == 0 && !options.resume) return;
+  if (config.train.checkpoint_every == 0)
+    throw config_error(config.file, 0, 0,
+                       "--resume: train.checkpoint_every is 0, so this run writes no checkpoints to resume from");
+  checkpoint_dir = qgossip::checkpoint_dir(config, rank);
+  checkpoint_pause = options.checkpoint_pause_for_testing;
+  // Neighbours are at most one round apart, so nodes D hops apart at most D; the centralized
+  // algorithms wait for every node each round.
+  const int apart = is_centralized(config.algorithm) ? 1 : graph_diameter(topo);
+  checkpoint_keep = qgossip::checkpoint_keep(static_cast<std::uint64_t>(apart),
+                                             static_cast<std::uint64_t>(config.train.checkpoint_every));
+  std::uint64_t from = 0;
+  if (options.resume) {
+    from = options.resume_round ? *options.resume_round
+                                : common_resume_round(config, [this](const std::string& line) { say(rank, line); });
+    if (from > 0) {
+      resume = read_checkpoint(checkpoint_path(checkpoint_dir, from),
+                               {.run_id = config.run_id, .rank = static_cast<std::uint32_t>(rank)});
+      if (from >= rounds)
+        throw config_error(checkpoint_path(checkpoint_dir, from).string() + ": round " + std::to_string(from) +
+                           " is not before the run's last round " + std::to_string(rounds));
+    }
+    say(rank, from > 0 ? "resuming from " + checkpoint_path(checkpoint_dir, from).string()
+                       : std::string("resuming from round 0: no round has a checkpoint on every node"));
+  }
+  const std::size_t discarded = discard_checkpoints_after(checkpoint_dir, from);
+  if (discarded > 0)
+    say(rank, "deleted " + std::to_string(discarded) + " checkpoint file(s) of rounds after " + std::to_string(from) +
+                  " in " + checkpoint_dir.string());
+  std::error_code ec;
+  std::filesystem::create_directories(checkpoint_dir, ec);
+  if (ec) throw config_error("cannot create the checkpoint directory " + checkpoint_dir.string() + ": " + ec.message());
 }
 
 std::string node_setup::describe_data() const {

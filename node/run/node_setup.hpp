@@ -7,7 +7,9 @@
 // (node/run/round_steps.hpp) works on this.
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,6 +18,7 @@
 #include "algorithms/compress/isgq.hpp"
 #include "gossip/exchange.hpp"
 #include "gossip/ring_allreduce.hpp"
+#include "node/checkpoint/checkpoint_file.hpp"
 #include "node/config/config.hpp"
 #include "node/data/batch_sampler.hpp"
 #include "node/data/load.hpp"
@@ -60,6 +63,14 @@ struct node_setup {
   lr_schedule schedule;
   std::unique_ptr<batch_sampler> sampler;  // this node's own order of its own shard
 
+  // Checkpoints (train.checkpoint_every > 0 or a resume): this node's directory, how many it keeps
+  // (node/run/resume.hpp checkpoint_keep), and the one the run continues from, held until
+  // round_steps has loaded it.
+  std::filesystem::path checkpoint_dir;
+  std::size_t checkpoint_keep = 0;
+  std::optional<checkpoint> resume;
+  std::chrono::milliseconds checkpoint_pause{0};
+
   std::unique_ptr<run_log> log;
   std::size_t largest_message = 0;
   std::uint64_t lookahead = 1;
@@ -71,6 +82,9 @@ struct node_setup {
   [[nodiscard]] double epoch_after(std::uint64_t steps) const {
     return static_cast<double>(steps) / static_cast<double>(steps_per_epoch);
   }
+
+  // Called by the constructor once the model, algorithm and round counts exist.
+  void prepare_checkpoints(const topology& topo, const node_run_options& options);
 
   // The one-paragraph start-up line of the node log (what runs, with whom, for how long).
   [[nodiscard]] std::string describe() const;

@@ -215,12 +215,35 @@ void round_steps::evaluate(std::size_t max_examples) {
   rec_.test_acc = r.accuracy;
 }
 
+exchange_stats round_steps::traffic() const {
+  exchange_stats st = s_.ex->stats();
+  const exchange_stats& c = carried_.traffic;
+  st.rounds += c.rounds;
+  st.messages_sent += c.messages_sent;
+  st.bytes_sent += c.bytes_sent;
+  st.probe_bytes_sent += c.probe_bytes_sent;
+  st.probe_bytes_received += c.probe_bytes_received;
+  st.messages_received += c.messages_received;
+  st.bytes_received += c.bytes_received;
+  st.messages_delivered += c.messages_delivered;
+  st.duplicates += c.duplicates;
+  st.expired += c.expired;
+  for (std::size_t r = 0; r < kRejectReasons; ++r) st.rejected[r] += c.rejected[r];
+  st.wait_time += c.wait_time;
+  st.send_time += c.send_time;
+  return st;
+}
+
+double round_steps::wall_s() const { return carried_.wall_s + seconds(clock::now() - s_.wall_start); }
+
 void round_steps::fill_record(std::uint64_t t) {
-  const auto& st = s_.ex->stats();
-  const transfer_stats transfers = s_.net->transfers();
+  const exchange_stats st = traffic();
+  transfer_stats transfers = s_.net->transfers();
+  transfers.seconds += carried_.transfers.seconds;
+  transfers.bytes += carried_.transfers.bytes;
   rec_.iteration = t;
   rec_.epoch = s_.epoch_after(t * s_.local_steps);
-  rec_.wall_s = seconds(clock::now() - s_.wall_start);
+  rec_.wall_s = wall_s();
   rec_.lr = lr_;
   rec_.train_loss = loss_count_ ? loss_sum_ / static_cast<double>(loss_count_) : rec_.train_loss;
   rec_.round_bytes_sent = round_sent_;
@@ -230,7 +253,7 @@ void round_steps::fill_record(std::uint64_t t) {
   rec_.probe_bytes_sent = st.probe_bytes_sent;
   rec_.compute_s = compute_s_;
   rec_.codec_s = codec_s_;
-  rec_.comm_s = seconds(st.wait_time + st.send_time - probe_.comm_time());
+  rec_.comm_s = seconds(st.wait_time + st.send_time - probe_.comm_time() - carried_.probe_comm);
   rec_.transfer_s = transfers.seconds;
   rec_.transfer_bytes = transfers.bytes;
   rec_.rejected = st.rejected_total();
@@ -289,10 +312,10 @@ void round_steps::write_summary(const step_end& end) {
                    : end.exit == node_exit::interrupted ? "interrupted" : "failed";
   summary.last = rec_;
   summary.rounds = completed_;
-  const auto& st = s_.ex->stats();
+  const exchange_stats st = traffic();
   summary.mean_round_bytes_sent =
       completed_ ? static_cast<double>(st.bytes_sent - st.probe_bytes_sent) / static_cast<double>(completed_) : 0.0;
-  summary.wall_s = seconds(clock::now() - s_.wall_start);
+  summary.wall_s = wall_s();
   summary.model_hash = hash64(s_.alg->model());
   for (const auto& copy : s_.alg->held_copies()) summary.copies.push_back({copy.rank, hash64(copy.values)});
   summary.rejected_detail = rejected_detail(st);

@@ -7,6 +7,8 @@
 //   exchange  send to the peers and gather theirs (a ring all-reduce: sum with the ring)
 //   absorb    decode and apply each neighbour's message, finish the round
 //   log       consensus probe, evaluation, CSV row and progress line
+//   checkpoint  every train.checkpoint_every rounds (not after the last): everything the next round
+//             needs, written atomically (node/run/round_checkpoint.cpp, docs/checkpoints.md)
 // and, once the loop ends, finish: the last row after a failure, the summary with hashes, the
 // closing line. Faults are values (a step_end that is not ok), never exceptions.
 // Not thread-safe: the node's one thread owns it.
@@ -17,8 +19,10 @@
 
 #include "core/aligned.hpp"
 #include "gossip/exchange.hpp"
+#include "node/checkpoint/checkpoint_file.hpp"
 #include "node/data/dataset.hpp"
 #include "node/log/run_log.hpp"
+#include "node/models/model.hpp"
 #include "node/optim/local_step.hpp"
 #include "node/optim/outer_step.hpp"
 #include "node/run/consensus_probe.hpp"
@@ -44,7 +48,14 @@ class round_steps {
   [[nodiscard]] step_end exchange(std::uint64_t t);
   [[nodiscard]] step_end absorb(std::uint64_t t);
   [[nodiscard]] step_end log(std::uint64_t t);
+  // Writes the checkpoint of round t when one is due; a failed write stops the node (exit 1).
+  [[nodiscard]] step_end checkpoint(std::uint64_t t);
   [[nodiscard]] node_exit finish(const step_end& end, std::uint64_t t);
+
+  // Loads a checkpoint into this node (fresh from node_setup, before any round) and returns its
+  // round: the loop continues with the next. Throws state_error for state of another run,
+  // algorithm, codec, shard or size.
+  std::uint64_t restore(const qgossip::checkpoint& ck, const std::string& origin);
 
  private:
   using clock = std::chrono::steady_clock;
@@ -52,6 +63,11 @@ class round_steps {
   void fill_record(std::uint64_t t);
   [[nodiscard]] status decode(std::span<const std::byte> bytes, int from, std::uint64_t t, float_vector& out);
   void write_summary(const step_end& end);
+  // The exchange's counters plus those carried over from before a resume.
+  [[nodiscard]] exchange_stats traffic() const;
+  [[nodiscard]] double wall_s() const;
+  void save_round(state_writer& out) const;
+  void load_round(state_reader& in);
 
   [[nodiscard]] std::span<const std::size_t> next_batch(std::uint64_t step);
   // Optimizer step `step` (1-based over the run; round t's steps are (t−1)·H+1 .. t·H): sets lr_,
@@ -87,6 +103,15 @@ class round_steps {
   std::uint64_t round_sent_ = 0, round_recv_ = 0;  // the latest round's traffic alone
   double compute_s_ = 0, codec_s_ = 0;
   clock::time_point round_start_;
+  // Cumulative counters of the run before a resume (zero in a run that started at round 1), added
+  // to this process's own so that the log continues where the checkpoint left it.
+  struct carried_counts {
+    exchange_stats traffic;
+    std::chrono::nanoseconds probe_comm{0};
+    transfer_stats transfers;
+    double wall_s = 0;
+  };
+  carried_counts carried_;
 };
 
 }  // namespace qgossip
