@@ -10,6 +10,7 @@
 #include "node/launch/subprocess.hpp"
 #include "node/config/topology_builder.hpp"
 #include "node/run/node_network.hpp"
+#include "node/run/resume.hpp"
 
 namespace qgossip {
 
@@ -55,6 +56,8 @@ void add_launch_command(CLI::App& app, int* exit_code) {
       "Node logs: runs/<name>/node-<rank>.log (stderr), node-<rank>.csv, node-<rank>.json, run.json.\n"
       "With network.security: curve (the default) it first generates the nodes' missing CURVE keypairs in\n"
       "network.keys_dir (runs/<name>/keys; docs/security.md).\n"
+      "--resume continues a run with train.checkpoint_every from the newest round every node has a\n"
+      "checkpoint of (docs/checkpoints.md); give the same RUN.yaml and --set options as before.\n"
       "For several hosts, start `qgossip run` on each (ssh or srun) instead: see the README.\n"
       "--exec-prefix runs each node's command line behind a prefix, split at spaces (no quoting) with\n"
       "{rank} replaced by the node's rank: --exec-prefix 'ip netns exec qg{rank}' starts node r in network\n"
@@ -66,12 +69,16 @@ void add_launch_command(CLI::App& app, int* exit_code) {
     bool no_plot = false;
     bool plain = false;
     std::string exec_prefix;
+    bool resume = false;
   };
   auto opt = std::make_shared<options>();
   cmd->add_option("RUN_YAML", opt->config, "Run YAML (e.g. configs/demo.yaml)")->required();
   cmd->add_option("--set", opt->sets, "Override a config value for every node, e.g. --set train.epochs=1");
   cmd->add_flag("--no-plot", opt->no_plot, "Do not draw the PNG figures at the end");
   cmd->add_flag("--plain", opt->plain, "Plain progress lines instead of the live single-line display");
+  cmd->add_flag("--resume", opt->resume,
+                "Continue the run from the newest round of which every node has a checkpoint "
+                "(train.checkpoint_every; the same config and --set options as the stopped launch)");
   cmd->add_option("--exec-prefix", opt->exec_prefix,
                   "Words to put before each node's command, {rank} replaced, e.g. 'ip netns exec qg{rank}'");
   cmd->callback([opt, exit_code] {
@@ -92,6 +99,19 @@ void add_launch_command(CLI::App& app, int* exit_code) {
       std::fprintf(stderr, "warning: network.security is none: links are neither authenticated nor encrypted\n");
     }
 
+    // --resume: one round for every node, chosen here from every node's checkpoint directory.
+    std::vector<std::string> resume_args;
+    if (opt->resume) {
+      if (c.train.checkpoint_every == 0)
+        throw config_error(c.file + ": --resume: train.checkpoint_every is 0, so this run writes no checkpoints");
+      for (int r = 0; r < c.topology.n; ++r) std::filesystem::create_directories(checkpoint_dir(c, r), ec);
+      const std::uint64_t round =
+          common_resume_round(c, [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); });
+      std::fprintf(stderr, "resuming every node from round %llu%s\n", static_cast<unsigned long long>(round),
+                   round == 0 ? " (no round has a checkpoint on every node)" : "");
+      resume_args = {"--resume", "--resume-round", std::to_string(round)};
+    }
+
     const int gpus = count_local_gpus();
     std::vector<node_process> nodes;
     for (int r = 0; r < c.topology.n; ++r) {
@@ -100,6 +120,7 @@ void add_launch_command(CLI::App& app, int* exit_code) {
       p.argv = exec_prefix_words(opt->exec_prefix, r);
       p.argv.insert(p.argv.end(), {self_executable(), "run", "--config", opt->config, "--rank", std::to_string(r)});
       for (const auto& s : opt->sets) p.argv.insert(p.argv.end(), {"--set", s});
+      p.argv.insert(p.argv.end(), resume_args.begin(), resume_args.end());
       int gpu = c.topology.nodes[static_cast<std::size_t>(r)].gpu;
       if (gpus > 0) p.env.emplace_back("CUDA_VISIBLE_DEVICES", std::to_string(gpu >= 0 ? gpu : r % gpus));
       p.stderr_log = (dir / ("node-" + std::to_string(r) + ".log")).string();
