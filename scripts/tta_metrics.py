@@ -176,8 +176,13 @@ def fmt_s(s):
     return f"{s:.1f} s" if s < 100 else f"{s:.0f} s"
 
 
-def fmt_tta(tta, cap_s):
+def fmt_tta(tta, cap_s, m=None):
+    """'12.3 s (ep 4)', or why the target was not reached: the cap, or all epochs run without it."""
     if tta is None:
+        if m and m.get("status") == "epochs" and m.get("epoch_last"):
+            return f"not in {m['epoch_last']:.3g} ep"
+        if m and m.get("status") in ("failed", "not run"):
+            return "–"
         return f"> {cap_s:g} s" if cap_s else "not reached"
     return f"{fmt_s(tta[0])} (ep {tta[1]:.3g})"
 
@@ -203,7 +208,7 @@ def table(runs, targets, cap_s):
     for r in runs:
         m = r["m"]
         cells = [r["label"].replace("|", "\\|")]
-        cells += [fmt_tta(m["ttas"].get(t), cap_s) for t in targets]
+        cells += [fmt_tta(m["ttas"].get(t), cap_s, m) for t in targets]
         for k in ("ddp", "diloco"):
             cells.append(" / ".join(fmt_ratio(m["ttas"].get(t), best[(k, t)]) for t in targets))
         cells += [fmt_s(m.get("startup_s")), fmt_s(m.get("epoch_time_s")), fmt_mb(m.get("bytes_per_epoch")),
