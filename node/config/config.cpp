@@ -472,6 +472,13 @@ run_config load_run_config(const std::string& file, const std::vector<std::strin
     c.data.partition = get_choice(*d, "partition", c.data.partition, kPartitions);
     c.data.skew = get_double_in(*d, "skew", c.data.skew, 0.0, 1.0);
     c.data.standardize = d->get_bool("standardize", c.data.standardize);
+    // data.cache: true | false | a directory (node/data/data_cache.hpp); results never depend on it.
+    if (const std::string cache = d->get_string("cache", "true"); cache == "false" || cache == "no" || cache == "off")
+      c.data.cache = false;
+    else if (cache.empty())
+      throw d->error("data.cache: expected true, false or a directory, got an empty string");
+    else if (cache != "true" && cache != "yes" && cache != "on")
+      c.data.cache_dir = cache;
     if (auto a = d->map("augment")) {
       c.data.augment.crop_padding = get_int_in(*a, "crop_padding", c.data.augment.crop_padding, 0, 64);
       c.data.augment.flip = a->get_bool("flip", c.data.augment.flip);

@@ -24,6 +24,10 @@ struct data_spec {
   // reaches 0.88 on Fashion-MNIST epochs sooner than pixels scaled to [0, 1]).
   bool standardize = true;
   augment_spec augment;           // images only, training batches only
+  // Decode the data set once into a cache file every node maps read-only (node/data/data_cache.hpp);
+  // false: every node decodes the sources itself. Synthetic data are never cached.
+  bool cache = true;
+  std::string cache_dir;  // "": $XDG_CACHE_HOME/qgossip, else $HOME/.cache/qgossip
   // dataset: synthetic (Gaussian class clusters)
   int synthetic_train = 8000, synthetic_test = 2000, synthetic_dim = 32, synthetic_classes = 4;
   double synthetic_noise = 1.0;

@@ -1,11 +1,13 @@
 #include "node/data/load.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <numeric>
 #include <vector>
 
 #include "core/errors.hpp"
 #include "node/data/cifar10.hpp"
+#include "node/data/data_cache.hpp"
 #include "node/data/idx_reader.hpp"
 #include "node/data/npy_images.hpp"
 #include "node/data/partition.hpp"
@@ -25,8 +27,26 @@ std::vector<std::size_t> range(std::size_t from, std::size_t count) {
   return v;
 }
 
+// A data set of v's shape holding the given rows of features/labels (train or test of v), in order.
+dataset rows_of(const whole_view& v, std::span<const float> features, std::span<const std::uint8_t> labels,
+                const std::vector<std::size_t>& rows) {
+  dataset out;
+  out.size = rows.size();
+  out.dim = v.dim;
+  out.classes = v.classes;
+  out.shape = v.shape;
+  out.features.resize(rows.size() * v.dim);
+  out.labels.resize(rows.size());
+  for (std::size_t k = 0; k < rows.size(); ++k) {
+    QG_ENFORCE(rows[k] < labels.size(), "row " << rows[k] << " of " << labels.size());
+    std::copy_n(features.data() + rows[k] * v.dim, v.dim, out.features.data() + k * v.dim);
+    out.labels[k] = labels[rows[k]];
+  }
+  return out;
+}
+
 // The whole training and test sets, before standardization and sharding.
-data_split load_whole(const data_spec& spec, std::uint64_t seed) {
+std::pair<dataset, dataset> load_whole(const data_spec& spec, std::uint64_t seed) {
   data_split out;
   if (spec.dataset == "fashion-mnist") {
     out.train = load_fashion_mnist(spec.dir, split::train);
@@ -59,7 +79,28 @@ data_split load_whole(const data_spec& spec, std::uint64_t seed) {
     throw config_error("data.dataset: unknown data set '" + spec.dataset +
                        "' (expected fashion-mnist, cifar10, npy or synthetic)");
   }
-  return out;
+  return {std::move(out.train), std::move(out.test)};
+}
+
+// rank's shard of v's training set and the whole test set, standardized with v's statistics when
+// spec.standardize: the same numbers whether v lies in memory or in a mapped cache file.
+data_split shard_of(const whole_view& v, const data_spec& spec, int n, int rank, std::uint64_t seed) {
+  dataset labels_only;  // all shard_indices reads: size, classes, labels
+  labels_only.size = v.train_size;
+  labels_only.classes = v.classes;
+  labels_only.labels.assign(v.train_labels.begin(), v.train_labels.end());
+  const std::vector<std::size_t> shard = shard_indices(spec, labels_only, n, rank, seed);
+  data_split d;
+  d.total_train = v.train_size;
+  d.train = rows_of(v, v.train_features, v.train_labels, shard);
+  d.test = rows_of(v, v.test_features, v.test_labels, range(0, v.test_size));
+  if (spec.standardize) {
+    QG_ENFORCE(!v.stats.empty(), "standardization without statistics");
+    d.standardization = v.stats;
+    standardize(d.train, d.standardization);
+    standardize(d.test, d.standardization);
+  }
+  return d;
 }
 
 }  // namespace
@@ -70,19 +111,22 @@ std::vector<std::size_t> shard_indices(const data_spec& spec, const dataset& tra
                                  : partition_by_label(train.labels, train.classes, n, rank, seed, spec.skew);
 }
 
-data_split load_shard(const data_spec& spec, int n, int rank, std::uint64_t seed) {
-  data_split d = load_whole(spec, seed);
-  d.total_train = d.train.size;
+data_split load_shard(const data_spec& spec, int n, int rank, std::uint64_t seed, const data_log& log) {
+  auto decode = [&] { return load_whole(spec, seed); };
+  const data_log to_stderr = [](const std::string& line) {
+    std::fprintf(stderr, "qgossip: %s\n", line.c_str());
+    std::fflush(stderr);
+  };
   // The statistics come from the whole training set (the same on every node); only the shard this
   // node keeps and the test set are then standardized.
-  if (spec.standardize) d.standardization = measure_channels(d.train);
-  const std::vector<std::size_t> shard = shard_indices(spec, d.train, n, rank, seed);
-  d.train = d.train.subset(shard);
-  if (spec.standardize) {
-    standardize(d.train, d.standardization);
-    standardize(d.test, d.standardization);
-  }
-  return d;
+  const whole_source whole = spec.cache && spec.dataset != "synthetic"
+                                 ? load_whole_cached(spec, decode, log ? log : to_stderr)
+                                 : [&] {
+                                     auto [train, test] = decode();
+                                     channel_stats stats = spec.standardize ? measure_channels(train) : channel_stats{};
+                                     return whole_source(std::move(train), std::move(test), std::move(stats));
+                                   }();
+  return shard_of(whole.view(), spec, n, rank, seed);
 }
 
 }  // namespace qgossip

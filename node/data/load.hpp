@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "node/data/data_cache.hpp"
 #include "node/data/data_spec.hpp"
 #include "node/data/dataset.hpp"
 #include "node/data/standardize.hpp"
@@ -24,7 +25,11 @@ struct data_split {
 // of the whole training set, before sharding: the same on every node), and keeps rank's shard of
 // the training set (spec.partition over n nodes, seeded). For npy, train and test get the larger of
 // their two class counts. An unknown spec.dataset is a config_error.
-[[nodiscard]] data_split load_shard(const data_spec& spec, int n, int rank, std::uint64_t seed);
+// With spec.cache (the default) the decoded whole data set comes from the data cache
+// (node/data/data_cache.hpp), bit for bit the same as decoding it here; `log` receives its one-line
+// notes (a rebuild and why, a warning when it cannot be used); null: stderr, "qgossip: " first.
+[[nodiscard]] data_split load_shard(const data_spec& spec, int n, int rank, std::uint64_t seed,
+                                    const data_log& log = nullptr);
 
 // The indices (into the whole training set `train`, sorted ascending) of rank's shard, as
 // load_shard keeps them: spec.partition (iid or label with spec.skew) over n nodes, seeded.
