@@ -54,6 +54,7 @@ import itertools
 import json
 import math
 import os
+import shutil
 import re
 import shlex
 import signal
@@ -263,8 +264,10 @@ def qgossip_sets(sweep, run, qgossip, out):
     s = run["system"]
     sets = list(sweep["set"]) + list(s["set"])
     sets += n_sets(qgossip, s["config"], sets, run["n"])
-    return sets + [f"train.epochs={sweep['epochs']:g}", "train.eval_every=1", "train.eval_examples=0",
-                   f"output.dir={out}", f"name={run['name']}"]
+    # The entry's own overrides come after the sweep's epochs, so an entry may run fewer epochs (its
+    # schedule's length, e.g. a cosine decay) than the sweep's cap.
+    return sets + [f"train.epochs={sweep['epochs']:g}", "train.eval_every=1", "train.eval_examples=0"] + \
+        list(s["set"]) + [f"output.dir={out}", f"name={run['name']}"]
 
 
 def shards_dir(out, n):
@@ -639,9 +642,7 @@ def main(argv):
                     print(f"{prefix}: NOT RUN: its shards differ from the base's: {why}", flush=True)
                     failed.append(run["name"])
                     continue
-                if os.path.isdir(run["dir"]):
-                    for name in os.listdir(run["dir"]):
-                        os.remove(os.path.join(run["dir"], name))
+                shutil.rmtree(run["dir"], ignore_errors=True)  # a node run leaves keys/ and checkpoints/
                 os.makedirs(run["dir"], exist_ok=True)
                 print(f"{prefix} ...", end="", flush=True)
                 with open(os.path.join(run["dir"], "launch.log"), "w") as log:
