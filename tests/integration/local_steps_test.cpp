@@ -34,13 +34,6 @@ std::string golden_config(const std::string& name, const std::string& algorithm,
   return y.str();
 }
 
-std::string text(const flat_json& j, const std::string& key) {
-  const json_value* v = j.find(key);
-  REQUIRE(v != nullptr);
-  REQUIRE(std::holds_alternative<std::string>(*v));
-  return std::get<std::string>(*v);
-}
-
 std::map<int, flat_json> launch(const temp_dir& tmp, const std::string& name, const std::string& algorithm,
                                 const std::string& compressor, const std::string& extra_train) {
   const fs::path cfg = tmp.path / (name + ".yaml");

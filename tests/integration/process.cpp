@@ -151,4 +151,11 @@ double number(const flat_json& j, const char* key) {
   return std::get<double>(*v);
 }
 
+std::string text(const flat_json& j, const std::string& key) {
+  const json_value* v = j.find(key);
+  REQUIRE_MESSAGE(v != nullptr, "missing " << key);
+  REQUIRE_MESSAGE(std::holds_alternative<std::string>(*v), key << " is not a string");
+  return std::get<std::string>(*v);
+}
+
 }  // namespace qgossip::testing

@@ -48,5 +48,7 @@ std::string read_file(const std::filesystem::path& path);
 std::map<int, flat_json> summaries(const std::filesystem::path& dir, int n);
 // A number field of a summary (a test failure if it is missing or not a number).
 double number(const flat_json& j, const char* key);
+// The string field `key` of a summary (a test failure if it is missing or not a string).
+std::string text(const flat_json& j, const std::string& key);
 
 }  // namespace qgossip::testing

@@ -94,13 +94,6 @@ std::vector<std::string> deterministic_rows(const fs::path& csv) {
   return rows;
 }
 
-std::string text(const flat_json& j, const std::string& key) {
-  const json_value* v = j.find(key);
-  REQUIRE(v != nullptr);
-  REQUIRE(std::holds_alternative<std::string>(*v));
-  return std::get<std::string>(*v);
-}
-
 struct kill_report {
   int kills = 0;
   int mid_write = 0;       // kills that left a .tmp: a checkpoint was being written

@@ -35,13 +35,6 @@ std::string ring_config(const std::string& name, const std::string& algorithm, c
   return y.str();
 }
 
-std::string text(const flat_json& j, const std::string& key) {
-  const json_value* v = j.find(key);
-  REQUIRE(v != nullptr);
-  REQUIRE(std::holds_alternative<std::string>(*v));
-  return std::get<std::string>(*v);
-}
-
 // The CSV of a run as rows of named columns.
 std::vector<std::map<std::string, std::string>> csv_rows(const fs::path& file) {
   std::istringstream in(read_file(file));
