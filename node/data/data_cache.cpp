@@ -107,7 +107,8 @@ std::string data_cache_path(const std::string& dir, const data_spec& spec) {
   return dir + "/" + spec.dataset + "-" + hash.substr(2) + ".qgdata";
 }
 
-whole_source load_whole_cached(const data_spec& spec, const whole_decoder& decode, const data_log& log) {
+whole_source load_whole_cached(const data_spec& spec, const whole_decoder& decode, const data_log& log,
+                               const std::optional<cache_distrust>& distrust) {
   const std::optional<std::string> key = data_cache_key(spec);
   if (!key) return decoded(decode, spec.standardize);  // a missing source file: the decoder names it
   const std::string dir = data_cache_dir(spec);
@@ -117,8 +118,10 @@ whole_source load_whole_cached(const data_spec& spec, const whole_decoder& decod
   }
   const std::string path = data_cache_path(dir, spec);
   // Most starts find a good file: map it without taking the lock (files are only ever renamed in).
-  auto first = map_data_cache(path, *key);
-  if (auto* m = std::get_if<0>(&first)) return whole_source(std::move(*m));
+  if (!distrust) {
+    auto first = map_data_cache(path, *key);
+    if (auto* m = std::get_if<0>(&first)) return whole_source(std::move(*m));
+  }
 
   std::error_code ec;
   fs::create_directories(dir, ec);
@@ -133,9 +136,14 @@ whole_source load_whole_cached(const data_spec& spec, const whole_decoder& decod
   }
   // Another node may have built it while this one waited for the lock.
   auto second = map_data_cache(path, *key);
-  if (auto* m = std::get_if<0>(&second)) return whole_source(std::move(*m));
-
-  log("data cache: building " + path + " (" + std::get<1>(second).reason + ")");
+  std::string reason;
+  if (auto* m = std::get_if<0>(&second)) {
+    if (!distrust || (*m)->id() != distrust->file) return whole_source(std::move(*m));
+    reason = distrust->reason;
+  } else {
+    reason = std::get<1>(second).reason;
+  }
+  log("data cache: building " + path + " (" + reason + ")");
   whole_source built = decoded(decode, true);
   if (std::string error = write_data_cache(path, *key, built.view()); !error.empty()) warn_uncached(log, error);
   return built;

@@ -45,6 +45,8 @@ class whole_source {
   whole_source(dataset train, dataset test, channel_stats stats)
       : train_(std::move(train)), test_(std::move(test)), stats_(std::move(stats)) {}
   [[nodiscard]] bool mapped() const { return mapped_ != nullptr; }
+  // The mapped file; all zero for data decoded here.
+  [[nodiscard]] cache_file_id file() const { return mapped_ ? mapped_->id() : cache_file_id{}; }
   // Spans into this object: valid while it lives.
   [[nodiscard]] whole_view view() const { return mapped_ ? mapped_->view() : view_of(train_, test_, stats_); }
 
@@ -57,9 +59,17 @@ class whole_source {
 // The decoded whole training and test sets of spec (unstandardized), as load_shard reads them.
 using whole_decoder = std::function<std::pair<dataset, dataset>()>;
 
+// A mapped cache file found damaged after it was mapped (a row failed its checksum), and why.
+struct cache_distrust {
+  cache_file_id file;
+  std::string reason;
+};
+
 // Through the cache as described above (spec.cache must be on and spec.dataset not synthetic):
-// maps a valid cache file, else builds it under the lock with decode(). When the cache cannot be
+// maps a valid cache file, else builds it under the lock with decode(). With `distrust`, that file is
+// rebuilt (for that reason) unless another node has replaced it meanwhile. When the cache cannot be
 // used at all, the data are decoded here, with statistics only when spec.standardize.
-[[nodiscard]] whole_source load_whole_cached(const data_spec& spec, const whole_decoder& decode, const data_log& log);
+[[nodiscard]] whole_source load_whole_cached(const data_spec& spec, const whole_decoder& decode, const data_log& log,
+                                             const std::optional<cache_distrust>& distrust = std::nullopt);
 
 }  // namespace qgossip

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <optional>
+#include <vector>
 
 #include "gossip/crc32c.hpp"
 
@@ -27,7 +28,7 @@ struct cache_header {
   std::uint32_t key_bytes;
   std::uint64_t train_size, test_size, dim, classes, channels, height, width, stat_channels;
   std::uint64_t payload_bytes;  // from the train features to the end of the file
-  std::uint32_t payload_crc;
+  std::uint32_t meta_crc;       // CRC32C from the mean to the end (statistics, row CRCs, labels)
   std::uint32_t header_crc;  // CRC32C of the header (with this field 0), continued over the key text
   char reserved[32];
 };
@@ -37,7 +38,7 @@ std::size_t align_up(std::size_t n) { return (n + kAlign - 1) / kAlign * kAlign;
 
 // Byte offsets of the sections; end is the file's size.
 struct cache_layout {
-  std::size_t train = 0, test = 0, mean = 0, stddev = 0, train_labels = 0, test_labels = 0, end = 0;
+  std::size_t train = 0, test = 0, mean = 0, stddev = 0, row_crc = 0, train_labels = 0, test_labels = 0, end = 0;
 };
 
 // The layout the header's sizes imply; nullopt when they are inconsistent or absurd.
@@ -56,7 +57,8 @@ std::optional<cache_layout> layout_of(const cache_header& h) {
   l.test = align_up(l.train + h.train_size * h.dim * sizeof(float));
   l.mean = align_up(l.test + h.test_size * h.dim * sizeof(float));
   l.stddev = l.mean + h.stat_channels * sizeof(double);
-  l.train_labels = l.stddev + h.stat_channels * sizeof(double);
+  l.row_crc = l.stddev + h.stat_channels * sizeof(double);
+  l.train_labels = l.row_crc + (h.train_size + h.test_size) * sizeof(std::uint32_t);
   l.test_labels = l.train_labels + h.train_size;
   l.end = l.test_labels + h.test_size;
   return l;
@@ -99,20 +101,20 @@ std::string check(const std::byte* base, std::size_t size, const std::string& ke
   if (size != l.end)
     return (size < l.end ? "truncated: " : "too long: ") + std::to_string(size) + " bytes, the header says " +
            std::to_string(l.end);
-  const std::uint32_t crc = crc32c(std::span(base + l.train, l.end - l.train));
-  if (crc != h.payload_crc) return "checksum mismatch in the data";
+  if (crc32c(std::span(base + l.mean, l.end - l.mean)) != h.meta_crc)
+    return "checksum mismatch in the statistics, row checksums or labels";
   const auto* labels = reinterpret_cast<const std::uint8_t*>(base + l.train_labels);
   if (std::any_of(labels, labels + h.train_size + h.test_size, [&](std::uint8_t y) { return y >= h.classes; }))
     return "a label >= its class count";
   return "";
 }
 
-// Writes everything it is given to fd, feeding the payload's bytes to a running CRC32C.
+// Writes everything it is given to fd, feeding the bytes marked `checked` to a running CRC32C.
 class cache_writer {
  public:
   explicit cache_writer(int fd) : fd_(fd) {}
-  bool put(std::span<const std::byte> bytes, bool payload) {
-    if (payload) crc_ = crc32c(bytes, crc_);
+  bool put(std::span<const std::byte> bytes, bool checked) {
+    if (checked) crc_ = crc32c(bytes, crc_);
     while (!bytes.empty()) {
       const ssize_t n = ::write(fd_, bytes.data(), bytes.size());
       if (n < 0 && errno == EINTR) continue;
@@ -123,13 +125,13 @@ class cache_writer {
     return true;
   }
   // Zero bytes up to `offset`.
-  bool pad_to(std::size_t offset, bool payload) {
+  bool pad_to(std::size_t offset) {
     static constexpr std::byte zeros[kAlign] = {};
-    return offset >= offset_ && put(std::span(zeros, offset - offset_), payload);
+    return offset >= offset_ && put(std::span(zeros, offset - offset_), false);
   }
   template <class T>
-  bool put_values(std::span<const T> values) {
-    return put(std::as_bytes(values), true);
+  bool put_values(std::span<const T> values, bool checked) {
+    return put(std::as_bytes(values), checked);
   }
   [[nodiscard]] std::uint32_t crc() const { return crc_; }
 
@@ -139,24 +141,32 @@ class cache_writer {
   std::uint32_t crc_ = 0;
 };
 
+// The CRC32C of each row's features (rows of dim floats).
+std::vector<std::uint32_t> row_crcs(std::span<const float> features, std::size_t dim, std::vector<std::uint32_t> out) {
+  for (std::size_t i = 0; i + dim <= features.size(); i += dim) out.push_back(crc32c(std::as_bytes(features.subspan(i, dim))));
+  return out;
+}
+
 bool write_sections(int fd, const cache_layout& l, const std::string& key, const whole_view& v,
-                    std::uint32_t& payload_crc) {
+                    std::uint32_t& meta_crc) {
+  const std::vector<std::uint32_t> crcs = row_crcs(v.test_features, v.dim, row_crcs(v.train_features, v.dim, {}));
   cache_writer w(fd);
   const cache_header placeholder{};
-  bool ok = w.put(std::as_bytes(std::span(&placeholder, 1)), false) &&
-            w.put(std::as_bytes(std::span(key.data(), key.size())), false) && w.pad_to(l.train, false) &&
-            w.put_values(v.train_features) && w.pad_to(l.test, true) && w.put_values(v.test_features) &&
-            w.pad_to(l.mean, true) && w.put_values(std::span<const double>(v.stats.mean)) &&
-            w.put_values(std::span<const double>(v.stats.stddev)) && w.put_values(v.train_labels) &&
-            w.put_values(v.test_labels);
-  payload_crc = w.crc();
+  const bool ok = w.put(std::as_bytes(std::span(&placeholder, 1)), false) &&
+                  w.put(std::as_bytes(std::span(key.data(), key.size())), false) && w.pad_to(l.train) &&
+                  w.put_values(v.train_features, false) && w.pad_to(l.test) && w.put_values(v.test_features, false) &&
+                  w.pad_to(l.mean) && w.put_values(std::span<const double>(v.stats.mean), true) &&
+                  w.put_values(std::span<const double>(v.stats.stddev), true) &&
+                  w.put_values(std::span<const std::uint32_t>(crcs), true) && w.put_values(v.train_labels, true) &&
+                  w.put_values(v.test_labels, true);
+  meta_crc = w.crc();
   return ok;
 }
 
 }  // namespace
 
-mapped_data_cache::mapped_data_cache(void* base, std::size_t bytes, whole_view view)
-    : base_(base), bytes_(bytes), view_(std::move(view)) {}
+mapped_data_cache::mapped_data_cache(void* base, std::size_t bytes, cache_file_id id, whole_view view)
+    : base_(base), bytes_(bytes), id_(id), view_(std::move(view)) {}
 
 mapped_data_cache::~mapped_data_cache() { ::munmap(base_, bytes_); }
 
@@ -169,8 +179,7 @@ std::variant<std::unique_ptr<mapped_data_cache>, cache_rejected> map_data_cache(
   if (::fstat(fd, &st) != 0) return cache_rejected{"cannot stat: " + errno_text(errno)};
   const auto size = static_cast<std::size_t>(st.st_size);
   if (size == 0) return cache_rejected{"truncated: 0 bytes"};
-  // MAP_POPULATE: the checksum reads every page anyway; one call maps them all.
-  void* base = ::mmap(nullptr, size, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, 0);
+  void* base = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
   if (base == MAP_FAILED) return cache_rejected{"cannot map: " + errno_text(errno)};
   const auto* bytes = static_cast<const std::byte*>(base);
   cache_header h{};
@@ -189,11 +198,15 @@ std::variant<std::unique_ptr<mapped_data_cache>, cache_rejected> map_data_cache(
   v.test_features = {reinterpret_cast<const float*>(bytes + l.test), h.test_size * h.dim};
   v.train_labels = {reinterpret_cast<const std::uint8_t*>(bytes + l.train_labels), h.train_size};
   v.test_labels = {reinterpret_cast<const std::uint8_t*>(bytes + l.test_labels), h.test_size};
+  const auto* crcs = reinterpret_cast<const std::uint32_t*>(bytes + l.row_crc);
+  v.train_row_crc = {crcs, h.train_size};
+  v.test_row_crc = {crcs + h.train_size, h.test_size};
   v.stats.mean.resize(h.stat_channels);
   v.stats.stddev.resize(h.stat_channels);
   std::memcpy(v.stats.mean.data(), bytes + l.mean, h.stat_channels * sizeof(double));
   std::memcpy(v.stats.stddev.data(), bytes + l.stddev, h.stat_channels * sizeof(double));
-  return std::make_unique<mapped_data_cache>(base, size, std::move(v));
+  const cache_file_id id{static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino)};
+  return std::make_unique<mapped_data_cache>(base, size, id, std::move(v));
 }
 
 std::string write_data_cache(const std::string& path, const std::string& key, const whole_view& v) {
@@ -225,7 +238,7 @@ std::string write_data_cache(const std::string& path, const std::string& key, co
     ::unlink(temporary.c_str());
     return message;
   };
-  if (!write_sections(fd, *l, key, v, h.payload_crc)) return fail("cannot write");
+  if (!write_sections(fd, *l, key, v, h.meta_crc)) return fail("cannot write");
   h.header_crc = header_crc(h, std::as_bytes(std::span(key.data(), key.size())));
   if (::pwrite(fd, &h, sizeof h, 0) != static_cast<ssize_t>(sizeof h)) return fail("cannot write the header");
   if (::fsync(fd) != 0) return fail("fsync failed");

@@ -4,10 +4,12 @@
 //
 // Layout (little-endian, native float32/float64):
 //   header (cache_header, 128 bytes) | key text | pad to 64 | train features (float32) | pad |
-//   test features | pad | stats mean (float64 × stat_channels) | stddev | train labels (u8) |
-//   test labels (u8)
+//   test features | pad | stats mean (float64 × stat_channels) | stddev | CRC32C of each train row's
+//   features, then of each test row's (u32) | train labels (u8) | test labels (u8)
 // The header carries the format version, the sizes (which fix the file's exact length), the key text's
-// length, a CRC32C of everything after the header and one of the header itself with the key text.
+// length, a CRC32C of the sections from the mean to the end, and one of the header itself with the key
+// text: all checked when the file is mapped. The features are checked row by row as a node copies
+// them (whole_view's row CRCs): a node reads 1/n of the training set, so it checksums only that.
 // The key text (format version, data set, directory, each source file's size and mtime) must equal the
 // caller's exactly: a changed source file makes the cache stale.
 #include <cstddef>
@@ -20,20 +22,28 @@
 
 namespace qgossip {
 
-inline constexpr std::uint32_t kDataCacheVersion = 1;
+inline constexpr std::uint32_t kDataCacheVersion = 2;
+
+// Which file (device and inode): a rebuilt cache file is a new inode under the same name.
+struct cache_file_id {
+  std::uint64_t device = 0, inode = 0;
+  bool operator==(const cache_file_id&) const = default;
+};
 
 // A cache file mapped read-only; view() points into the mapping, valid while this lives.
 class mapped_data_cache {
  public:
-  mapped_data_cache(void* base, std::size_t bytes, whole_view view);
+  mapped_data_cache(void* base, std::size_t bytes, cache_file_id id, whole_view view);
   ~mapped_data_cache();
   mapped_data_cache(const mapped_data_cache&) = delete;
   mapped_data_cache& operator=(const mapped_data_cache&) = delete;
   [[nodiscard]] const whole_view& view() const { return view_; }
+  [[nodiscard]] cache_file_id id() const { return id_; }
 
  private:
   void* base_;
   std::size_t bytes_;
+  cache_file_id id_;
   whole_view view_;
 };
 
@@ -44,7 +54,7 @@ struct cache_rejected {
 };
 
 // Maps the cache file at path and checks it: header, version, key text equal to `key`, exact size,
-// both checksums, labels < classes. Never throws for a bad or missing file: the reason comes back.
+// the header and metadata checksums, labels < classes (the features: row by row, when copied). Never throws for a bad or missing file: the reason comes back.
 [[nodiscard]] std::variant<std::unique_ptr<mapped_data_cache>, cache_rejected> map_data_cache(
     const std::string& path, const std::string& key);
 

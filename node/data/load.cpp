@@ -12,6 +12,7 @@
 #include "node/data/npy_images.hpp"
 #include "node/data/partition.hpp"
 #include "node/data/synthetic.hpp"
+#include "gossip/crc32c.hpp"
 
 namespace qgossip {
 
@@ -28,18 +29,23 @@ std::vector<std::size_t> range(std::size_t from, std::size_t count) {
 }
 
 // A data set of v's shape holding the given rows of features/labels (train or test of v), in order.
+// With row CRCs (a mapped cache file) each row is checked as it is copied: data_cache_corrupt names
+// the first bad one. The features are appended, not zero-filled first (one pass over fresh pages).
 dataset rows_of(const whole_view& v, std::span<const float> features, std::span<const std::uint8_t> labels,
-                const std::vector<std::size_t>& rows) {
+                std::span<const std::uint32_t> row_crc, const std::vector<std::size_t>& rows, const char* which) {
   dataset out;
   out.size = rows.size();
   out.dim = v.dim;
   out.classes = v.classes;
   out.shape = v.shape;
-  out.features.resize(rows.size() * v.dim);
+  out.features.reserve(rows.size() * v.dim);
   out.labels.resize(rows.size());
   for (std::size_t k = 0; k < rows.size(); ++k) {
     QG_ENFORCE(rows[k] < labels.size(), "row " << rows[k] << " of " << labels.size());
-    std::copy_n(features.data() + rows[k] * v.dim, v.dim, out.features.data() + k * v.dim);
+    const std::span<const float> row = features.subspan(rows[k] * v.dim, v.dim);
+    if (!row_crc.empty() && crc32c(std::as_bytes(row)) != row_crc[rows[k]])
+      throw data_cache_corrupt(std::string("checksum mismatch in ") + which + " row " + std::to_string(rows[k]));
+    out.features.insert(out.features.end(), row.begin(), row.end());
     out.labels[k] = labels[rows[k]];
   }
   return out;
@@ -92,8 +98,8 @@ data_split shard_of(const whole_view& v, const data_spec& spec, int n, int rank,
   const std::vector<std::size_t> shard = shard_indices(spec, labels_only, n, rank, seed);
   data_split d;
   d.total_train = v.train_size;
-  d.train = rows_of(v, v.train_features, v.train_labels, shard);
-  d.test = rows_of(v, v.test_features, v.test_labels, range(0, v.test_size));
+  d.train = rows_of(v, v.train_features, v.train_labels, v.train_row_crc, shard, "training");
+  d.test = rows_of(v, v.test_features, v.test_labels, v.test_row_crc, range(0, v.test_size), "test");
   if (spec.standardize) {
     QG_ENFORCE(!v.stats.empty(), "standardization without statistics");
     d.standardization = v.stats;
@@ -119,14 +125,20 @@ data_split load_shard(const data_spec& spec, int n, int rank, std::uint64_t seed
   };
   // The statistics come from the whole training set (the same on every node); only the shard this
   // node keeps and the test set are then standardized.
-  const whole_source whole = spec.cache && spec.dataset != "synthetic"
-                                 ? load_whole_cached(spec, decode, log ? log : to_stderr)
-                                 : [&] {
-                                     auto [train, test] = decode();
-                                     channel_stats stats = spec.standardize ? measure_channels(train) : channel_stats{};
-                                     return whole_source(std::move(train), std::move(test), std::move(stats));
-                                   }();
-  return shard_of(whole.view(), spec, n, rank, seed);
+  if (!spec.cache || spec.dataset == "synthetic") {
+    auto [train, test] = decode();
+    channel_stats stats = spec.standardize ? measure_channels(train) : channel_stats{};
+    return shard_of(view_of(train, test, std::move(stats)), spec, n, rank, seed);
+  }
+  const data_log& to = log ? log : to_stderr;
+  const whole_source whole = load_whole_cached(spec, decode, to);
+  try {
+    return shard_of(whole.view(), spec, n, rank, seed);
+  } catch (const data_cache_corrupt& e) {
+    // A row this node needs is damaged: rebuild the file (unless another node already has).
+    const whole_source rebuilt = load_whole_cached(spec, decode, to, cache_distrust{whole.file(), e.message()});
+    return shard_of(rebuilt.view(), spec, n, rank, seed);
+  }
 }
 
 }  // namespace qgossip

@@ -6,6 +6,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
+
+#include "core/errors.hpp"
 
 #include "node/data/dataset.hpp"
 #include "node/data/standardize.hpp"
@@ -18,7 +21,16 @@ struct whole_view {
   std::span<const float> train_features;  // train_size × dim, row-major, unstandardized
   std::span<const float> test_features;   // test_size × dim
   std::span<const std::uint8_t> train_labels, test_labels;
+  // From a cache file: the CRC32C of each row's features, checked as the row is copied (a node reads
+  // only its shard, so it checks only that); empty for data in memory.
+  std::span<const std::uint32_t> train_row_crc, test_row_crc;
   channel_stats stats;  // measure_channels of the whole training set
+};
+
+// A row of a mapped cache file failed its checksum (load_shard rebuilds the file and tries again).
+class data_cache_corrupt : public config_error {
+ public:
+  using config_error::config_error;
 };
 
 // A view of data sets held in memory (they must outlive it), with their statistics.

@@ -166,14 +166,23 @@ TEST_CASE("data cache: a truncated, corrupt or stale file is rebuilt, saying why
     check_same(load_shard(spec, 2, 1, kSeed, log.sink()), expected);
     CHECK(log.count("shorter than the 128-byte header") == 1);
   }
-  SUBCASE("one flipped byte in the features") {
-    {
-      std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
-      f.seekp(static_cast<std::streamoff>(fs::file_size(path) / 2));
-      f.put('\x5a');
-    }
+  auto flip = [&](std::uintmax_t offset) {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(static_cast<std::streamoff>(offset));
+    const char c = static_cast<char>(f.get());
+    f.seekp(static_cast<std::streamoff>(offset));
+    f.put(static_cast<char>(c ^ 0x10));
+  };
+  SUBCASE("one flipped byte in the features: found by a node that copies that row") {
+    flip(fs::file_size(path) / 2);  // in the training features (24 rows of 360 bytes, 7 test rows)
+    // With n = 1 the node copies every row.
+    check_same(load_shard(spec, 1, 0, kSeed, log.sink()), load_shard(uncached(spec), 1, 0, kSeed));
+    CHECK(log.count("(checksum mismatch in training row ") == 1);
+  }
+  SUBCASE("one flipped byte in the labels") {
+    flip(fs::file_size(path) - 1);  // the last test label
     check_same(load_shard(spec, 2, 1, kSeed, log.sink()), expected);
-    CHECK(log.count("checksum mismatch") == 1);
+    CHECK(log.count("(checksum mismatch in the statistics, row checksums or labels)") == 1);
   }
   SUBCASE("a source file changed (another size)") {
     data.write("test_labels.npy", npy_file("|u1", "(7,)", bytes_of<std::uint8_t>({2, 2, 2, 2, 2, 2, 2})));
