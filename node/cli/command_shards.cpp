@@ -14,7 +14,6 @@
 #include <vector>
 
 #include "core/errors.hpp"
-#include "core/hash.hpp"
 #include "node/cli/commands.hpp"
 #include "node/config/config.hpp"
 #include "node/data/batch_sampler.hpp"
@@ -49,12 +48,6 @@ void write_npy_i64(const std::filesystem::path& path, const std::vector<std::int
     f.write(b, 8);
   }
   if (!f) throw config_error(path.string() + ": write failed (disk full?)");
-}
-
-// The seed of rank's batch order. MUST equal node/run/node_setup.cpp's (where the node builds its
-// batch_sampler): the sampler there permutes the positions 0..|shard|-1 of its shard with this seed.
-std::uint64_t node_batch_seed(std::uint64_t seed, int rank) {
-  return hash64(std::string_view("batches"), seed * 1000003u + static_cast<std::uint64_t>(rank));
 }
 
 struct shards_options {
@@ -120,7 +113,7 @@ void write_shards(const shards_options& o) {
     // The node's sampler runs over positions in its shard; written here as training-set indices.
     std::vector<std::size_t> positions(shard.size());
     std::iota(positions.begin(), positions.end(), std::size_t{0});
-    batch_sampler sampler(positions, batch, node_batch_seed(c.seed, r));
+    batch_sampler sampler(positions, batch, batch_order_seed(c.seed, r));
     std::vector<std::int64_t> order;
     order.reserve(steps * batch);
     for (std::uint64_t t = 0; t < steps; ++t)

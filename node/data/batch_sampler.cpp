@@ -4,6 +4,7 @@
 #include <string>
 
 #include "core/errors.hpp"
+#include "core/hash.hpp"
 #include "core/portable_random.hpp"
 
 namespace qgossip {
@@ -47,6 +48,10 @@ void batch_sampler::load_state(state_reader& in) {
   in.expect_u64("batch_size", batch_size_);
   in.expect_u64("seed", seed_);
   seek(in.get_u64("batches_drawn"));
+}
+
+std::uint64_t batch_order_seed(std::uint64_t run_seed, int rank) {
+  return hash64(std::string_view("batches"), run_seed * 1000003u + static_cast<std::uint64_t>(rank));
 }
 
 }  // namespace qgossip

@@ -54,4 +54,9 @@ class batch_sampler {
   std::uint64_t order_epoch_ = ~std::uint64_t{0};  // which epoch order_ holds; none yet
 };
 
+// The seed of node `rank`'s batch order in a run seeded `run_seed`: the node's sampler permutes the
+// positions 0..|shard|-1 of its shard with it, and `qgossip shards` writes the same order for
+// other trainers (bench/peers/).
+[[nodiscard]] std::uint64_t batch_order_seed(std::uint64_t run_seed, int rank);
+
 }  // namespace qgossip

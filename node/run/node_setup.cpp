@@ -11,7 +11,6 @@
 #include <stdexcept>
 
 #include "core/errors.hpp"
-#include "core/hash.hpp"
 #include "node/config/topology_builder.hpp"
 #include "node/checkpoint/checkpoint_store.hpp"
 #include "node/models/model_factory.hpp"
@@ -170,7 +169,7 @@ node_setup::node_setup(const run_config& c, int r, const node_run_options& optio
   std::vector<std::size_t> shard_rows(data.train.size);  // data.train is the shard already
   std::iota(shard_rows.begin(), shard_rows.end(), std::size_t{0});
   sampler = std::make_unique<batch_sampler>(
-      shard_rows, batch, hash64(std::string_view("batches"), c.seed * 1000003u + static_cast<std::uint64_t>(rank)));
+      shard_rows, batch, batch_order_seed(c.seed, rank));
 
   start_up_step("reading the checkpoints");
   prepare_checkpoints(topo, options);
