@@ -19,20 +19,14 @@
 #include "node/data/load.hpp"
 #include "node/data/npy.hpp"
 #include "node/data/partition.hpp"
+#include "tests/scratch_dir.hpp"
 
 using namespace qgossip;
 namespace fs = std::filesystem;
 
 namespace {
 
-struct scratch {
-  fs::path dir = fs::temp_directory_path() / ("qgossip-shards-test-" + std::to_string(::getpid()));
-  scratch() { fs::create_directories(dir); }
-  ~scratch() {
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-  }
-};
+using qgossip::testing::scratch;
 
 fs::path write_config(const fs::path& dir, const std::string& partition) {
   const fs::path p = dir / ("run-" + partition + ".yaml");

@@ -9,19 +9,9 @@
 
 #include "core/errors.hpp"
 #include "node/config/config.hpp"
+#include "tests/scratch_dir.hpp"
 
 namespace qgossip::testing {
-
-struct scratch {
-  std::filesystem::path dir =
-      std::filesystem::temp_directory_path() / ("qgossip-config-" + std::to_string(std::random_device{}()));
-  scratch() { std::filesystem::create_directories(dir); }
-  ~scratch() { std::filesystem::remove_all(dir); }
-  std::string write(const std::string& name, const std::string& text) const {
-    std::ofstream(dir / name) << text;
-    return (dir / name).string();
-  }
-};
 
 // What loading `file` (with `sets` as --set overrides) throws, or "(no error)".
 inline std::string error_of(const std::string& file, const std::vector<std::string>& sets = {}) {

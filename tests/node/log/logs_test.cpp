@@ -15,18 +15,14 @@
 #include <random>
 
 #include "node/log/run_log.hpp"
+#include "tests/scratch_dir.hpp"
 
 using namespace qgossip;
 namespace fs = std::filesystem;
 
 namespace {
 
-struct scratch {
-  fs::path dir = fs::temp_directory_path() / ("qgossip-logs-test-" + std::to_string(getpid()) + "-" +
-                                              std::to_string(std::random_device{}()));
-  scratch() { fs::create_directories(dir); }
-  ~scratch() { fs::remove_all(dir); }
-};
+using qgossip::testing::scratch;
 
 // What one synthetic node does: `rounds` rounds logged every 10, each round 1000 bytes each way.
 struct fake_node {

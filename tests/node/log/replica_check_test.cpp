@@ -12,18 +12,14 @@
 #include <string>
 
 #include "node/log/run_log.hpp"
+#include "tests/scratch_dir.hpp"
 
 using namespace qgossip;
 namespace fs = std::filesystem;
 
 namespace {
 
-struct scratch {
-  fs::path dir = fs::temp_directory_path() / ("qgossip-verify-test-" + std::to_string(getpid()) + "-" +
-                                              std::to_string(std::random_device{}()));
-  scratch() { fs::create_directories(dir); }
-  ~scratch() { fs::remove_all(dir); }
-};
+using qgossip::testing::scratch;
 
 // A DCD ring of n: node r holds replicas of r-1 and r+1; `model` gives each node's model hash and
 // `held` the hash of the replica node r holds of owner.

@@ -20,28 +20,15 @@
 #include "node/log/run_log.hpp"
 #include "node/run/resume.hpp"
 #include "topology/topology.hpp"
+#include "tests/scratch_dir.hpp"
 
 using namespace qgossip;
 namespace fs = std::filesystem;
 
 namespace {
 
-struct scratch {
-  fs::path dir = fs::temp_directory_path() / ("qgossip-resume-test-" + std::to_string(std::random_device{}()));
-  scratch() { fs::create_directories(dir); }
-  ~scratch() { fs::remove_all(dir); }
-  std::string write(const std::string& name, const std::string& text) const {
-    std::ofstream(dir / name, std::ios::binary) << text;
-    return (dir / name).string();
-  }
-};
-
-std::string read(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using qgossip::testing::scratch;
+using qgossip::testing::read_text;
 
 run_config three_nodes(const fs::path& out) {
   run_config c;
@@ -167,7 +154,7 @@ TEST_CASE("run_log continued at a checkpoint's CSV length drops the later rows a
     r.iteration = 2;
     log.row(r);  // written after the checkpoint: dropped on resume
   }
-  const std::string before = read(s.dir / "node-0.csv");
+  const std::string before = read_text(s.dir / "node-0.csv");
   REQUIRE(before.size() > at);
   {
     run_log log(s.dir, 0, false, at);
@@ -175,7 +162,7 @@ TEST_CASE("run_log continued at a checkpoint's CSV length drops the later rows a
     r.iteration = 3;
     log.row(r);
   }
-  const std::string after = read(s.dir / "node-0.csv");
+  const std::string after = read_text(s.dir / "node-0.csv");
   CHECK(after.substr(0, at) == before.substr(0, at));
   CHECK(after.substr(at, 2) == "3,");
   CHECK(std::count(after.begin(), after.end(), '\n') == 3);  // header, 1, 3

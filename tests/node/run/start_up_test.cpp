@@ -19,28 +19,15 @@
 #include "node/launch/progress.hpp"
 #include "node/run/node_network.hpp"
 #include "node/run/node_runner.hpp"
+#include "tests/scratch_dir.hpp"
 
 using namespace qgossip;
 namespace fs = std::filesystem;
 
 namespace {
 
-struct scratch {
-  fs::path dir = fs::temp_directory_path() / ("qgossip-run-test-" + std::to_string(std::random_device{}()));
-  scratch() { fs::create_directories(dir); }
-  ~scratch() { fs::remove_all(dir); }
-  std::string write(const std::string& name, const std::string& text) const {
-    std::ofstream(dir / name, std::ios::binary) << text;
-    return (dir / name).string();
-  }
-};
-
-std::string read(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using qgossip::testing::scratch;
+using qgossip::testing::read_text;
 
 std::string config_text(const scratch& s, const std::string& topology, const std::string& transport) {
   return "name: startup\n"
@@ -88,7 +75,7 @@ TEST_CASE("a stop requested before round 1 ends the start-up with an interrupted
   const node_exit e = run_node(c, 2, o);
   clear_stop_request();
   CHECK(e == node_exit::interrupted);
-  const std::string summary = read(s.dir / "runs" / "startup" / "node-2.json");
+  const std::string summary = read_text(s.dir / "runs" / "startup" / "node-2.json");
   INFO(summary);
   auto j = parse_flat_json(summary);
   REQUIRE(j.has_value());
