@@ -5,6 +5,7 @@
 #include <numeric>
 #include <sstream>
 
+#include "algorithms/mixing.hpp"
 #include "core/errors.hpp"
 #include "core/hash.hpp"
 #include "node/data/augment.hpp"
@@ -104,15 +105,13 @@ step_end round_steps::local_steps(std::uint64_t t) {
   std::copy(start.begin(), start.end(), work_.begin());
   for (std::uint64_t k = 1; k <= s_.local_steps; ++k) {
     if (step_end e = gradient(t, (t - 1) * s_.local_steps + k, work_); !e) return e;
-    const std::span<const float> direction = local_.apply(grad_, work_);
-    const auto lr = static_cast<float>(lr_);
-    for (std::size_t i = 0; i < work_.size(); ++i) work_[i] -= lr * direction[i];
+    mixing::axpy(work_, -static_cast<float>(lr_), local_.apply(grad_, work_));
   }
   if (!outer_after_round_) {
     outgoing_ = s_.alg->outgoing(outer_.apply(start, work_), 1.0f, t);
     return {};
   }
-  for (std::size_t i = 0; i < work_.size(); ++i) delta_[i] = start[i] - work_[i];
+  mixing::sub(delta_, start, work_);
   std::copy(start.begin(), start.end(), work_.begin());  // x_t, for finish_outer
   outgoing_ = s_.alg->outgoing(delta_, 1.0f, t);
   return {};
@@ -121,8 +120,7 @@ step_end round_steps::local_steps(std::uint64_t t) {
 // x_{t+1} = x_t − s(x_t − x'_{t+1}), x' the algorithm's result of the round (outer_after_round_ only).
 void round_steps::finish_outer() {
   const std::span<float> x = s_.alg->adjustable_model();
-  const std::span<const float> step = outer_.apply(work_, x);
-  for (std::size_t i = 0; i < x.size(); ++i) x[i] = work_[i] - step[i];
+  mixing::sub(x, work_, outer_.apply(work_, x));
 }
 
 step_end round_steps::compute(std::uint64_t t) {
