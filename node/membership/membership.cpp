@@ -1,0 +1,120 @@
+#include "node/membership/membership.hpp"
+
+#include <algorithm>
+
+#include "core/errors.hpp"
+
+namespace qgossip {
+
+membership::membership(const topology& topo, int rank, bool reweight)
+    : rank_(rank), reweight_(reweight), departed_(static_cast<std::size_t>(topo.n())),
+      finished_(static_cast<std::size_t>(topo.n())) {
+  QG_ENFORCE(rank >= 0 && rank < topo.n(), "rank " << rank << " of " << topo.n());
+  for (int i = 0; i < topo.n(); ++i) {
+    const auto nb = topo.neighbours(i);
+    graph_.emplace_back(nb.begin(), nb.end());
+  }
+  neighbours_ = graph_[static_cast<std::size_t>(rank)];
+  for (int j : neighbours_) weights_.push_back(topo.weight(rank, j));
+  live_ = neighbours_;
+  theirs_.resize(neighbours_.size());
+}
+
+bool membership::departed(int r) const {
+  return r >= 0 && static_cast<std::size_t>(r) < departed_.size() && departed_[static_cast<std::size_t>(r)];
+}
+
+bool membership::finished(int r) const {
+  return r >= 0 && static_cast<std::size_t>(r) < finished_.size() && finished_[static_cast<std::size_t>(r)];
+}
+
+void membership::record_finished(int r) {
+  if (r >= 0 && static_cast<std::size_t>(r) < finished_.size()) finished_[static_cast<std::size_t>(r)] = true;
+}
+
+bool membership::record_departure(const departure& d, std::uint64_t effective) {
+  QG_ENFORCE(d.rank >= 0 && static_cast<std::size_t>(d.rank) < departed_.size() && d.rank != rank_,
+             "departure of rank " << d.rank << " recorded by rank " << rank_);
+  if (departed_[static_cast<std::size_t>(d.rank)]) return false;
+  departed_[static_cast<std::size_t>(d.rank)] = true;
+  departures_.push_back(d);
+  auto it = std::find(live_.begin(), live_.end(), d.rank);
+  if (it == live_.end()) return true;
+  live_.erase(it);
+  if (!own_.empty()) effective = std::max(effective, own_.back().from);  // announcements never go back
+  own_.push_back({effective, static_cast<int>(live_.size())});
+  return true;
+}
+
+std::optional<std::pair<int, std::uint64_t>> membership::degree_notice() const {
+  if (own_.empty()) return std::nullopt;
+  return std::make_pair(own_.back().degree, own_.back().from);
+}
+
+void membership::record_degree(int neighbour, int degree, std::uint64_t from) {
+  auto it = std::lower_bound(neighbours_.begin(), neighbours_.end(), neighbour);
+  if (it == neighbours_.end() || *it != neighbour) return;
+  auto& h = theirs_[static_cast<std::size_t>(it - neighbours_.begin())];
+  if (!h.empty() && from < h.back().from) from = h.back().from;
+  h.push_back({from, degree});
+}
+
+int membership::degree_at(const std::vector<degree_change>& h, int initial, std::uint64_t r) {
+  int d = initial;
+  for (const degree_change& c : h)
+    if (c.from <= r) d = c.degree;
+  return d;
+}
+
+bool membership::changed_by(const std::vector<degree_change>& h, std::uint64_t r) {
+  return !h.empty() && h.front().from <= r;
+}
+
+mixing_row membership::row_for(std::uint64_t r) const {
+  mixing_row row;
+  row.rank = rank_;
+  const int own_degree = degree_at(own_, static_cast<int>(neighbours_.size()), r);
+  double sum = 0;
+  for (std::size_t k = 0; k < neighbours_.size(); ++k) {
+    if (departed_[static_cast<std::size_t>(neighbours_[k])]) continue;
+    const auto& h = theirs_[k];
+    double w = weights_[k];
+    if (reweight_ && (changed_by(own_, r) || changed_by(h, r))) {
+      const int theirs = degree_at(h, static_cast<int>(graph_[static_cast<std::size_t>(neighbours_[k])].size()), r);
+      w = 1.0 / (1.0 + static_cast<double>(std::max(own_degree, theirs)));
+    }
+    row.neighbours.push_back(neighbours_[k]);
+    row.weights.push_back(w);
+    sum += w;
+  }
+  row.self_weight = 1.0 - sum;
+  return row;
+}
+
+std::vector<std::vector<int>> membership::components() const {
+  const auto n = graph_.size();
+  std::vector<int> component(n, -1);
+  std::vector<std::vector<int>> out;
+  auto flood = [&](int start) {
+    std::vector<int> members{start}, stack{start};
+    component[static_cast<std::size_t>(start)] = static_cast<int>(out.size());
+    while (!stack.empty()) {
+      const int i = stack.back();
+      stack.pop_back();
+      for (int j : graph_[static_cast<std::size_t>(i)])
+        if (!departed_[static_cast<std::size_t>(j)] && component[static_cast<std::size_t>(j)] < 0) {
+          component[static_cast<std::size_t>(j)] = static_cast<int>(out.size());
+          members.push_back(j);
+          stack.push_back(j);
+        }
+    }
+    std::sort(members.begin(), members.end());
+    out.push_back(std::move(members));
+  };
+  flood(rank_);
+  for (std::size_t i = 0; i < n; ++i)
+    if (!departed_[i] && component[i] < 0) flood(static_cast<int>(i));
+  return out;
+}
+
+}  // namespace qgossip

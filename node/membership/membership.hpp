@@ -1,0 +1,84 @@
+#pragma once
+// Who is still in the run, as one node knows it, and the mixing row it uses each round
+// (network.on_peer_failure: continue; docs/failures.md). Pure bookkeeping: no I/O, no clock.
+//
+// A departure is recorded at once: from then on the node mixes without the leaver, giving its weight
+// W_ij to itself. That alone keeps W symmetric and doubly stochastic over the survivors, with no
+// agreement needed (no surviving edge's weight changes). Then, to mix as fast as the surviving
+// graph allows, the node's degree change is announced to its neighbours (a notice "degree d R") and
+// every edge touching a node whose degree changed takes the Metropolis–Hastings weight
+// 1/(1 + max(d_i(r), d_k(r))) from the announced round R on. Both ends compute that weight from the
+// same announcements, so W stays symmetric: a notice sent before the sender's round-m message takes
+// effect at round m + 1 (R = m + 1), and a neighbour cannot start round m + 1 before it has the
+// sender's round-m message, which travels behind the notice on the same link. Edges whose ends
+// keep their degrees keep their configured weight. Re-weighting is done for uniform and
+// metropolis_hastings weights, whose rows stay sums of at most d_i/(1 + d_i); explicit matrices
+// only drop (their rows could exceed 1).
+// Not thread-safe (the node loop's thread).
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "algorithms/algorithm.hpp"
+#include "topology/topology.hpp"
+
+namespace qgossip {
+
+struct departure {
+  int rank = -1;              // who left
+  std::uint64_t round = 0;    // the round during which it was noticed (by the reporter)
+  std::string cause;          // "its link closed ...", "sent a message that does not decode ..."
+  int reported_by = -1;       // the node that noticed it first (this node, or who told it)
+};
+
+class membership {
+ public:
+  // reweight: Metropolis–Hastings re-weighting after a departure (uniform or MH weights).
+  membership(const topology& topo, int rank, bool reweight);
+
+  [[nodiscard]] int rank() const { return rank_; }
+  // The topology's neighbours that have not left, ascending.
+  [[nodiscard]] const std::vector<int>& live_neighbours() const { return live_; }
+  [[nodiscard]] bool departed(int r) const;
+  [[nodiscard]] bool finished(int r) const;
+  [[nodiscard]] const std::vector<departure>& departures() const { return departures_; }
+
+  // Records a departure. Returns false when this node knew already (nothing to forward). When the
+  // leaver is a live neighbour, this node's degree drops from round `effective` on (the first
+  // round after the one whose message it sends next) and degree_notice() says so.
+  bool record_departure(const departure& d, std::uint64_t effective);
+  // The latest own degree announcement: "degree d R", for the neighbours.
+  [[nodiscard]] std::optional<std::pair<int, std::uint64_t>> degree_notice() const;
+  // A neighbour's announcement: its degree from round `from` on. Ignored for a non-neighbour.
+  void record_degree(int neighbour, int degree, std::uint64_t from);
+  void record_finished(int r);
+
+  // This node's mixing row for round r: the live neighbours with their weights (see the top).
+  [[nodiscard]] mixing_row row_for(std::uint64_t r) const;
+  // The surviving graph's connected components (every departure known here removed), each
+  // ascending, this node's first. More than one: the graph split.
+  [[nodiscard]] std::vector<std::vector<int>> components() const;
+
+ private:
+  struct degree_change {
+    std::uint64_t from;
+    int degree;
+  };
+  [[nodiscard]] static int degree_at(const std::vector<degree_change>& h, int initial, std::uint64_t r);
+  [[nodiscard]] static bool changed_by(const std::vector<degree_change>& h, std::uint64_t r);
+
+  int rank_;
+  bool reweight_;
+  std::vector<std::vector<int>> graph_;   // every node's topology neighbours
+  std::vector<int> neighbours_;           // this node's, ascending
+  std::vector<double> weights_;           // configured W_{rank, neighbours_[k]}
+  std::vector<int> live_;
+  std::vector<bool> departed_, finished_;
+  std::vector<departure> departures_;
+  std::vector<degree_change> own_;                  // this node's announced degrees
+  std::vector<std::vector<degree_change>> theirs_;  // per neighbours_[k]
+};
+
+}  // namespace qgossip

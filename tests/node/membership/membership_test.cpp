@@ -1,0 +1,148 @@
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "node/membership/membership.hpp"
+#include "topology/graph.hpp"
+#include "topology/topology.hpp"
+
+using namespace qgossip;
+
+namespace {
+
+topology ring_of(int n, weight_kind w = weight_kind::uniform) { return make_topology(qgossip::ring(n), w); }
+
+departure gone(int rank, std::uint64_t round = 10) { return {.rank = rank, .round = round, .cause = "test", .reported_by = 0}; }
+
+// Row r of every survivor, as a dense matrix, from each node's own membership view.
+std::vector<std::vector<double>> matrix(const std::vector<membership>& views, std::uint64_t r, int n) {
+  std::vector<std::vector<double>> w(static_cast<std::size_t>(n), std::vector<double>(static_cast<std::size_t>(n), 0.0));
+  for (const membership& m : views) {
+    const mixing_row row = m.row_for(r);
+    w[static_cast<std::size_t>(m.rank())][static_cast<std::size_t>(m.rank())] = row.self_weight;
+    for (std::size_t k = 0; k < row.neighbours.size(); ++k)
+      w[static_cast<std::size_t>(m.rank())][static_cast<std::size_t>(row.neighbours[k])] = row.weights[k];
+  }
+  return w;
+}
+
+// Symmetric, rows and columns summing to 1 over the survivors, nonnegative: within 1e-12 (sums of
+// at most 3 doubles of magnitude <= 1).
+void check_doubly_stochastic(const std::vector<std::vector<double>>& w, const std::vector<int>& survivors) {
+  for (int i : survivors) {
+    double row = 0, col = 0;
+    for (int j : survivors) {
+      const double wij = w[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)];
+      CHECK(wij >= 0);
+      CHECK(std::abs(wij - w[static_cast<std::size_t>(j)][static_cast<std::size_t>(i)]) < 1e-12);
+      row += wij;
+      col += w[static_cast<std::size_t>(j)][static_cast<std::size_t>(i)];
+    }
+    CHECK(std::abs(row - 1) < 1e-12);
+    CHECK(std::abs(col - 1) < 1e-12);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("membership: before any departure the row is the topology's") {
+  const topology t = ring_of(6);
+  membership m(t, 2, true);
+  const mixing_row row = m.row_for(1);
+  CHECK(row.neighbours == std::vector<int>{1, 3});
+  CHECK(row.weights == std::vector<double>{t.weight(2, 1), t.weight(2, 3)});
+  CHECK(row.self_weight == doctest::Approx(t.self_weight(2)));
+  CHECK(m.components().size() == 1);
+  CHECK_FALSE(m.degree_notice());
+}
+
+TEST_CASE("membership: a departure drops the leaver at once, then re-weights from the announced round") {
+  // Ring of 6, rank 3 leaves during round 10: its neighbours 2 and 4 record it with effective round
+  // 12 (round + 2) and announce "degree 1 12"; 1 and 5 hear the announcements.
+  const int n = 6;
+  const topology t = ring_of(n);
+  std::vector<membership> views;
+  for (int r = 0; r < n; ++r)
+    if (r != 3) views.emplace_back(t, r, true);
+  auto view = [&](int r) -> membership& { return views[static_cast<std::size_t>(r < 3 ? r : r - 1)]; };
+  for (int r : {2, 4}) {
+    CHECK(view(r).record_departure(gone(3), 12));
+    CHECK_FALSE(view(r).record_departure(gone(3), 13));  // known already: nothing to forward
+    REQUIRE(view(r).degree_notice());
+    CHECK(*view(r).degree_notice() == std::make_pair(1, std::uint64_t{12}));
+  }
+  view(1).record_degree(2, 1, 12);
+  view(5).record_degree(4, 1, 12);
+  for (int r : {0, 1, 5}) view(r).record_departure(gone(3), 12);  // the forwarded news; not neighbours of 3
+  const std::vector<int> survivors{0, 1, 2, 4, 5};
+  // Rounds 10 and 11: 3's weight goes to 2 and 4 themselves; every other weight as configured.
+  for (std::uint64_t r : {10u, 11u}) {
+    const auto w = matrix(views, r, n);
+    check_doubly_stochastic(w, survivors);
+    CHECK(w[2][1] == doctest::Approx(1.0 / 3));
+    CHECK(w[2][2] == doctest::Approx(2.0 / 3));
+  }
+  // From round 12: Metropolis–Hastings on the edges at 2 and 4 (degree 1 against 2: 1/3; the path
+  // 4-5-0-1-2 keeps 1/3 everywhere on a uniform ring, so check the self weights too).
+  const auto w = matrix(views, 12, n);
+  check_doubly_stochastic(w, survivors);
+  CHECK(w[2][1] == doctest::Approx(1.0 / 3));
+  CHECK(w[2][2] == doctest::Approx(2.0 / 3));
+  CHECK(view(2).live_neighbours() == std::vector<int>{1});
+}
+
+TEST_CASE("membership: Metropolis–Hastings re-weighting raises the weights an irregular survivor graph allows") {
+  // Complete graph of 5 with uniform weights 1/5; rank 0 leaves: every survivor's degree drops to 3,
+  // so from the announced round every edge takes 1/(1+3) = 1/4.
+  const int n = 5;
+  const topology t = make_topology(qgossip::complete(n), weight_kind::uniform);
+  std::vector<membership> views;
+  for (int r = 1; r < n; ++r) views.emplace_back(t, r, true);
+  for (auto& v : views) v.record_departure(gone(0), 7);
+  for (auto& v : views)
+    for (int j = 1; j < n; ++j)
+      if (j != v.rank()) v.record_degree(j, 3, 7);
+  const std::vector<int> survivors{1, 2, 3, 4};
+  check_doubly_stochastic(matrix(views, 6, n), survivors);
+  const auto w = matrix(views, 7, n);
+  check_doubly_stochastic(w, survivors);
+  CHECK(w[1][2] == doctest::Approx(0.25));
+  CHECK(w[1][1] == doctest::Approx(0.25));
+}
+
+TEST_CASE("membership: without re-weighting (explicit weights) only the drop happens") {
+  const topology t = ring_of(5);
+  membership m(t, 1, false);
+  m.record_departure(gone(0), 3);
+  m.record_degree(2, 1, 3);
+  const mixing_row row = m.row_for(100);
+  CHECK(row.neighbours == std::vector<int>{2});
+  CHECK(row.weights[0] == doctest::Approx(t.weight(1, 2)));
+  CHECK(row.self_weight == doctest::Approx(1 - t.weight(1, 2)));
+}
+
+TEST_CASE("membership: a split graph is reported with this node's part first") {
+  const topology t = ring_of(6);
+  membership m(t, 4, true);
+  m.record_departure(gone(1), 5);
+  CHECK(m.components().size() == 1);
+  m.record_departure(gone(3), 6);
+  const auto parts = m.components();
+  REQUIRE(parts.size() == 2);
+  CHECK(parts[0] == std::vector<int>{0, 4, 5});
+  CHECK(parts[1] == std::vector<int>{2});
+  CHECK(m.live_neighbours() == std::vector<int>{5});
+}
+
+TEST_CASE("membership: announcements never go back in time") {
+  const topology t = ring_of(6);
+  membership m(t, 0, true);
+  m.record_departure(gone(1), 20);
+  m.record_departure(gone(5), 15);  // a later departure cannot take effect before the earlier one
+  CHECK(m.degree_notice()->second == 20);
+  CHECK(m.degree_notice()->first == 0);
+  CHECK(m.finished(3) == false);
+  m.record_finished(3);
+  CHECK(m.finished(3));
+}
