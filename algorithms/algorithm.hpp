@@ -16,6 +16,11 @@
 // everything that carries over to the next round (x, replicas, estimates, public copies); load_state
 // into a FRESH object built with the same row, x0 size and options makes it continue bit for bit as
 // the saved one would have. Per-round scratch (z, inboxes, the received flags) is not saved.
+//
+// Membership (issue 13, network.on_peer_failure: continue): when a neighbour leaves the run, the
+// node loop calls remix() with the node's row over the surviving graph (metropolis.hpp builds one),
+// and the algorithm forgets the leaver. The saved state records the row in use, so a node that
+// lost a neighbour resumes from its checkpoint with the row it had.
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -82,9 +87,34 @@ class algorithm {
   virtual std::string_view copies_kind() const = 0;
   virtual std::vector<held_copy> held_copies() const = 0;
 
-  // The state between rounds (see the top of this file). load_state throws state_error when the
-  // saved state is of another algorithm, rank, neighbour list or model size. REQUIRES: called
-  // between rounds.
+  // Membership change (a neighbour left the run, or the weights change after one did): row is this
+  // node's new mixing row: same rank, neighbours a subset of the current ones (ascending), weights
+  // for them and self_weight = 1 − Σ weights (within 1e-9). Copies held for neighbours no longer in
+  // the row (replicas, estimates, public copies, inboxes) are dropped; every other copy and the
+  // model are untouched, so the survivors' copies stay exact. Callable between rounds, or within
+  // round t after absorb_own and before the first absorb (the node learns of a departure while
+  // gathering): the round then finishes without the dropped neighbours' messages and with the new
+  // weights wherever the rule uses them after that point (D-PSGD's and CHOCO's finish; DCD and ECD
+  // used the old weights already in outgoing(t), with the leaver's last known state, which is
+  // consistent). A remix after some absorbs keeps the surviving neighbours' received flags (their
+  // messages count once), though the node loop should not rely on it. Throws invariant_error
+  // (QG_ENFORCE) for another rank, a neighbour that is not a current one, neighbours not strictly
+  // ascending, weights of the wrong length, negative or non-finite weights, a self weight outside
+  // [0, 1] or a row that does not sum to 1; the centralized algorithms (allreduce, allgather) throw
+  // invariant_error: every node must take part.
+  virtual void remix(const mixing_row& row) = 0;
+  // The row in use now: the one built with until the first remix (or a load_state that adopts a
+  // saved row), the last remix's after.
+  virtual const mixing_row& row() const = 0;
+
+  // The state between rounds (see the top of this file). The saved state holds the row in use
+  // (neighbours, weights, self weight). load_state into an object built with the topology's row
+  // accepts a saved neighbour list that is a subset of the object's (a checkpoint taken after a
+  // remix): the object then adopts the saved row and drops its other copies, as remix does. It
+  // throws state_error when the saved state is of another algorithm, rank or model size, or lists a
+  // neighbour the object's row does not. Checkpoints written before rows were saved (no weights)
+  // load when their neighbour list equals the object's, which keeps its weights. The centralized
+  // algorithms save no row (every node takes part). REQUIRES: called between rounds.
   virtual void save_state(state_writer& out) const = 0;
   virtual void load_state(state_reader& in) = 0;
 };

@@ -5,5 +5,7 @@ add_library(qgossip_algorithms STATIC
   dpsgd.cpp
   dcd_psgd.cpp
   ecd_psgd.cpp
+  metropolis.cpp
+  remix.cpp
 )
 target_link_libraries(qgossip_algorithms PUBLIC qgossip_core)

@@ -19,10 +19,17 @@ int nodes_of(const mixing_row& row) {
   return n;
 }
 
+void refuse_remix(std::string_view name) {
+  QG_ENFORCE(false, name << " cannot remix: every node must take part in a centralized round");
+}
+
 }  // namespace
 
+void allgather_sgd::remix(const mixing_row&) { refuse_remix(name()); }
+void allreduce_sgd::remix(const mixing_row&) { refuse_remix(name()); }
+
 allgather_sgd::allgather_sgd(const mixing_row& row, std::span<const float> x0)
-    : rank_(row.rank), x_(x0.begin(), x0.end()),
+    : row_(row), rank_(row.rank), x_(x0.begin(), x0.end()),
       gradients_(static_cast<std::size_t>(nodes_of(row)), float_vector(x0.size())),
       received_(gradients_.size()), sum_(x0.size()) {}
 
@@ -53,7 +60,7 @@ void allgather_sgd::finish(std::uint64_t t) {
 }
 
 allreduce_sgd::allreduce_sgd(const mixing_row& row, std::span<const float> x0)
-    : n_(nodes_of(row)), x_(x0.begin(), x0.end()), sum_(x0.size()) {}
+    : row_(row), n_(nodes_of(row)), x_(x0.begin(), x0.end()), sum_(x0.size()) {}
 
 std::span<const float> allreduce_sgd::outgoing(std::span<const float> grad, float lr, std::uint64_t) {
   lr_ = lr;

@@ -9,7 +9,8 @@
 //     all-reduce (gossip/ring_allreduce.hpp), which the node loop runs on outgoing()'s vector and
 //     hands back through absorb_own(); x_{t+1} = x_t − (γ/n) Σ_ℓ g_ℓ.
 // Neither uses the topology's mixing weights; their mixing_row lists every other rank. Their
-// copies_kind() is "same_model": qgossip verify checks that every node's model hash is equal.
+// copies_kind() is "same_model": qgossip verify checks that every node's model hash is equal. They
+// cannot go on without a node (remix throws): network.on_peer_failure: continue is for gossip.
 #include <vector>
 
 #include "algorithms/algorithm.hpp"
@@ -33,10 +34,14 @@ class allgather_sgd final : public algorithm {
   // No copies, but every node must hold the same model: qgossip verify compares model hashes.
   std::string_view copies_kind() const override { return "same_model"; }
   std::vector<held_copy> held_copies() const override { return {}; }
+  // Throws invariant_error: every node must take part.
+  void remix(const mixing_row& next) override;
+  const mixing_row& row() const override { return row_; }
   void save_state(state_writer& out) const override;
   void load_state(state_reader& in) override;
 
  private:
+  mixing_row row_;
   int rank_;
   float lr_ = 0;
   float_vector x_;
@@ -62,10 +67,14 @@ class allreduce_sgd final : public algorithm {
   // No copies, but every node must hold the same model: qgossip verify compares model hashes.
   std::string_view copies_kind() const override { return "same_model"; }
   std::vector<held_copy> held_copies() const override { return {}; }
+  // Throws invariant_error: every node must take part.
+  void remix(const mixing_row& next) override;
+  const mixing_row& row() const override { return row_; }
   void save_state(state_writer& out) const override;
   void load_state(state_reader& in) override;
 
  private:
+  mixing_row row_;
   int n_;
   float lr_ = 0;
   bool summed_ = false;

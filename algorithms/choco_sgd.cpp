@@ -5,6 +5,7 @@
 #include "algorithms/algorithm_state.hpp"
 #include "algorithms/mixing.hpp"
 #include "algorithms/neighbour_index.hpp"
+#include "algorithms/remix.hpp"
 #include "core/errors.hpp"
 
 namespace qgossip {
@@ -49,6 +50,8 @@ std::vector<held_copy> choco_sgd::held_copies() const {
   return out;
 }
 
+void choco_sgd::remix(const mixing_row& next) { remix_row(row_, next, copies_, received_); }
+
 void choco_sgd::save_state(state_writer& out) const {
   algorithm_state::save_identity(out, name(), row_);
   out.put_floats("x", x_);
@@ -57,7 +60,7 @@ void choco_sgd::save_state(state_writer& out) const {
 }
 
 void choco_sgd::load_state(state_reader& in) {
-  algorithm_state::load_identity(in, name(), row_);
+  remix_row(row_, algorithm_state::load_identity(in, name(), row_), copies_, received_);
   in.get_floats("x", x_);
   in.get_floats("own_copy", own_copy_);
   algorithm_state::load_copies(in, "public_copy", row_, copies_);

@@ -28,6 +28,8 @@ class choco_sgd final : public algorithm {
   void finish(std::uint64_t t) override;
   std::string_view copies_kind() const override { return "public_copy"; }
   std::vector<held_copy> held_copies() const override;
+  void remix(const mixing_row& next) override;
+  const mixing_row& row() const override { return row_; }
   void save_state(state_writer& out) const override;
   void load_state(state_reader& in) override;
 

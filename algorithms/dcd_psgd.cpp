@@ -5,6 +5,7 @@
 #include "algorithms/algorithm_state.hpp"
 #include "algorithms/mixing.hpp"
 #include "algorithms/neighbour_index.hpp"
+#include "algorithms/remix.hpp"
 
 namespace qgossip {
 
@@ -44,6 +45,8 @@ std::vector<held_copy> dcd_psgd::held_copies() const {
   return out;
 }
 
+void dcd_psgd::remix(const mixing_row& next) { remix_row(row_, next, replicas_, received_); }
+
 void dcd_psgd::save_state(state_writer& out) const {
   algorithm_state::save_identity(out, name(), row_);
   out.put_floats("x", x_);
@@ -51,7 +54,7 @@ void dcd_psgd::save_state(state_writer& out) const {
 }
 
 void dcd_psgd::load_state(state_reader& in) {
-  algorithm_state::load_identity(in, name(), row_);
+  remix_row(row_, algorithm_state::load_identity(in, name(), row_), replicas_, received_);
   in.get_floats("x", x_);
   algorithm_state::load_copies(in, "replica", row_, replicas_);
 }

@@ -25,6 +25,8 @@ class dcd_psgd final : public algorithm {
   void finish(std::uint64_t t) override;
   std::string_view copies_kind() const override { return "replica"; }
   std::vector<held_copy> held_copies() const override;
+  void remix(const mixing_row& next) override;
+  const mixing_row& row() const override { return row_; }
   void save_state(state_writer& out) const override;
   void load_state(state_reader& in) override;
 

@@ -5,6 +5,7 @@
 #include "algorithms/algorithm_state.hpp"
 #include "algorithms/mixing.hpp"
 #include "algorithms/neighbour_index.hpp"
+#include "algorithms/remix.hpp"
 
 namespace qgossip {
 
@@ -34,13 +35,15 @@ void dpsgd::finish(std::uint64_t t) {
   mixing::axpy(x_, -1.0f, step_);
 }
 
+void dpsgd::remix(const mixing_row& next) { remix_row(row_, next, inbox_, received_); }
+
 void dpsgd::save_state(state_writer& out) const {
   algorithm_state::save_identity(out, name(), row_);
   out.put_floats("x", x_);
 }
 
 void dpsgd::load_state(state_reader& in) {
-  algorithm_state::load_identity(in, name(), row_);
+  remix_row(row_, algorithm_state::load_identity(in, name(), row_), inbox_, received_);
   in.get_floats("x", x_);
 }
 

@@ -5,6 +5,7 @@
 #include "algorithms/algorithm_state.hpp"
 #include "algorithms/mixing.hpp"
 #include "algorithms/neighbour_index.hpp"
+#include "algorithms/remix.hpp"
 
 namespace qgossip {
 
@@ -54,6 +55,8 @@ std::vector<held_copy> ecd_psgd::held_copies() const {
   return out;
 }
 
+void ecd_psgd::remix(const mixing_row& next) { remix_row(row_, next, estimates_, received_); }
+
 void ecd_psgd::save_state(state_writer& out) const {
   algorithm_state::save_identity(out, name(), row_);
   out.put_floats("x", x_);
@@ -62,7 +65,7 @@ void ecd_psgd::save_state(state_writer& out) const {
 }
 
 void ecd_psgd::load_state(state_reader& in) {
-  algorithm_state::load_identity(in, name(), row_);
+  remix_row(row_, algorithm_state::load_identity(in, name(), row_), estimates_, received_);
   in.get_floats("x", x_);
   in.get_floats("own_estimate", own_estimate_);
   algorithm_state::load_copies(in, "estimate", row_, estimates_);
