@@ -10,6 +10,7 @@ std::string_view to_string(errc code) {
     case errc::io: return "io";
     case errc::invalid: return "invalid";
     case errc::cancelled: return "cancelled";
+    case errc::peer_lost: return "peer_lost";
   }
   return "unknown";
 }

@@ -14,6 +14,7 @@ enum class errc {
   io,          // the transport failed (socket error, address in use, peer gone)
   invalid,     // a caller passed something impossible (wrong size, unknown peer)
   cancelled,   // shut down by a signal or by the caller
+  peer_lost,   // a link to a peer was lost; transport::take_lost_peers names it
 };
 
 std::string_view to_string(errc code);

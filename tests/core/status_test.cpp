@@ -15,6 +15,12 @@ TEST_CASE("status carries code and message") {
   CHECK(e.to_string() == "timeout: no message from rank 3");
 }
 
+TEST_CASE("every errc has its name") {
+  CHECK(to_string(errc::peer_lost) == "peer_lost");
+  CHECK(status::error(errc::peer_lost, "lost the link to rank 2").to_string() == "peer_lost: lost the link to rank 2");
+  CHECK(to_string(errc::cancelled) == "cancelled");
+}
+
 TEST_CASE("config_error formats file:line:column") {
   config_error e("run.yaml", 4, 7, "unknown key 'lr'");
   CHECK(std::string(e.what()) == "run.yaml:4:7: unknown key 'lr'");
