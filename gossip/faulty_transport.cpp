@@ -1,6 +1,7 @@
 #include "gossip/faulty_transport.hpp"
 
 #include <algorithm>
+#include <string>
 #include <thread>
 
 namespace qgossip {
@@ -102,7 +103,31 @@ status faulty_transport::drain() {
   return status::ok();
 }
 
+void faulty_transport::lose(int peer) {
+  auto at = std::lower_bound(lost_.begin(), lost_.end(), peer);
+  if (at == lost_.end() || *at != peer) lost_.insert(at, peer);
+}
+
+void faulty_transport::take_lost_peers(std::vector<int>& out) {
+  std::vector<int> all = std::move(lost_);
+  lost_.clear();
+  inner_.take_lost_peers(all);
+  std::sort(all.begin(), all.end());
+  all.erase(std::unique(all.begin(), all.end()), all.end());
+  out.insert(out.end(), all.begin(), all.end());
+}
+
+void faulty_transport::forget_peer(int peer) {
+  lost_.erase(std::remove(lost_.begin(), lost_.end(), peer), lost_.end());
+  inner_.forget_peer(peer);
+}
+
 status faulty_transport::receive(transport_clock::time_point deadline, inbound_frames& out) {
+  if (!lost_.empty()) {
+    std::string names;
+    for (int p : lost_) names += (names.empty() ? "rank " : ", rank ") + std::to_string(p);
+    return status::error(errc::peer_lost, "lost the link to " + names + " (injected)");
+  }
   for (;;) {
     if (status s = release_due(); !s) return s;
     auto until = deadline;

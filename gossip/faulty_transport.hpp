@@ -10,6 +10,8 @@
 // or during receive(), so they really arrive late (and out of order). A rank that is done sending
 // and receiving calls drain() so its last delayed messages still leave; held messages still
 // pending when the wrapper is destroyed are lost, as on a link that went down.
+// lose(peer) injects a lost link (errc::peer_lost, transport::take_lost_peers) for the exchange's
+// tests of peers that stop.
 // Thread safety: as the wrapped transport: one thread at a time. `inner` must outlive the wrapper.
 #include <chrono>
 #include <cstdint>
@@ -51,6 +53,16 @@ class faulty_transport final : public transport {
   std::string peer_address(int peer) const override { return inner_.peer_address(peer); }
   transport_refusals refusals() const override { return inner_.refusals(); }
   void take_refusal_log(std::vector<std::string>& lines) override { inner_.take_refusal_log(lines); }
+  // The inner transport's losses and the injected ones, merged: ascending, each peer once.
+  void take_lost_peers(std::vector<int>& out) override;
+  // Withdraws an injected loss of peer not yet taken, and tells the inner transport.
+  void forget_peer(int peer) override;
+
+  // Injects the loss of the link to peer, as if the transport had found it dead: the next
+  // receive() returns errc::peer_lost (before any message, until take_lost_peers takes it), and
+  // take_lost_peers names peer. Nothing else changes: sends to peer and messages from it still
+  // pass (a transport reports a loss after the peer's last messages; a test drops them with rules).
+  void lose(int peer);
 
   // Waits until every held message is due and hands it on.
   status drain();
@@ -76,6 +88,7 @@ class faulty_transport final : public transport {
   std::uint64_t injected_[kFaultKinds] = {};
   std::vector<held_message> held_;
   std::vector<std::byte> scratch_;  // the corrupted frame
+  std::vector<int> lost_;           // injected losses not taken yet (ascending, unique)
 };
 
 }  // namespace qgossip

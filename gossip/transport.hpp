@@ -57,7 +57,10 @@ class transport {
   // Waits until a message arrives or deadline passes. ok: out holds it. errc::timeout: deadline
   // passed with nothing received. errc::corrupt: a message arrived malformed (e.g. wrong number of
   // frames) and was dropped; out.peer names the sender when known; the caller may continue.
-  // errc::cancelled: interrupted (a signal). errc::io: the transport failed.
+  // errc::cancelled: interrupted (a signal). errc::io: the transport failed. errc::peer_lost: a
+  // link was found dead (see take_lost_peers, which names the peers): returned while a loss is
+  // pending, i.e. until take_lost_peers takes it, and only after every message already received
+  // from that peer was returned, so a peer's last messages are never overtaken by its end.
   virtual status receive(transport_clock::time_point deadline, inbound_frames& out) = 0;
 
   // Where peer is reached, for error messages ("tcp://10.0.0.3:29500"); empty when there is nothing
@@ -69,6 +72,20 @@ class transport {
   // Appends the log lines describing refusals since the last call: the transport keeps a few per
   // reason and window and summarizes the rest ("... 93 more ... not logged one by one").
   virtual void take_refusal_log(std::vector<std::string>& lines) {}
+
+  // Liveness. Appends the peers whose link was found dead since the last call, ascending, each once
+  // per loss: the connection closed (the peer's process ended or its host dropped it) or it answered
+  // no heartbeat within the transport's heartbeat timeout (a stopped or hung process). A link that
+  // never came up is not lost (the exchange's first deadline covers a neighbour that never
+  // starts); one that comes back (reconnects) can be lost again. receive() returns
+  // errc::peer_lost while one is pending, after delivering every message already received from
+  // that peer. The ZeroMQ transport notices losses while receive() runs. Default: none (backends
+  // without liveness, or the ZeroMQ transport with heartbeats off).
+  virtual void take_lost_peers(std::vector<int>& out) {}
+  // Stop watching peer (it has been dropped from the run): no more loss reports for it (a pending
+  // one is withdrawn), and its queued outgoing messages are discarded when the transport closes
+  // instead of lingering.
+  virtual void forget_peer(int peer) {}
 };
 
 }  // namespace qgossip
