@@ -6,7 +6,9 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
+#include <optional>
 #include <string_view>
+#include <vector>
 
 #include "core/errors.hpp"
 #include "gossip/zmq/connection_guard.hpp"
@@ -101,25 +103,110 @@ struct zmq_transport::impl {
   struct link {
     std::string endpoint;
     zmq::socket_t socket;
+    // PAIR connected to the socket's monitor (heartbeats on and the peer not forgotten); closed
+    // before `socket` (declared after it).
+    zmq::socket_t monitor;
+    bool up = false;  // the handshake succeeded and the connection has not ended since
+    bool forgotten = false;
   };
 
   zmq_options options;
-  zmq::context_t context;  // declared first: destroyed last, after every socket is closed
+  // The inbound socket's context: declared first, destroyed last, after every socket is closed.
+  zmq::context_t context;
   refusal_log refusals;
   // Destroyed after the inbound socket: the ZAP handler outlives every connection it vouches for.
   std::unique_ptr<connection_guard> guard;
   zmq::socket_t inbound;
   std::string bound;
+  // The outbound sockets' context (DEALERs and their monitors). Destroyed before the inbound
+  // socket: its termination waits (up to linger) for the queued messages to leave, and only then
+  // does the inbound socket close. A neighbour sees this node's end (its link to our ROUTER
+  // closing, or our PONGs stopping) only after our last messages went out on our DEALERs'
+  // connections, so they reach it before the news (see the top of transport.hpp).
+  zmq::context_t out_context;
   std::map<int, link> links;
   // Receive scratch, kept to reuse ZeroMQ's message objects.
   zmq::message_t id, header, payload;
+  // Liveness: links that disconnected, by peer, with the time their loss_grace ends; then the
+  // losses confirmed and not yet taken (ascending, unique).
+  std::map<int, transport_clock::time_point> suspected;
+  std::vector<int> lost;
+  // What receive() polls: the inbound socket, then each watched link's monitor (peer in watched).
+  std::vector<zmq::pollitem_t> items;
+  std::vector<int> watched;
+  bool items_stale = true;
 
-  explicit impl(const zmq_options& o) : options(o), context(o.io_threads) {}
+  explicit impl(const zmq_options& o) : options(o), context(o.io_threads), out_context(o.io_threads) {}
+
+  bool heartbeats() const { return options.heartbeat_interval.count() > 0; }
+  void rebuild_items();
+  void read_monitor(int peer, link& l);
+  // Reads one message from the inbound socket without waiting: nullopt when none was queued (or
+  // the one queued was refused, identity); otherwise what receive() returns.
+  std::optional<status> read_message(inbound_frames& out);
+  // Moves suspects whose grace ended to `lost`; returns the earliest grace end still running.
+  std::optional<transport_clock::time_point> confirm_losses(transport_clock::time_point now);
 };
+
+void zmq_transport::impl::rebuild_items() {
+  items.assign(1, zmq::pollitem_t{inbound.handle(), 0, ZMQ_POLLIN, 0});
+  watched.clear();
+  for (auto& [peer, l] : links)
+    if (l.monitor) {
+      items.push_back({l.monitor.handle(), 0, ZMQ_POLLIN, 0});
+      watched.push_back(peer);
+    }
+  items_stale = false;
+}
+
+void zmq_transport::impl::read_monitor(int peer, link& l) {
+  // Each event: two frames, 6 bytes (uint16 event, uint32 value) then the endpoint. Events of one
+  // socket come in order (its one I/O thread emits them).
+  zmq::message_t head, rest;
+  while (l.monitor.recv(head, zmq::recv_flags::dontwait)) {
+    bool more = head.more();
+    while (more) {
+      (void)l.monitor.recv(rest, zmq::recv_flags::none);
+      more = rest.more();
+    }
+    if (head.size() < 6) continue;
+    std::uint16_t event = 0;
+    std::memcpy(&event, head.data(), 2);
+    if (event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) {
+      l.up = true;
+    } else if (event == ZMQ_EVENT_DISCONNECTED && l.up) {
+      // A loss (the end of a connection that never completed its handshake is not: a neighbour
+      // not up yet, or one that stays stopped while we reconnect). Reported once, even if the
+      // link comes back within the grace: messages in flight were lost with the connection.
+      l.up = false;
+      suspected.emplace(peer, transport_clock::now() + options.loss_grace);
+    }
+  }
+}
+
+std::optional<transport_clock::time_point> zmq_transport::impl::confirm_losses(transport_clock::time_point now) {
+  std::optional<transport_clock::time_point> next;
+  for (auto it = suspected.begin(); it != suspected.end();) {
+    if (it->second <= now) {
+      auto at = std::lower_bound(lost.begin(), lost.end(), it->first);
+      if (at == lost.end() || *at != it->first) lost.insert(at, it->first);
+      it = suspected.erase(it);
+    } else {
+      if (!next || it->second < *next) next = it->second;
+      ++it;
+    }
+  }
+  return next;
+}
 
 zmq_transport::zmq_transport(int rank, const std::string& bind_endpoint, zmq_options options)
     : rank_(rank), impl_(std::make_unique<impl>(options)) {
   QG_ENFORCE(rank >= 0, "rank=" << rank);
+  QG_ENFORCE((options.heartbeat_interval.count() == 0 && options.heartbeat_timeout.count() == 0) ||
+                 (options.heartbeat_interval.count() > 0 && options.heartbeat_timeout > options.heartbeat_interval),
+             "heartbeat_interval=" << options.heartbeat_interval.count()
+                                   << "ms heartbeat_timeout=" << options.heartbeat_timeout.count() << "ms");
+  QG_ENFORCE(options.loss_grace.count() >= 0, "loss_grace=" << options.loss_grace.count() << "ms");
   QG_ENFORCE(options.send_timeout.count() > 0 && options.linger.count() >= 0 && options.send_hwm > 0 &&
                  options.receive_hwm > 0,
              "send_timeout=" << options.send_timeout.count() << "ms linger=" << options.linger.count()
@@ -177,7 +264,7 @@ void zmq_transport::connect(int peer, const std::string& endpoint) {
                        " at " + impl_->links.at(peer).endpoint);
   check_endpoint(endpoint, /*for_bind=*/false);
   const zmq_options& o = impl_->options;
-  zmq::socket_t s(impl_->context, zmq::socket_type::dealer);
+  zmq::socket_t s(impl_->out_context, zmq::socket_type::dealer);
   if (o.curve) {
     auto key = o.curve->peers.find(peer);
     if (key == o.curve->peers.end())
@@ -196,13 +283,56 @@ void zmq_transport::connect(int peer, const std::string& endpoint) {
   s.set(zmq::sockopt::reconnect_ivl, ms(o.reconnect_interval));
   s.set(zmq::sockopt::reconnect_ivl_max, ms(o.reconnect_interval_max));
   if (endpoint.find('[') != std::string::npos) s.set(zmq::sockopt::ipv6, 1);
+  zmq::socket_t monitor;
+  if (impl_->heartbeats()) {
+    s.set(zmq::sockopt::heartbeat_ivl, ms(o.heartbeat_interval));
+    s.set(zmq::sockopt::heartbeat_timeout, ms(o.heartbeat_timeout));
+    // Sent to the neighbour in each PING (deciseconds, at most 6553.5 s): it drops our connection
+    // when it hears nothing from us that long.
+    s.set(zmq::sockopt::heartbeat_ttl, std::min(ms(o.heartbeat_timeout), 6553500));
+    // Before connect, so that no event is missed; inproc endpoints are per context, and a peer
+    // has one link.
+    const std::string monitor_endpoint = "inproc://qgossip.link." + std::to_string(peer);
+    try {
+      if (zmq_socket_monitor(s.handle(), monitor_endpoint.c_str(),
+                             ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_DISCONNECTED) != 0)
+        throw zmq::error_t();
+      monitor = zmq::socket_t(impl_->out_context, zmq::socket_type::pair);
+      monitor.set(zmq::sockopt::linger, 0);
+      monitor.connect(monitor_endpoint);
+    } catch (const zmq::error_t& e) {
+      throw config_error("cannot watch rank " + std::to_string(rank_) + "'s link to rank " + std::to_string(peer) +
+                         " (socket monitor): " + e.what());
+    }
+  }
   try {
     s.connect(endpoint);
   } catch (const zmq::error_t& e) {
     throw config_error("cannot connect rank " + std::to_string(rank_) + " to rank " + std::to_string(peer) +
                        " at " + endpoint + ": " + e.what());
   }
-  impl_->links.emplace(peer, impl::link{endpoint, std::move(s)});
+  impl_->links.emplace(peer, impl::link{endpoint, std::move(s), std::move(monitor)});
+  impl_->items_stale = true;
+}
+
+void zmq_transport::take_lost_peers(std::vector<int>& out) {
+  out.insert(out.end(), impl_->lost.begin(), impl_->lost.end());
+  impl_->lost.clear();
+}
+
+void zmq_transport::forget_peer(int peer) {
+  auto it = impl_->links.find(peer);
+  if (it == impl_->links.end()) return;
+  impl::link& l = it->second;
+  l.forgotten = true;
+  l.socket.set(zmq::sockopt::linger, 0);
+  if (l.monitor) {
+    (void)zmq_socket_monitor(l.socket.handle(), nullptr, 0);  // stops it
+    l.monitor.close();
+    impl_->items_stale = true;
+  }
+  impl_->suspected.erase(peer);
+  impl_->lost.erase(std::remove(impl_->lost.begin(), impl_->lost.end(), peer), impl_->lost.end());
 }
 
 const std::string& zmq_transport::bound_endpoint() const { return impl_->bound; }
@@ -252,68 +382,95 @@ status zmq_transport::send_all(std::span<const int> peers, std::span<const std::
   return status::ok();
 }
 
+std::optional<status> zmq_transport::impl::read_message(inbound_frames& out) {
+  impl& m = *this;
+  if (!m.inbound.recv(m.id, zmq::recv_flags::dontwait)) return std::nullopt;
+  const int claimed = parse_rank(m.id);  // -1 for a routing id ZeroMQ generated
+  out.peer = claimed;
+  // ROUTER delivers [routing id][header][payload]; anything else is drained and reported.
+  int frames = 0;
+  bool more = m.id.more();
+  if (more) {
+    (void)m.inbound.recv(m.header, zmq::recv_flags::none);
+    ++frames;
+    more = m.header.more();
+  }
+  if (more) {
+    (void)m.inbound.recv(m.payload, zmq::recv_flags::none);
+    ++frames;
+    more = m.payload.more();
+  }
+  zmq::message_t rest;
+  while (more) {
+    (void)m.inbound.recv(rest, zmq::recv_flags::none);
+    ++frames;
+    more = rest.more();
+  }
+  if (m.options.curve) {
+    // Who sent it is the rank its connection's key proved (the ZAP user id every message of an
+    // authenticated connection carries), whatever routing id the client chose.
+    const int proven = frames > 0 ? parse_rank(zmq_msg_gets(m.header.handle(), "User-Id")) : -1;
+    if (proven < 0 || (claimed >= 0 && claimed != proven)) {
+      m.refusals.refuse(refusal_log::kind::identity, [&] {
+        const char* address = frames > 0 ? zmq_msg_gets(m.header.handle(), "Peer-Address") : nullptr;
+        return "refused a message from " + std::string(address ? address : "an unknown address") +
+               (proven < 0 ? std::string(" without an authenticated rank")
+                           : " on a link authenticated as rank " + std::to_string(proven)) +
+               " that claims routing id " + (claimed >= 0 ? std::to_string(claimed) : std::string("(generated)")) +
+               " (identity)";
+      });
+      return std::nullopt;
+    }
+    out.peer = proven;
+  }
+  if (frames != 2) {
+    return status::error(errc::corrupt,
+                         "malformed message from transport peer " + std::to_string(out.peer) +
+                             ": expected 2 frames (header, payload), received " + std::to_string(frames));
+  }
+  const auto* h = static_cast<const std::byte*>(m.header.data());
+  const auto* p = static_cast<const std::byte*>(m.payload.data());
+  out.header.assign(h, h + m.header.size());
+  out.payload.assign(p, p + m.payload.size());
+  return status::ok();
+}
+
 status zmq_transport::receive(transport_clock::time_point deadline, inbound_frames& out) {
   impl& m = *impl_;
+  auto lost_status = [&] {
+    std::string names;
+    for (int p : m.lost) {
+      names += (names.empty() ? "rank " : ", rank ") + std::to_string(p);
+      const std::string& ep = m.links.at(p).endpoint;
+      names += " (" + ep + ")";
+    }
+    return status::error(errc::peer_lost, "lost the link to " + names +
+                                              ": the connection closed or heartbeats went unanswered");
+  };
   try {
     for (;;) {
+      // A loss confirmed earlier (and not taken yet) goes first: everything its peer had sent by
+      // then was returned already.
+      if (!m.lost.empty()) return lost_status();
+      if (m.items_stale) m.rebuild_items();
+      for (std::size_t i = 0; i < m.watched.size(); ++i) m.read_monitor(m.watched[i], m.links.at(m.watched[i]));
+      if (auto got = m.read_message(out)) {
+        // A suspect still talking: its grace starts again, so a peer that was still flushing a
+        // stream of messages when its other connection ended gets each one through first.
+        if (auto it = m.suspected.find(out.peer); it != m.suspected.end())
+          it->second = transport_clock::now() + m.options.loss_grace;
+        return *got;
+      }
+      auto wake = deadline;
+      if (!m.suspected.empty()) {
+        // Nothing queued inbound: suspects whose grace ended are lost.
+        if (auto next = m.confirm_losses(transport_clock::now())) wake = std::min(wake, *next);
+        if (!m.lost.empty()) return lost_status();
+      }
       const auto now = transport_clock::now();
-      const auto left = std::chrono::ceil<std::chrono::milliseconds>(
-          std::max(deadline - now, transport_clock::duration(0)));
-      zmq::pollitem_t item{m.inbound.handle(), 0, ZMQ_POLLIN, 0};
-      const int ready = zmq::poll(&item, 1, left);
-      if (ready == 0) {
-        if (transport_clock::now() >= deadline) return status::error(errc::timeout, "nothing received");
-        continue;
-      }
-      if (!m.inbound.recv(m.id, zmq::recv_flags::dontwait)) continue;  // raced away; poll again
-      const int claimed = parse_rank(m.id);  // -1 for a routing id ZeroMQ generated
-      out.peer = claimed;
-      // ROUTER delivers [routing id][header][payload]; anything else is drained and reported.
-      int frames = 0;
-      bool more = m.id.more();
-      if (more) {
-        (void)m.inbound.recv(m.header, zmq::recv_flags::none);
-        ++frames;
-        more = m.header.more();
-      }
-      if (more) {
-        (void)m.inbound.recv(m.payload, zmq::recv_flags::none);
-        ++frames;
-        more = m.payload.more();
-      }
-      zmq::message_t rest;
-      while (more) {
-        (void)m.inbound.recv(rest, zmq::recv_flags::none);
-        ++frames;
-        more = rest.more();
-      }
-      if (m.options.curve) {
-        // Who sent it is the rank its connection's key proved (the ZAP user id every message of an
-        // authenticated connection carries), whatever routing id the client chose.
-        const int proven = frames > 0 ? parse_rank(zmq_msg_gets(m.header.handle(), "User-Id")) : -1;
-        if (proven < 0 || (claimed >= 0 && claimed != proven)) {
-          m.refusals.refuse(refusal_log::kind::identity, [&] {
-            const char* address = frames > 0 ? zmq_msg_gets(m.header.handle(), "Peer-Address") : nullptr;
-            return "refused a message from " + std::string(address ? address : "an unknown address") +
-                   (proven < 0 ? std::string(" without an authenticated rank")
-                               : " on a link authenticated as rank " + std::to_string(proven)) +
-                   " that claims routing id " + (claimed >= 0 ? std::to_string(claimed) : std::string("(generated)")) +
-                   " (identity)";
-          });
-          continue;
-        }
-        out.peer = proven;
-      }
-      if (frames != 2) {
-        return status::error(errc::corrupt,
-                             "malformed message from transport peer " + std::to_string(out.peer) +
-                                 ": expected 2 frames (header, payload), received " + std::to_string(frames));
-      }
-      const auto* h = static_cast<const std::byte*>(m.header.data());
-      const auto* p = static_cast<const std::byte*>(m.payload.data());
-      out.header.assign(h, h + m.header.size());
-      out.payload.assign(p, p + m.payload.size());
-      return status::ok();
+      if (now >= deadline) return status::error(errc::timeout, "nothing received");
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(std::max(wake - now, transport_clock::duration(0)));
+      (void)zmq::poll(m.items.data(), m.items.size(), left);
     }
   } catch (const zmq::error_t& e) {
     if (e.num() == EINTR) return status::error(errc::cancelled, "receive interrupted by a signal");

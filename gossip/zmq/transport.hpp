@@ -28,7 +28,37 @@
 // Flow control blocks rather than drops: a DEALER whose queue (send_hwm) is full blocks send()
 // for up to send_timeout (then errc::timeout), and the ROUTER stops reading a connection whose
 // queue is full (TCP pushes back). Messages to a neighbour that has not started yet wait in its
-// queue and leave when it binds. On destruction, queued messages get up to `linger` to leave.
+// queue and leave when it binds. On destruction, queued messages get up to `linger` to leave
+// (the inbound socket closes only after that).
+//
+// Liveness (zmq_options::heartbeat_interval > 0; off by default): each DEALER sends ZMTP 3.1 PINGs
+// (ZMQ_HEARTBEAT_IVL) that the neighbour's ZeroMQ I/O thread answers with a PONG, whatever its own
+// threads are doing, and drops its connection when none answers within heartbeat_timeout
+// (ZMQ_HEARTBEAT_TIMEOUT): a process that is stopped (SIGSTOP), hung in the kernel, or whose host
+// vanished. A process that ends (crash, SIGKILL, a normal exit) closes its sockets and the kernel
+// tells us at once. A socket monitor on each DEALER (read by receive(), never by another thread)
+// sees the connection end: a link whose handshake had succeeded and that disconnects is lost,
+// reported once by take_lost_peers() (receive() returns errc::peer_lost) until it has reconnected
+// (handshake succeeded again). A neighbour that never came up is never "lost".
+// A loss is reported only after loss_grace, and only once the inbound socket has nothing queued:
+// the loss is seen on OUR DEALER's connection to the peer's ROUTER, but the peer's messages come on
+// ITS DEALER's connection to OUR ROUTER, another TCP connection whose last bytes are not ordered
+// with the first one's end: a peer that sends its last messages and exits could end the one we
+// watch before its final messages have been read from the other. Two measures: the destructor lets the
+// DEALERs' queues leave (up to linger; they live in a ZeroMQ context of their own, terminated
+// first) before it closes the ROUTER, which meanwhile still answers PINGs, so a neighbour learns
+// of this node's end only after its last messages were written; and the receiver holds a loss
+// for loss_grace, restarted by each message from that peer, so the bytes already on their way
+// (in flight, in kernel buffers, being read and decrypted by our I/O thread) are delivered first.
+// What it cannot cover: more than the grace's worth of those bytes still in the sender's kernel
+// buffer behind a slow link (a few MB at 100 Mbit/s), or a neighbour that kept a queue past its
+// linger (abandon_queued, forget_peer: those messages are given up anyway).
+// Two caveats: the neighbour's I/O thread reads our PINGs only while it reads the connection, so a
+// neighbour whose inbound queue from us is full (receive_hwm messages it has not received) for
+// longer than heartbeat_timeout is reported lost (the exchange's synchronous rounds keep a couple of
+// messages in flight, far below it); and the neighbour drops our connection when it hears nothing
+// from us for heartbeat_timeout (ZMQ_HEARTBEAT_TTL), so a node that was itself stopped that long
+// finds, when it resumes, its links gone and reports its neighbours lost (they reported it first).
 //
 // Endpoints: "tcp://host:port" (for bind, host may be 0.0.0.0 or *, and port * picks a free one:
 // see bound_endpoint()) and "ipc://path". Nothing here reads environment variables or files (keys
@@ -73,10 +103,21 @@ struct zmq_options {
   // the max (ZMQ_RECONNECT_IVL, ZMQ_RECONNECT_IVL_MAX).
   std::chrono::milliseconds reconnect_interval{100};
   std::chrono::milliseconds reconnect_interval_max{2000};
-  // ZeroMQ I/O threads of this node's context.
+  // ZeroMQ I/O threads of each of this node's two contexts (inbound socket; outbound sockets).
   int io_threads = 1;
   // Set: CURVE on every socket (see the top of this file). Unset: no security (NULL mechanism).
   std::optional<zmq_curve_keys> curve;
+  // Liveness (see the top of this file). heartbeat_interval: how often each DEALER PINGs its
+  // neighbour; heartbeat_timeout: how long it waits for an answer (or any traffic) before it drops
+  // the connection, and how long the neighbour waits for a PING before it drops ours (TTL,
+  // whole tenths of a second). Both 0 (the default): no heartbeats and no loss reports, the
+  // behaviour before they existed. Otherwise both > 0, timeout > interval. A stopped neighbour is
+  // reported within interval + timeout + loss_grace; one that ended, within loss_grace.
+  std::chrono::milliseconds heartbeat_interval{0};
+  std::chrono::milliseconds heartbeat_timeout{0};
+  // How long a loss is held, its peer's messages still delivered first, before it is reported
+  // (restarted by each message from that peer). >= 0.
+  std::chrono::milliseconds loss_grace{200};
 };
 
 class zmq_transport final : public transport {
@@ -117,6 +158,9 @@ class zmq_transport final : public transport {
   std::string peer_address(int peer) const override;
   transport_refusals refusals() const override;
   void take_refusal_log(std::vector<std::string>& lines) override;
+  void take_lost_peers(std::vector<int>& out) override;
+  // Also sets the link's linger to 0 and stops watching it.
+  void forget_peer(int peer) override;
 
  private:
   struct impl;
