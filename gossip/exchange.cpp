@@ -83,6 +83,12 @@ std::string_view to_string(reject_reason reason) {
       return "handshake";
     case reject_reason::identity:
       return "identity";
+    case reject_reason::payload:
+      return "payload";
+    case reject_reason::departed:
+      return "departed";
+    case reject_reason::notice:
+      return "notice";
   }
   return "unknown";
 }
@@ -113,6 +119,8 @@ exchange::exchange(transport& t, exchange_options options) : transport_(t), opti
   out_index_.assign(nb.size(), -1);
   filled_.resize(nb.size());
   rejected_this_round_.resize(nb.size());
+  rejected_on_link_.resize(nb.size());
+  dropped_.resize(nb.size());
 }
 
 void exchange::note(const std::string& line) {
@@ -123,12 +131,113 @@ void exchange::reject(reject_reason reason, int peer, const std::string& detail)
   ++stats_.rejected[static_cast<std::size_t>(reason)];
   const auto& nb = options_.neighbours;
   auto it = std::lower_bound(nb.begin(), nb.end(), peer);
-  if (it != nb.end() && *it == peer) ++rejected_this_round_[static_cast<std::size_t>(it - nb.begin())];
-  if (!options_.log) return;
-  flush_log_limits();
-  if (reject_log_.allow(static_cast<std::size_t>(reason)))
-    note("rejected a message from transport peer " + std::to_string(peer) + " (" +
-         std::string(to_string(reason)) + "): " + detail);
+  const bool neighbour = it != nb.end() && *it == peer;
+  const auto k = static_cast<std::size_t>(it - nb.begin());
+  if (neighbour) ++rejected_this_round_[k];
+  if (options_.log) {
+    flush_log_limits();
+    if (reject_log_.allow(static_cast<std::size_t>(reason)))
+      note("rejected a message from transport peer " + std::to_string(peer) + " (" +
+           std::string(to_string(reason)) + "): " + detail);
+  }
+  if (!neighbour || dropped_[k] || reason == reject_reason::departed) return;
+  if (++rejected_on_link_[k] == options_.max_rejected)
+    peer_failed(k, "sent " + std::to_string(options_.max_rejected) +
+                       " messages that were rejected (network.max_rejected), the last: " +
+                       std::string(to_string(reason)));
+}
+
+void exchange::peer_failed(std::size_t k, const std::string& why) {
+  if (dropped_[k] || !pending_failure_.is_ok()) return;
+  const int peer = options_.neighbours[k];
+  if (options_.on_peer_failure && options_.on_peer_failure(peer, why)) {
+    drop_index(k);
+    return;
+  }
+  pending_failure_ = status::error(errc::peer_lost, "rank " + std::to_string(peer) + " " + why);
+}
+
+void exchange::drop(int peer) {
+  const auto& nb = options_.neighbours;
+  auto it = std::lower_bound(nb.begin(), nb.end(), peer);
+  if (it != nb.end() && *it == peer) drop_index(static_cast<std::size_t>(it - nb.begin()));
+}
+
+bool exchange::dropped(int peer) const {
+  const auto& nb = options_.neighbours;
+  auto it = std::lower_bound(nb.begin(), nb.end(), peer);
+  return it != nb.end() && *it == peer && dropped_[static_cast<std::size_t>(it - nb.begin())];
+}
+
+void exchange::drop_index(std::size_t k) {
+  if (dropped_[k]) return;
+  dropped_[k] = true;
+  for (auto& per_kind : buffered_[k])
+    for (slot& s : per_kind) s.used = false;
+  if (out_index_[k] >= 0 && !filled_[k]) {  // a round under way stops waiting for it
+    vacated_[static_cast<std::size_t>(out_index_[k])] = true;
+    out_index_[k] = -1;
+    --missing_;
+  }
+  transport_.forget_peer(options_.neighbours[k]);
+  note("dropped rank " + std::to_string(options_.neighbours[k]) + ": no round waits for it any more");
+}
+
+void exchange::compact(std::vector<inbound_message>& out) {
+  std::size_t kept = 0;
+  for (std::size_t o = 0; o < out.size(); ++o)
+    if (!vacated_[o]) {
+      if (kept != o) std::swap(out[kept], out[o]);
+      ++kept;
+    }
+  out.resize(kept);
+}
+
+void exchange::take_lost_peers() {
+  lost_.clear();
+  transport_.take_lost_peers(lost_);
+  const auto& nb = options_.neighbours;
+  for (int peer : lost_) {
+    auto it = std::lower_bound(nb.begin(), nb.end(), peer);
+    if (it == nb.end() || *it != peer) continue;
+    peer_failed(static_cast<std::size_t>(it - nb.begin()),
+                "stopped: its link closed or it answered no heartbeat (" + transport_.peer_address(peer) + ")");
+  }
+}
+
+status exchange::send_notice(std::span<const int> peers, std::span<const std::byte> payload, std::uint64_t iteration) {
+  if (peers.empty()) return status::ok();
+  if (payload.size() > options_.max_payload_bytes)
+    return status::error(errc::invalid, "notice of " + std::to_string(payload.size()) + " bytes exceeds max_payload_bytes");
+  wire_header h;
+  h.kind = message_kind::notice;
+  h.run_id = options_.run_id;
+  h.sender = static_cast<std::uint32_t>(options_.rank);
+  h.iteration = iteration;
+  h.payload_bytes = static_cast<std::uint32_t>(payload.size());
+  std::array<std::byte, kWireHeaderBytes> header{};
+  encode_header(h, payload, header);
+  const auto start = transport_clock::now();
+  status sent = transport_.send_all(peers, header, payload);
+  stats_.send_time += transport_clock::now() - start;
+  stats_.messages_sent += peers.size();
+  stats_.bytes_sent += peers.size() * (kWireHeaderBytes + payload.size());
+  stats_.notice_bytes_sent += peers.size() * (kWireHeaderBytes + payload.size());
+  return sent;
+}
+
+void exchange::handle_notice(std::size_t k, const wire_header& h) {
+  stats_.notice_bytes_received += kWireHeaderBytes + h.payload_bytes;
+  ++stats_.messages_delivered;
+  if (!options_.on_notice) return;
+  if (status s = options_.on_notice(static_cast<int>(h.sender), rx_.payload); !s) {
+    if (s.code() == errc::corrupt) {
+      reject(reject_reason::notice, static_cast<int>(h.sender), s.message());
+      return;
+    }
+    if (pending_failure_.is_ok()) pending_failure_ = s;
+  }
+  (void)k;
 }
 
 void exchange::flush_log_limits() {
@@ -174,6 +283,12 @@ bool exchange::deliver(std::size_t k, const wire_header& h, std::vector<std::byt
     reject(reason_of(c), static_cast<int>(h.sender), describe(h.kind, h.iteration) + ": " + s.message());
     return false;
   }
+  if (h.kind == message_kind::train && options_.validate)
+    if (status v = options_.validate(h, payload); !v) {
+      reject(reject_reason::payload, static_cast<int>(h.sender), describe(h.kind, h.iteration) + ": " + v.message());
+      peer_failed(k, "sent a " + describe(h.kind, h.iteration) + " that does not decode (" + v.message() + ")");
+      return false;
+    }
   const auto o = static_cast<std::size_t>(out_index_[k]);
   out[o].header = h;
   std::swap(out[o].payload, payload);  // the caller's old buffer goes back to the pool
@@ -200,6 +315,15 @@ void exchange::handle(message_kind kind, const codec_expectation& codec, std::ve
   const auto& nb = options_.neighbours;
   const auto k = static_cast<std::size_t>(std::lower_bound(nb.begin(), nb.end(), static_cast<int>(h.sender)) -
                                           nb.begin());
+  if (dropped_[k]) {
+    reject(reject_reason::departed, rx_.peer, describe(h.kind, h.iteration) + " from rank " +
+                                                  std::to_string(h.sender) + ", which this node dropped");
+    return;
+  }
+  if (h.kind == message_kind::notice) {
+    handle_notice(k, h);
+    return;
+  }
   const std::size_t ki = kind_index(h.kind);
   const auto& last = delivered_[k][ki];
   if (h.iteration < base_ || (last && h.iteration <= *last)) {
@@ -268,6 +392,7 @@ status exchange::round(message_kind kind, std::uint64_t iteration, const outgoin
   if (!failed_.is_ok())
     return status::error(errc::invalid,
                          "the exchange is unusable after a failed round (" + failed_.to_string() + ")");
+  if (!pending_failure_.is_ok()) return fail(pending_failure_);
   if (kind != message_kind::train && kind != message_kind::probe)
     return status::error(errc::invalid,
                          "unknown message kind " + std::to_string(static_cast<unsigned>(kind)));
@@ -306,25 +431,31 @@ status exchange::round(message_kind kind, std::uint64_t iteration, const outgoin
   h.codec_tag = msg.codec_tag;
   h.payload_bytes = static_cast<std::uint32_t>(msg.payload.size());
   encode_header(h, msg.payload, header_);
-  if (!peers.send_to.empty()) {
-    status sent = transport_.send_all(peers.send_to, header_, msg.payload);
+  live_send_.clear();
+  for (int p : peers.send_to)
+    if (!dropped(p)) live_send_.push_back(p);
+  if (!live_send_.empty()) {
+    status sent = transport_.send_all(live_send_, header_, msg.payload);
     stats_.send_time += transport_clock::now() - start;
     if (!sent) return fail(sent);
   }
-  const std::uint64_t bytes = peers.send_to.size() * (kWireHeaderBytes + msg.payload.size());
-  stats_.messages_sent += peers.send_to.size();
+  const std::uint64_t bytes = live_send_.size() * (kWireHeaderBytes + msg.payload.size());
+  stats_.messages_sent += live_send_.size();
   stats_.bytes_sent += bytes;
   if (kind == message_kind::probe) stats_.probe_bytes_sent += bytes;
 
   const codec_expectation codec{msg.codec, msg.codec_tag, msg.count};
-  out.resize(peers.receive_from.size());
   std::fill(out_index_.begin(), out_index_.end(), -1);
-  for (std::size_t o = 0; o < peers.receive_from.size(); ++o)
-    out_index_[static_cast<std::size_t>(std::lower_bound(nb.begin(), nb.end(), peers.receive_from[o]) - nb.begin())] =
-        static_cast<int>(o);
+  std::size_t expected = 0;
+  for (int p : peers.receive_from) {
+    const auto k = static_cast<std::size_t>(std::lower_bound(nb.begin(), nb.end(), p) - nb.begin());
+    if (!dropped_[k]) out_index_[k] = static_cast<int>(expected++);
+  }
+  out.resize(expected);
+  vacated_.assign(expected, false);
   std::fill(filled_.begin(), filled_.end(), false);
   std::fill(rejected_this_round_.begin(), rejected_this_round_.end(), 0);
-  missing_ = peers.receive_from.size();
+  missing_ = expected;
   for (std::size_t k = 0; k < nb.size(); ++k)
     for (slot& s : buffered_[k][kind_index(kind)])
       if (s.used && s.header.iteration == iteration) {
@@ -336,7 +467,7 @@ status exchange::round(message_kind kind, std::uint64_t iteration, const outgoin
           deliver(k, s.header, s.payload, codec, out);
       }
 
-  while (missing_ > 0) {
+  while (missing_ > 0 && pending_failure_.is_ok()) {
     if (options_.should_stop && options_.should_stop())
       return fail(status::error(errc::cancelled, "stopped while waiting for round " + std::to_string(iteration)));
     const auto wait_start = transport_clock::now();
@@ -353,11 +484,17 @@ status exchange::round(message_kind kind, std::uint64_t iteration, const outgoin
       reject(reject_reason::malformed, rx_.peer, s.message());
       continue;
     }
+    if (s.code() == errc::peer_lost) {
+      take_lost_peers();
+      continue;
+    }
     if (!s) return fail(s);
     ++stats_.messages_received;
     stats_.bytes_received += rx_.header.size() + rx_.payload.size();
     handle(kind, codec, out);
   }
+  if (!pending_failure_.is_ok()) return fail(pending_failure_);
+  compact(out);
   ++stats_.rounds;
   if (options_.log) flush_log_limits();
   return status::ok();

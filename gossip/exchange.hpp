@@ -62,6 +62,23 @@ struct exchange_options {
   // When set, polled while a round waits (every kStopCheckInterval); returning true ends the round
   // with errc::cancelled. The node loop passes its SIGINT/SIGTERM flag here.
   std::function<bool()> should_stop;
+
+  // A failed or misbehaving neighbour (docs/failures.md): its link was lost (the transport's
+  // heartbeats or a closed connection: transport::take_lost_peers), a train message of it failed
+  // `validate` (it cannot send that round's message again), or max_rejected of the messages on its
+  // link were rejected. Called with its rank and why ("its link closed ..."). Returning true drops
+  // it (as drop() does) and the round goes on without it; false, or no callback, ends the round with
+  // errc::peer_lost naming it (network.on_peer_failure: stop).
+  std::function<bool(int peer, const std::string& why)> on_peer_failure;
+  // Called for each valid notice (message_kind::notice) as it arrives during a round, with its
+  // sender; a non-ok status ends the round with it. Without a callback notices are dropped (counted
+  // as delivered).
+  std::function<status(int from, std::span<const std::byte> payload)> on_notice;
+  // Checks a train message's payload before it is delivered (the node decodes it); a failure
+  // rejects it (reason payload) and is a failure of its sender (on_peer_failure).
+  std::function<status(const wire_header& header, std::span<const std::byte> payload)> validate;
+  // A neighbour whose link brought this many rejected messages misbehaves (on_peer_failure); 0: never.
+  std::uint32_t max_rejected = 16;
 };
 
 inline constexpr std::chrono::milliseconds kStopCheckInterval{100};
@@ -107,8 +124,11 @@ enum class reject_reason : std::uint8_t {
   auth,       // a connection whose CURVE key is not a neighbour's
   handshake,  // a connection that failed the handshake (not ZeroMQ, another mechanism, wrong key)
   identity,   // a message whose claimed routing id is not the rank its key proves
+  payload,    // a train message whose payload fails exchange_options::validate (does not decode)
+  departed,   // from a neighbour this node dropped (drop(), on_peer_failure)
+  notice,     // a notice the node's on_notice could not parse
 };
-inline constexpr std::size_t kRejectReasons = 18;
+inline constexpr std::size_t kRejectReasons = 21;
 std::string_view to_string(reject_reason reason);
 
 struct exchange_stats {
@@ -117,6 +137,8 @@ struct exchange_stats {
   std::uint64_t bytes_sent = 0;                          // header + payload, every copy to every neighbour
   std::uint64_t probe_bytes_sent = 0;                    // the part of bytes_sent in probe messages
   std::uint64_t probe_bytes_received = 0;                // valid probe messages received (header + payload)
+  std::uint64_t notice_bytes_sent = 0;                   // the part of bytes_sent in notices
+  std::uint64_t notice_bytes_received = 0;               // valid notices received (header + payload)
   std::uint64_t messages_received = 0;                   // everything the transport delivered, valid or not
   std::uint64_t bytes_received = 0;                      // header + payload of those
   std::uint64_t messages_delivered = 0;                  // returned by round()
@@ -136,17 +158,30 @@ class exchange {
   // `t` must outlive the exchange. Throws invariant_error for options that break their REQUIRES.
   exchange(transport& t, exchange_options options);
 
-  // Sends msg as (kind, iteration) to every neighbour, then gathers one valid message per
-  // neighbour: on ok, out.size() == neighbours.size() and out[k] came from neighbours[k].
+  // Sends msg as (kind, iteration) to every neighbour not dropped, then gathers one valid message
+  // per such neighbour: on ok, out[k] came from the k-th of them (ascending); a neighbour dropped
+  // during the round has no entry (out[k].header.sender says who sent each).
   // Errors: errc::timeout (silent neighbours, named), errc::invalid (a REQUIRES broken, e.g. a
   // repeated iteration or a payload above max_payload_bytes), or the transport's error.
   status round(message_kind kind, std::uint64_t iteration, const outgoing_message& msg,
                std::vector<inbound_message>& out);
   // A directed round: sends msg to peers.send_to, gathers one message from each of
-  // peers.receive_from (out[k] from receive_from[k]). Either may be empty. Errors as round(), and
-  // errc::invalid when a peer is not a neighbour or a list is not sorted and unique.
+  // peers.receive_from (out[k] from receive_from[k], less any dropped during the round). Either may
+  // be empty; dropped peers in them are skipped. Errors as round(), errc::peer_lost (a failed
+  // neighbour, on_peer_failure said stop), and errc::invalid when a peer is not a neighbour or a
+  // list is not sorted and unique.
   status round(message_kind kind, std::uint64_t iteration, const outgoing_message& msg,
                std::vector<inbound_message>& out, const round_peers& peers);
+
+  // Sends a notice (message_kind::notice, no codec) to each of peers at once, stamped with
+  // iteration (the sender's round, for the log). Usable between rounds, from the callbacks during
+  // one, and after a failed round (a stopping node tells its neighbours why). Errors: the transport's.
+  status send_notice(std::span<const int> peers, std::span<const std::byte> payload, std::uint64_t iteration);
+  // Drops a neighbour for good: no round waits for it (a round under way goes on without it, and
+  // its entry leaves `out`), its buffered and later messages are rejected (reason departed), and
+  // the transport stops watching its link. Dropping an unknown or dropped rank does nothing.
+  void drop(int peer);
+  [[nodiscard]] bool dropped(int peer) const;
 
   const exchange_stats& stats() const { return stats_; }
   const exchange_options& options() const { return options_; }
@@ -161,6 +196,13 @@ class exchange {
   static std::size_t kind_index(message_kind k) { return static_cast<std::size_t>(k) - 1; }
 
   void handle(message_kind kind, const codec_expectation& codec, std::vector<inbound_message>& out);
+  void handle_notice(std::size_t k, const wire_header& h);
+  // A neighbour failed (lost or misbehaving): drops it or sets pending_failure_ (on_peer_failure).
+  void peer_failed(std::size_t k, const std::string& why);
+  void take_lost_peers();
+  void drop_index(std::size_t k);
+  // Removes the entries of peers dropped during the round from out.
+  void compact(std::vector<inbound_message>& out);
   bool deliver(std::size_t k, const wire_header& h, std::vector<std::byte>& payload,
                const codec_expectation& codec, std::vector<inbound_message>& out);
   void expire_before(std::uint64_t iteration);
@@ -190,6 +232,12 @@ class exchange {
   std::vector<bool> filled_;
   std::size_t missing_ = 0;
   std::vector<int> rejected_this_round_;  // per neighbour
+  std::vector<std::uint64_t> rejected_on_link_;  // per neighbour, the whole run
+  std::vector<bool> dropped_;                    // per neighbour
+  std::vector<bool> vacated_;                    // per entry of out: its peer was dropped mid-round
+  status pending_failure_;                       // a failed peer on_peer_failure did not drop
+  std::vector<int> lost_;                        // scratch for take_lost_peers
+  std::vector<int> live_send_;                   // scratch: the round's send_to less dropped peers
   inbound_frames rx_;
   std::array<std::byte, kWireHeaderBytes> header_{};
   log_limiter reject_log_;                   // per reject_reason

@@ -70,6 +70,8 @@ std::string_view to_string(message_kind kind) {
       return "train";
     case message_kind::probe:
       return "probe";
+    case message_kind::notice:
+      return "notice";
   }
   return "unknown";
 }
@@ -178,10 +180,9 @@ status parse_header(std::span<const std::byte> header_bytes, std::span<const std
                 "reserved: expected 0, received " + std::to_string(out.reserved));
 
   const auto kind = get<std::uint16_t>(p, kOffKind);
-  if (kind != static_cast<std::uint16_t>(message_kind::train) &&
-      kind != static_cast<std::uint16_t>(message_kind::probe))
+  if (kind < static_cast<std::uint16_t>(message_kind::train) || kind > static_cast<std::uint16_t>(message_kind::notice))
     return fail(wire_check::kind, failed,
-                "kind: expected 1 (train) or 2 (probe), received " + std::to_string(kind));
+                "kind: expected 1 (train), 2 (probe) or 3 (notice), received " + std::to_string(kind));
   out.kind = static_cast<message_kind>(kind);
 
   out.run_id = get<std::uint64_t>(p, kOffRunId);
@@ -206,6 +207,12 @@ status parse_header(std::span<const std::byte> header_bytes, std::span<const std
   out.codec = get<std::uint16_t>(p, kOffCodec);
   out.codec_tag = get<std::uint32_t>(p, kOffCodecTag);
 
+  if (out.kind == message_kind::notice) {  // no codec: the fields must be zero
+    if (out.codec != 0 || out.codec_tag != 0 || out.count != 0)
+      return fail(wire_check::codec, failed, "a notice carries no codec: codec, codec_tag and count must be 0");
+    if (failed) *failed = wire_check::ok;
+    return status::ok();
+  }
   const auto& codec = out.kind == message_kind::train ? expect.train : expect.probe;
   if (codec) return check_codec(out, *codec, failed);
   if (failed) *failed = wire_check::ok;

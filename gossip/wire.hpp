@@ -19,7 +19,7 @@ namespace qgossip {
 
 inline constexpr std::size_t kWireHeaderBytes = 48;
 // Bump on ANY change to the header layout or the meaning of a field (and update docs/wire.md).
-inline constexpr std::uint16_t kWireVersion = 1;
+inline constexpr std::uint16_t kWireVersion = 2;  // 2: message_kind::notice
 // "QGSP" as it appears on the wire, byte for byte.
 inline constexpr std::byte kWireMagic[4] = {std::byte{'Q'}, std::byte{'G'}, std::byte{'S'}, std::byte{'P'}};
 
@@ -27,6 +27,8 @@ inline constexpr std::byte kWireMagic[4] = {std::byte{'Q'}, std::byte{'G'}, std:
 enum class message_kind : std::uint16_t {
   train = 1,  // the algorithm's per-round message (z, q or x of ALGORITHMS.md)
   probe = 2,  // measurements that ride the same links (e.g. consensus distance)
+  notice = 3,  // membership news, outside the rounds: a peer left, a degree changed, a node finished
+               // (node/run/notice.hpp); no codec, not sequenced by iteration
 };
 std::string_view to_string(message_kind kind);
 

@@ -5,7 +5,9 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <memory>
 #include <numeric>
 #include <thread>
 #include <string>
@@ -520,4 +522,152 @@ TEST_CASE("exchange: probe bytes are counted apart") {
   CHECK(h.ex.stats().probe_bytes_sent == 2 * (kWireHeaderBytes + kProbeBytes));
   CHECK(h.ex.stats().bytes_sent == train_sent + h.ex.stats().probe_bytes_sent);
   CHECK(h.ex.stats().probe_bytes_received == 2 * (kWireHeaderBytes + kProbeBytes));
+}
+
+// ---- failed and misbehaving neighbours (on_peer_failure, on_notice, validate, drop) ----
+
+namespace {
+
+// Rank 0 of a 4-ring by hand again, with the failure callbacks recorded.
+struct with_failures {
+  inproc_network net{4};
+  inproc_transport t0 = net.endpoint(0);
+  inproc_transport t1 = net.endpoint(1);
+  inproc_transport t3 = net.endpoint(3);
+  faulty_transport f0{t0, {}};
+  std::vector<std::pair<int, std::string>> failures;
+  std::vector<std::pair<int, std::string>> notices;
+  bool keep_going = true;  // what on_peer_failure answers
+  std::unique_ptr<exchange> ex;
+  std::vector<inbound_message> out;
+
+  explicit with_failures(std::uint32_t max_rejected = 16, bool validating = false) {
+    exchange_options o = options_for(0, {1, 3}, 2000ms);
+    o.max_rejected = max_rejected;
+    o.on_peer_failure = [this](int peer, const std::string& why) {
+      failures.emplace_back(peer, why);
+      return keep_going;
+    };
+    o.on_notice = [this](int from, std::span<const std::byte> p) {
+      notices.emplace_back(from, std::string(reinterpret_cast<const char*>(p.data()), p.size()));
+      if (notices.back().second == "drop 3") ex->drop(3);
+      return notices.back().second == "bad" ? status::error(errc::corrupt, "not a notice") : status::ok();
+    };
+    if (validating)  // a payload of zero bytes only "does not decode"
+      o.validate = [](const wire_header&, std::span<const std::byte> p) {
+        const bool zeros = std::all_of(p.begin(), p.end(), [](std::byte b) { return b == std::byte{0}; });
+        return zeros ? status::error(errc::corrupt, "cannot decode") : status::ok();
+      };
+    ex = std::make_unique<exchange>(f0, o);
+  }
+  status round(std::uint64_t iteration) {
+    message m(0, message_kind::train, iteration);
+    return ex->round(message_kind::train, iteration, m.out, out);
+  }
+  void notice(inproc_transport& from, int sender, const std::string& text) {
+    wire_header h;
+    h.kind = message_kind::notice;
+    h.run_id = kRun;
+    h.sender = static_cast<std::uint32_t>(sender);
+    inject(from, h, std::as_bytes(std::span(text.data(), text.size())));
+  }
+};
+
+}  // namespace
+
+TEST_CASE("exchange: a notice is delivered to on_notice mid-round, and dropping its sender's neighbour ends the wait") {
+  with_failures w;
+  send_as(w.t1, 1, message_kind::train, 0);
+  w.notice(w.t1, 1, "drop 3");  // rank 3 never sends; rank 1's news drops it
+  REQUIRE(w.round(0).is_ok());
+  REQUIRE(w.out.size() == 1);
+  CHECK(w.out[0].header.sender == 1);
+  CHECK(w.notices == std::vector<std::pair<int, std::string>>{{1, "drop 3"}});
+  CHECK(w.ex->dropped(3));
+  // Later rounds neither send to 3 nor wait for it; what it still sends is rejected as departed.
+  send_as(w.t3, 3, message_kind::train, 1);
+  send_as(w.t1, 1, message_kind::train, 1);
+  REQUIRE(w.round(1).is_ok());
+  CHECK(check_delivery({1}, message_kind::train, 1, w.out) == "");
+  CHECK(w.ex->stats().rejected_for(reject_reason::departed) == 1);
+  CHECK(w.ex->stats().notice_bytes_received == kWireHeaderBytes + 6);
+  CHECK(w.failures.empty());
+}
+
+TEST_CASE("exchange: a lost link is handed to on_peer_failure; true drops it, false fails the round naming it") {
+  SUBCASE("continue") {
+    with_failures w;
+    send_as(w.t1, 1, message_kind::train, 0);
+    w.f0.lose(3);
+    REQUIRE(w.round(0).is_ok());
+    CHECK(check_delivery({1}, message_kind::train, 0, w.out) == "");
+    REQUIRE(w.failures.size() == 1);
+    CHECK(w.failures[0].first == 3);
+    CHECK(w.failures[0].second.find("its link closed") != std::string::npos);
+    CHECK(w.ex->dropped(3));
+  }
+  SUBCASE("stop") {
+    with_failures w;
+    w.keep_going = false;
+    send_as(w.t1, 1, message_kind::train, 0);
+    w.f0.lose(3);
+    const status s = w.round(0);
+    CHECK(s.code() == errc::peer_lost);
+    CHECK(s.message().find("rank 3 ") == 0);
+    CHECK_FALSE(w.ex->dropped(3));
+  }
+}
+
+TEST_CASE("exchange: a train message that does not validate is rejected and is its sender's failure") {
+  with_failures w(16, /*validating=*/true);
+  send_as(w.t1, 1, message_kind::train, 0);
+  wire_header h = header_of(3, message_kind::train, 0);
+  std::vector<std::byte> junk(train_bytes(0), std::byte{0});
+  inject(w.t3, h, junk);
+  REQUIRE(w.round(0).is_ok());
+  CHECK(check_delivery({1}, message_kind::train, 0, w.out) == "");
+  CHECK(w.ex->stats().rejected_for(reject_reason::payload) == 1);
+  REQUIRE(w.failures.size() == 1);
+  CHECK(w.failures[0].first == 3);
+  CHECK(w.failures[0].second.find("does not decode (cannot decode)") != std::string::npos);
+}
+
+TEST_CASE("exchange: a neighbour whose link brings max_rejected bad messages misbehaves; bad notices count") {
+  with_failures w(3);
+  wire_header h = header_of(1, message_kind::train, 0);
+  h.run_id = kRun + 1;  // another run's: rejected, attributed to rank 1's link
+  inject(w.t1, h, message(1, message_kind::train, 0).payload);
+  inject(w.t1, h, message(1, message_kind::train, 0).payload);
+  w.notice(w.t1, 1, "bad");  // on_notice says corrupt: the third rejection
+  send_as(w.t3, 3, message_kind::train, 0);
+  REQUIRE(w.round(0).is_ok());
+  CHECK(check_delivery({3}, message_kind::train, 0, w.out) == "");
+  CHECK(w.ex->stats().rejected_for(reject_reason::notice) == 1);
+  REQUIRE(w.failures.size() == 1);
+  CHECK(w.failures[0].first == 1);
+  CHECK(w.failures[0].second.find("sent 3 messages that were rejected") != std::string::npos);
+}
+
+TEST_CASE("exchange: send_notice reaches the peers as a notice, outside the rounds") {
+  inproc_network net(2);
+  inproc_transport a = net.endpoint(0), b = net.endpoint(1);
+  std::vector<std::string> seen;
+  exchange_options ob = options_for(1, {0});
+  ob.on_notice = [&](int from, std::span<const std::byte> p) {
+    seen.push_back(std::to_string(from) + ":" + std::string(reinterpret_cast<const char*>(p.data()), p.size()));
+    return status::ok();
+  };
+  exchange ea(a, options_for(0, {1})), eb(b, ob);
+  const std::string text = "finished\n";
+  const int to[1] = {1};
+  REQUIRE(ea.send_notice(to, std::as_bytes(std::span(text.data(), text.size())), 7).is_ok());
+  CHECK(ea.stats().notice_bytes_sent == kWireHeaderBytes + text.size());
+  auto results = spawn(2, [&](int rank) {
+    std::vector<inbound_message> out;
+    message m(rank, message_kind::train, 0);
+    return (rank == 0 ? ea : eb).round(message_kind::train, 0, m.out, out).is_ok();
+  });
+  CHECK(results[0]);
+  CHECK(results[1]);
+  CHECK(seen == std::vector<std::string>{"0:finished\n"});
 }

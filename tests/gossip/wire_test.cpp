@@ -28,9 +28,9 @@ std::vector<std::byte> from_hex(const char* hex) {
 
 // docs/wire.md, "Golden bytes": this header and payload, byte for byte.
 const std::vector<std::byte> kGoldenHeader = from_hex(
-    "51 47 53 50 01 00 01 00 ef cd ab 89 67 45 23 01"
+    "51 47 53 50 02 00 01 00 ef cd ab 89 67 45 23 01"
     "03 00 00 00 04 00 00 00 11 00 00 00 00 00 00 00"
-    "02 00 00 00 ef be ad de 10 00 00 00 ce 35 90 00");
+    "02 00 00 00 ef be ad de 10 00 00 00 23 d9 5c 9e");
 const std::vector<std::byte> kGoldenPayload = from_hex("00 00 80 3f 00 00 00 c0 00 00 00 3f 00 00 00 00");
 
 wire_header golden() {
@@ -93,11 +93,12 @@ void flip_bit(std::span<std::byte> s, std::size_t bit) { s[bit / 8] ^= std::byte
 
 }  // namespace
 
-TEST_CASE("wire: the header is 48 bytes and the version is 1") {
+TEST_CASE("wire: the header is 48 bytes and the version is 2") {
   CHECK(kWireHeaderBytes == 48);
-  CHECK(kWireVersion == 1);  // changing the layout? bump this, then update docs/wire.md and the golden bytes
+  CHECK(kWireVersion == 2);  // changing the layout? bump this, then update docs/wire.md and the golden bytes
   CHECK(static_cast<int>(message_kind::train) == 1);
   CHECK(static_cast<int>(message_kind::probe) == 2);
+  CHECK(static_cast<int>(message_kind::notice) == 3);
 }
 
 TEST_CASE("wire: encode_header writes the golden bytes of docs/wire.md") {
@@ -109,7 +110,7 @@ TEST_CASE("wire: parse_header reads the golden bytes back field by field") {
   verdict v = parse(kGoldenHeader, kGoldenPayload);
   REQUIRE(v.st.is_ok());
   CHECK(v.check == wire_check::ok);
-  CHECK(v.header.version == 1);
+  CHECK(v.header.version == 2);
   CHECK(v.header.kind == message_kind::train);
   CHECK(v.header.run_id == 0x0123456789ABCDEFull);
   CHECK(v.header.sender == 3);
@@ -119,7 +120,7 @@ TEST_CASE("wire: parse_header reads the golden bytes back field by field") {
   CHECK(v.header.reserved == 0);
   CHECK(v.header.codec_tag == 0xDEADBEEF);
   CHECK(v.header.payload_bytes == 16);
-  CHECK(v.header.crc32c == 0x009035CEu);
+  CHECK(v.header.crc32c == 0x9E5CD923u);
 }
 
 TEST_CASE("wire: every field round-trips at its extreme values") {
@@ -171,9 +172,9 @@ TEST_CASE("wire: bytes that do not start with QGSP are not ours (magic)") {
 }
 
 TEST_CASE("wire: another wire version is rejected before its layout is trusted") {
-  verdict v = parse_changed([](wire_header& h) { h.version = 2; });
+  verdict v = parse_changed([](wire_header& h) { h.version = 1; });
   CHECK(v.check == wire_check::version);
-  CHECK(v.names("version: expected 1, received 2"));
+  CHECK(v.names("version: expected 2, received 1"));
 }
 
 TEST_CASE("wire: a payload of another size than the header says") {
@@ -206,14 +207,14 @@ TEST_CASE("wire: a flipped bit is a checksum failure") {
     verdict v = parse(h, kGoldenPayload);
     CHECK(v.check == wire_check::crc);
     CHECK(v.names("crc32c: expected 0x"));
-    CHECK(v.names("received 0x009035ce"));
+    CHECK(v.names("received 0x9e5cd923"));
   }
   SUBCASE("in the crc field itself") {
     auto h = kGoldenHeader;
     flip_bit(h, 44 * 8);
     verdict v = parse(h, kGoldenPayload);
     CHECK(v.check == wire_check::crc);
-    CHECK(v.names("crc32c: expected 0x009035ce (computed), received 0x009035cf"));
+    CHECK(v.names("crc32c: expected 0x9e5cd923 (computed), received 0x9e5cd922"));
   }
   SUBCASE("in the payload") {
     auto p = kGoldenPayload;
@@ -244,7 +245,23 @@ TEST_CASE("wire: reserved bits must be zero") {
 TEST_CASE("wire: an unknown message kind") {
   verdict v = parse_changed([](wire_header& h) { h.kind = static_cast<message_kind>(7); });
   CHECK(v.check == wire_check::kind);
-  CHECK(v.names("kind: expected 1 (train) or 2 (probe), received 7"));
+  CHECK(v.names("kind: expected 1 (train), 2 (probe) or 3 (notice), received 7"));
+  verdict zero = parse_changed([](wire_header& h) { h.kind = static_cast<message_kind>(0); });
+  CHECK(zero.check == wire_check::kind);
+}
+
+TEST_CASE("wire: a notice carries no codec") {
+  wire_header h = golden();
+  h.kind = message_kind::notice;
+  h.codec = 0;
+  h.codec_tag = 0;
+  h.count = 0;
+  verdict ok = parse(encode(h, kGoldenPayload), kGoldenPayload);
+  CHECK(ok.st.is_ok());
+  CHECK(ok.header.kind == message_kind::notice);
+  verdict coded = parse_changed([](wire_header& w) { w.kind = message_kind::notice; });
+  CHECK(coded.check == wire_check::codec);
+  CHECK(coded.names("a notice carries no codec"));
 }
 
 TEST_CASE("wire: a message of another run (run id)") {
