@@ -130,7 +130,9 @@ void add_launch_command(CLI::App& app, int* exit_code) {
                  c.compressor.name.c_str(), dir.c_str());
     launch_options lo;
     if (opt->plain) lo.live = false;
+    lo.continue_on_failure = c.network.on_peer_failure == "continue";
     launch_result result = launch(nodes, lo);
+    for (const std::string& d : result.departures) std::fprintf(stderr, "qgossip launch: %s\n", d.c_str());
     if (result.exit_code != 0) {
       std::fprintf(stderr, "qgossip launch: %s (logs: %s/node-<rank>.log)\n", result.failure.c_str(), dir.c_str());
       *exit_code = result.exit_code;

@@ -18,6 +18,12 @@ int print_replica_check(const std::string& run_dir) {
                  run_dir.c_str());
     return 2;
   }
+  if (!r.departed.empty()) {
+    std::string ranks;
+    for (int d : r.departed) ranks += (ranks.empty() ? "" : ", ") + std::to_string(d);
+    std::printf("verify: ranks that left the run, not compared: %s (the survivors hold no copies of them)\n",
+                ranks.c_str());
+  }
   for (const auto& m : r.mismatches) std::fprintf(stderr, "verify: MISMATCH %s\n", m.c_str());
   if (r.copies_kind.empty() && r.problems.empty()) {
     std::printf("verify: %d nodes; this algorithm holds no copies of its neighbours\n", r.nodes);

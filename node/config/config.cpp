@@ -31,6 +31,7 @@ const std::vector<std::string> kPartitions{"iid", "label"};
 const std::vector<std::string> kSchedules{"constant", "step", "multistep", "cosine"};
 const std::vector<std::string> kTransports{"tcp", "ipc"};
 const std::vector<std::string> kSecurity{"curve", "none"};
+const std::vector<std::string> kPeerFailure{"stop", "continue"};
 
 std::string one_of(const std::vector<std::string>& names) {
   std::string s;
@@ -368,7 +369,9 @@ std::string canonical_yaml(const run_config& c) {
     << nw.linger_s << YAML::Key << "emulate" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key
     << "rate_mbit" << YAML::Value << nw.emulate_rate_mbit << YAML::Key << "delay_ms" << YAML::Value
     << nw.emulate_delay_ms << YAML::EndMap << YAML::Key << "shaping" << YAML::Value << nw.shaping
-    << YAML::Key << "security" << YAML::Value << nw.security << YAML::EndMap;  // keys_dir: host-local
+    << YAML::Key << "security" << YAML::Value << nw.security << YAML::Key << "on_peer_failure" << YAML::Value
+    << nw.on_peer_failure << YAML::Key << "heartbeat_s" << YAML::Value << nw.heartbeat_s << YAML::Key
+    << "max_rejected" << YAML::Value << nw.max_rejected << YAML::EndMap;  // keys_dir: host-local
   y << YAML::Key << "output" << YAML::Value << YAML::BeginMap << YAML::Key << "dir" << YAML::Value << c.output_dir
     << YAML::EndMap;
   y << YAML::EndMap;
@@ -559,6 +562,13 @@ run_config load_run_config(const std::string& file, const std::vector<std::strin
     c.network.shaping = n->get_string("shaping", c.network.shaping);
     c.network.security = get_choice(*n, "security", c.network.security, kSecurity);
     c.network.keys_dir = n->get_string("keys_dir", c.network.keys_dir);
+    c.network.on_peer_failure = get_choice(*n, "on_peer_failure", c.network.on_peer_failure, kPeerFailure);
+    c.network.heartbeat_s = get_double_in(*n, "heartbeat_s", c.network.heartbeat_s, 0.0, 3600);
+    if (c.network.heartbeat_s > 0 && c.network.heartbeat_s < 0.05)
+      throw n->error_at(*n->child("heartbeat_s"), n->key_path("heartbeat_s") +
+                                                      ": expected 0 (off) or at least 0.05 s, received " +
+                                                      std::to_string(c.network.heartbeat_s));
+    c.network.max_rejected = get_int_in(*n, "max_rejected", c.network.max_rejected, 0, 1 << 30);
     n->finish();
   }
   if (auto o = r.map("output")) {
@@ -596,6 +606,12 @@ run_config load_run_config(const std::string& file, const std::vector<std::strin
     throw r.error("device: cuda trains the libtorch models (lenet5, resnet20, torchscript); " + c.model.kind +
                   " runs on the CPU (use device: auto or cpu)");
   }
+  if (c.network.on_peer_failure == "continue" && (c.algorithm == "allreduce" || c.algorithm == "allgather"))
+    throw r.error("network.on_peer_failure: continue trains on around a failed neighbour on the graph; " + c.algorithm +
+                  " needs every node in every round: use stop, or a decentralized algorithm (dpsgd, naive, dcd, ecd, choco)");
+  if (c.network.on_peer_failure == "continue" && c.train.consensus_every > 0)
+    throw r.error("network.on_peer_failure: continue cannot be combined with train.consensus_every: the consensus "
+                  "probe gathers every node's model and would wait for one that left; set consensus_every: 0");
   if (c.algorithm == "allreduce" && c.compressor.name != "identity")
     throw r.error("algorithm: allreduce sums full-precision gradients with a ring all-reduce; remove 'compressor' "
                   "or use allgather to send compressed gradients to every node");

@@ -85,6 +85,14 @@ struct network_config {
   // rank. Empty = <output_dir>/<name>/keys, where `qgossip launch` generates them when absent
   // (node/run/node_network.hpp keys_directory). Not part of the run id: hosts may keep keys apart.
   std::string keys_dir;
+  // What a node does when a neighbour fails (docs/failures.md): its link closes, it answers no
+  // heartbeat for heartbeat_s, or it misbehaves (a message that does not decode, max_rejected
+  // rejected messages). stop: the node stops, naming it, and tells its neighbours, who stop too.
+  // continue: the node drops it, re-weights its mixing row over the surviving neighbours and goes
+  // on; the news spreads hop by hop. Decentralized algorithms only.
+  std::string on_peer_failure = "stop";
+  double heartbeat_s = 1.0;  // a link silent this long (ZeroMQ heartbeats, 4 per period) is lost; 0: off
+  int max_rejected = 16;     // rejected messages on a neighbour's link before it counts as misbehaving; 0: never
 };
 
 struct run_config {

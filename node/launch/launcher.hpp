@@ -56,6 +56,9 @@ struct launch_options {
   std::ostream* out = default_out();
   // Seconds a node has to exit after SIGTERM/SIGINT before it is SIGKILLed.
   double kill_grace_s = 5;
+  // network.on_peer_failure: continue. A node that fails or leaves does not stop the others; once
+  // only nodes that left are still running (a stopped process), they are ended.
+  bool continue_on_failure = false;
 
   static bool default_live();
   static std::ostream* default_out();
@@ -73,6 +76,8 @@ struct launch_result {
   // success.
   std::string failure;
   std::vector<final_metrics> finals;  // one per node, in the order given to launch()
+  // "node 3 left the run at round 120 (rank 2: its link closed ...)", one per node that left.
+  std::vector<std::string> departures;
 };
 
 // Runs the nodes to completion (or failure, or interruption) and returns what happened. A node that

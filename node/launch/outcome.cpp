@@ -46,10 +46,12 @@ std::string last_log_line(const std::string& path, off_t from) {
   return {};
 }
 
+// The first failure among the nodes that did not leave the run (a node that left is not a failure
+// of a run that trains on without it).
 const node_end* first_to_fail(std::span<const node_end> ends) {
   const node_end* first = nullptr;
   for (const node_end& e : ends) {
-    if (e.failed_at && (!first || *e.failed_at < *first->failed_at)) first = &e;
+    if (e.left.empty() && e.failed_at && (!first || *e.failed_at < *first->failed_at)) first = &e;
   }
   return first;
 }
@@ -119,6 +121,8 @@ bool has_failed(const node_end& end, const progress_board& board) {
 launch_result make_result(std::span<const node_end> ends, const progress_board& board, int interrupted_by) {
   launch_result result;
   result.finals = board.nodes();
+  for (const node_end& e : ends)
+    if (!e.left.empty()) result.departures.push_back("node " + std::to_string(e.rank) + " left the run " + e.left);
   if (interrupted_by) {
     result.exit_code = 128 + interrupted_by;
     result.failure = "interrupted by " + signal_name(interrupted_by);
@@ -138,6 +142,7 @@ std::vector<std::string> outcome_column(std::span<const node_end> ends, const pr
   for (const node_end& e : ends) {
     const bool clean = WIFEXITED(e.wait_status) && WEXITSTATUS(e.wait_status) == 0;
     std::string o = clean && board.node(e.slot).done ? "done" : describe_wait_status(e.wait_status);
+    if (!e.left.empty()) o = "left, " + o;
     if (e.signalled_by_us && !clean) o += " (stopped)";
     if (!board.node(e.slot).error.empty()) o += " (error)";
     outcome.push_back(std::move(o));

@@ -27,6 +27,9 @@ struct node_end {
   std::string exec_error;  // "cannot execute ..." when execve failed
   std::string log_path;    // its stderr log; empty when it had none
   off_t log_start = 0;     // the log's size before this run
+  // It left the run (network.on_peer_failure: continue): "at round 120 (rank 2: its link closed
+  // ...)", as the first node to notice reported it; empty when it did not leave.
+  std::string left;
 };
 
 // "SIGINT", "SIGKILL", ...; "signal 42" for others.

@@ -344,6 +344,8 @@ std::optional<node_event> parse_node_event(std::string_view line, std::string* e
     ev.kind = event_kind::done;
   else if (kind == "error")
     ev.kind = event_kind::error;
+  else if (kind == "peer_left")
+    ev.kind = event_kind::peer_left;
   else
     return reject("unknown event \"" + kind + "\"");
 
@@ -374,6 +376,15 @@ std::optional<node_event> parse_node_event(std::string_view line, std::string* e
     case event_kind::error:
       ok = r.text("message", ev.message, true);
       break;
+    case event_kind::peer_left: {
+      std::int64_t peer = -1, by = -1;
+      ok = r.integer("peer", peer, true, 0, std::numeric_limits<int>::max()) &&
+           r.integer("round", ev.iteration, true) && r.integer("reported_by", by, false, -1, std::numeric_limits<int>::max()) &&
+           r.text("cause", ev.message, false);
+      ev.peer = static_cast<int>(peer);
+      ev.reported_by = static_cast<int>(by);
+      break;
+    }
   }
   if (!ok) return reject(why);
   return ev;
@@ -409,6 +420,8 @@ void progress_board::apply(std::size_t slot, const node_event& ev) {
       break;
     case event_kind::error:
       m.error = ev.message;
+      break;
+    case event_kind::peer_left:  // about another node: the supervisor keeps it
       break;
   }
 }

@@ -39,7 +39,7 @@ struct flat_json {
 // `text` is anything else; *error (when given) then says what and at which byte offset.
 [[nodiscard]] std::optional<flat_json> parse_flat_json(std::string_view text, std::string* error = nullptr);
 
-enum class event_kind { start, progress, done, error };
+enum class event_kind { start, progress, done, error, peer_left };
 
 // One protocol line. Fields an event does not carry keep their defaults.
 struct node_event {
@@ -57,14 +57,18 @@ struct node_event {
   std::uint64_t bytes_sent = 0;
   std::uint64_t bytes_recv = 0;
   double wall_s = 0;
-  // error: what went wrong.
+  // error: what went wrong. peer_left: why the peer left (its "cause").
   std::string message;
+  // peer_left: who left, at which round (as noticed), and which node noticed it first.
+  int peer = -1;
+  int reported_by = -1;
 };
 
 // Parses one stdout line of a node. Returns nullopt for anything that is not a protocol event (not
 // JSON, no known "event", a required field missing or of the wrong type); *error then says why.
 // Required: "event" and an integral "rank"; progress/done need "iteration" and "epoch"; error needs
-// "message". Other fields are optional, but when present must have the documented type.
+// "message"; peer_left needs "peer" and "round" ("round" is read into iteration, "cause" into
+// message). Other fields are optional, but when present must have the documented type.
 [[nodiscard]] std::optional<node_event> parse_node_event(std::string_view line, std::string* error = nullptr);
 
 // The latest metrics one node reported; final once the node has exited.

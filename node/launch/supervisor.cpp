@@ -97,6 +97,7 @@ void supervisor::on_children_exited() {
   for (child& c : children_) {
     if (c.running) reap(c);
   }
+  end_leftovers();
   request_settle();
 }
 
@@ -112,7 +113,30 @@ void supervisor::reap(child& c) {
   if (!c.end.failed_at) c.end.failed_at = clock_type::now();
   if (!c.end.signalled_by_us)
     print_text("node " + std::to_string(c.end.rank) + " " + describe_end(c.end.wait_status));
-  if (stop_signal_ == 0) stop_nodes(SIGTERM);
+  if (stop_signal_ == 0 && !options_.continue_on_failure) stop_nodes(SIGTERM);
+}
+
+// Under continue: the nodes that left the run but still run (a stopped process, one that did not
+// hear it was dropped) are ended once every other node has exited.
+void supervisor::end_leftovers() {
+  if (!options_.continue_on_failure || stop_signal_ != 0) return;
+  const bool others_done = std::none_of(children_.begin(), children_.end(),
+                                        [](const child& c) { return c.running && c.end.left.empty(); });
+  if (!others_done || !any_running()) return;
+  for (child& c : children_)
+    if (c.running)
+      print_text("node " + std::to_string(c.end.rank) + " left the run and is still running: ending it");
+  stop_nodes(SIGTERM);
+  for (child& c : children_) signal_node(c, SIGCONT);  // a stopped process acts on SIGTERM only once continued
+}
+
+void supervisor::note_departure(const node_event& ev) {
+  for (child& c : children_) {
+    if (c.end.rank != ev.peer || !c.end.left.empty()) continue;
+    c.end.left = "at round " + std::to_string(ev.iteration) + " (rank " + std::to_string(ev.reported_by) + ": " +
+                 ev.message + ")";
+    print_text("node " + std::to_string(ev.peer) + " left the run " + c.end.left + "; the others train on");
+  }
 }
 
 void supervisor::on_line(child& c, std::string line) {
@@ -136,6 +160,7 @@ void supervisor::on_line(child& c, std::string line) {
 // The text lines an event gives rise to: an error, and when not live "started" and "done".
 void supervisor::announce(child& c, const node_event& ev) {
   const std::string who = "node " + std::to_string(c.end.rank);
+  if (ev.kind == event_kind::peer_left) return note_departure(ev);
   if (ev.kind == event_kind::error) {
     if (!c.end.failed_at) c.end.failed_at = clock_type::now();
     print_text(who + ": error: " + ev.message);

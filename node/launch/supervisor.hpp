@@ -58,6 +58,8 @@ class supervisor {
 
   void on_signal(int sig);
   void on_children_exited();
+  void note_departure(const node_event& ev);
+  void end_leftovers();
   void on_line(child& c, std::string line);
   void on_draw_due();
   void on_grace_over();

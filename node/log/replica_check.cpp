@@ -4,6 +4,7 @@
 #include <fstream>
 #include <map>
 #include <regex>
+#include <set>
 #include <sstream>
 
 #include "node/launch/progress.hpp"
@@ -57,8 +58,17 @@ replica_check_result check_replicas(const fs::path& run_dir) {
       if (const json_value* n = run->find("n"); n && std::holds_alternative<double>(*n))
         expected = static_cast<int>(std::get<double>(*n));
   }
+  std::set<int> departed;
+  for (const auto& [rank, s] : summaries)
+    if (const std::string* d = string_field(s, "departed")) {
+      std::istringstream words(*d);
+      for (int r; words >> r;) departed.insert(r);
+    }
+  for (int r : departed) summaries.erase(r);  // a leaver's own view is not compared
+  result.departed.assign(departed.begin(), departed.end());
+  result.nodes = static_cast<int>(summaries.size());
   for (int r = 0; r < expected; ++r)
-    if (!summaries.count(r))
+    if (!summaries.count(r) && !departed.count(r))
       result.unfinished.push_back("node " + std::to_string(r) + " has no summary (node-" + std::to_string(r) +
                                   ".json): it did not finish, or has not yet");
   double last_round = 0;

@@ -23,6 +23,10 @@ struct replica_check_result {
   // "node 2 stopped after round 40 of 100". Ranks expected: 0..n-1 with n from run.json, else
   // those with a summary. When not empty, mismatches is empty and edges_checked is 0.
   std::vector<std::string> unfinished;
+  // Ranks that left the run (network.on_peer_failure: continue), from the survivors' summaries
+  // ("departed"): not required to finish, and their copies are not compared; the survivors hold
+  // none of them.
+  std::vector<int> departed;
   bool finished() const { return unfinished.empty(); }
   bool ok() const { return mismatches.empty() && problems.empty() && unfinished.empty(); }
 };

@@ -199,6 +199,12 @@ void run_log::finish(const node_summary& s) {
       .field("rejected", s.last.rejected)
       .field("probe_bytes_sent", s.last.probe_bytes_sent)
       .field("rejected_detail", s.rejected_detail)
+      .field("departures", s.departures)
+      .field("departed", [&] {
+        std::string out;
+        for (int r : s.departed) out += (out.empty() ? "" : " ") + std::to_string(r);
+        return out;
+      }())
       .field("model_hash", hex64(s.model_hash))
       .field("copies_kind", s.copies_kind);
   for (const auto& c : s.copies) j.field("copy_" + std::to_string(c.rank), hex64(c.hash));
@@ -218,6 +224,15 @@ void run_log::finish(const node_summary& s) {
 void run_log::error(const std::string& message) {
   json_writer j;
   j.begin_object().field("event", "error").field("rank", rank_).field("message", message).end_object();
+  emit(j.str());
+}
+
+void run_log::peer_left(int peer, std::uint64_t round, int reported_by, const std::string& cause) {
+  json_writer j;
+  j.begin_object().field("event", "peer_left").field("rank", rank_).field("peer", peer).field("round", round)
+      .field("reported_by", reported_by).field("cause", cause)
+      .field("unix_s", std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count())
+      .end_object();
   emit(j.str());
 }
 

@@ -8,7 +8,7 @@
 //                        copy it holds ("copy_<rank>"), one flat JSON object
 //   run.json             the resolved config, versions and host (rank 0 writes it)
 // and, on stdout, one JSON object per line for the launcher (node/progress.hpp parses them):
-//   {"event":"start"|"progress"|"done"|"error", "rank":..., ...}
+//   {"event":"start"|"progress"|"done"|"error"|"peer_left", "rank":..., ...}
 // Not thread-safe: the node loop's thread owns it.
 #include <cstdint>
 #include <cstdio>
@@ -62,6 +62,10 @@ struct node_summary {
   std::string copies_kind;       // "replica", "estimate" or ""
   std::vector<copy_hash> copies;
   std::string rejected_detail;   // per-reason counts, "crc=2 gap=1"
+  // Peers that left the run, as this node learnt of them (network.on_peer_failure: continue):
+  // "3 at round 120 (rank 2: its link closed ...); ...". Empty when none left.
+  std::string departures;
+  std::vector<int> departed;     // the ranks in departures, ascending ("departed": "3 5" in the JSON)
 };
 
 class run_log {
@@ -93,6 +97,10 @@ class run_log {
   void progress(const round_record& r, std::uint64_t rounds);
   void finish(const node_summary& s);
   void error(const std::string& message);
+  // A peer left the run (docs/failures.md): {"event":"peer_left","rank":<this node>,"peer":...,
+  // "round":...,"reported_by":...,"cause":...,"unix_s":<when this node learnt it>} for the launcher,
+  // which shows it.
+  void peer_left(int peer, std::uint64_t round, int reported_by, const std::string& cause);
 
  private:
   void emit(const std::string& json_line);

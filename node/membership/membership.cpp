@@ -91,6 +91,54 @@ mixing_row membership::row_for(std::uint64_t r) const {
   return row;
 }
 
+void membership::save_state(state_writer& out) const {
+  out.put_u64("departures", departures_.size());
+  for (std::size_t i = 0; i < departures_.size(); ++i) {
+    const departure& d = departures_[i];
+    const std::string p = "departure[" + std::to_string(i) + "].";
+    out.put_u64(p + "rank", static_cast<std::uint64_t>(d.rank));
+    out.put_u64(p + "round", d.round);
+    out.put_i64(p + "reported_by", d.reported_by);
+    out.put_string(p + "cause", d.cause);
+  }
+  auto put_history = [&](const std::string& name, const std::vector<degree_change>& h) {
+    std::vector<std::uint64_t> flat;
+    for (const degree_change& c : h) flat.insert(flat.end(), {c.from, static_cast<std::uint64_t>(c.degree)});
+    out.put_u64s(name, flat);
+  };
+  put_history("own_degrees", own_);
+  for (std::size_t k = 0; k < neighbours_.size(); ++k)
+    put_history("degrees[" + std::to_string(neighbours_[k]) + "]", theirs_[k]);
+}
+
+void membership::load_state(state_reader& in) {
+  const std::uint64_t count = in.get_u64("departures");
+  if (count >= departed_.size()) in.fail("more departures than nodes");
+  for (std::uint64_t i = 0; i < count; ++i) {
+    const std::string p = "departure[" + std::to_string(i) + "].";
+    departure d;
+    const std::uint64_t rank = in.get_u64(p + "rank");
+    if (rank >= departed_.size() || static_cast<int>(rank) == rank_) in.fail("departure of rank " + std::to_string(rank));
+    d.rank = static_cast<int>(rank);
+    d.round = in.get_u64(p + "round");
+    d.reported_by = static_cast<int>(in.get_i64(p + "reported_by"));
+    d.cause = in.get_string(p + "cause");
+    record_departure(d, 0);
+  }
+  auto get_history = [&](const std::string& name) {
+    const std::vector<std::uint64_t> flat = in.get_u64s(name);
+    if (flat.size() % 2 != 0) in.fail(name + " holds an odd count");
+    std::vector<degree_change> h;
+    for (std::size_t i = 0; i < flat.size(); i += 2) {
+      if (flat[i + 1] >= departed_.size()) in.fail(name + ": degree " + std::to_string(flat[i + 1]));
+      h.push_back({flat[i], static_cast<int>(flat[i + 1])});
+    }
+    return h;
+  };
+  own_ = get_history("own_degrees");
+  for (std::size_t k = 0; k < neighbours_.size(); ++k) theirs_[k] = get_history("degrees[" + std::to_string(neighbours_[k]) + "]");
+}
+
 std::vector<std::vector<int>> membership::components() const {
   const auto n = graph_.size();
   std::vector<int> component(n, -1);

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "algorithms/algorithm.hpp"
+#include "core/state_io.hpp"
 #include "topology/topology.hpp"
 
 namespace qgossip {
@@ -60,6 +61,12 @@ class membership {
   // The surviving graph's connected components (every departure known here removed), each
   // ascending, this node's first. More than one: the graph split.
   [[nodiscard]] std::vector<std::vector<int>> components() const;
+
+  // Checkpoints: the departures and every announced degree, so a resumed node mixes as it would
+  // have. load_state into a fresh object of the same topology and rank; throws state_error for a
+  // rank outside the run or a departure of this node itself.
+  void save_state(state_writer& out) const;
+  void load_state(state_reader& in);
 
  private:
   struct degree_change {

@@ -236,6 +236,10 @@ node_network::node_network(const run_config& c, int rank, const std::vector<int>
   zo.send_timeout = to_ms(c.network.round_timeout_s);
   zo.send_hwm = static_cast<int>(std::max<std::uint64_t>(16, 2 * lookahead + 4));
   zo.receive_hwm = zo.send_hwm;
+  if (c.network.heartbeat_s > 0) {  // network.heartbeat_s: a link silent this long is lost (4 PINGs per period)
+    zo.heartbeat_timeout = to_ms(c.network.heartbeat_s);
+    zo.heartbeat_interval = std::max(std::chrono::milliseconds(10), zo.heartbeat_timeout / 4);
+  }
   if (c.network.security == "curve")
     zo.curve = load_node_keys(c, rank, peers);
   else

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -27,6 +28,7 @@
 #include "node/optim/lr_schedule.hpp"
 #include "node/run/node_network.hpp"
 #include "node/run/node_runner.hpp"
+#include "node/run/peer_failures.hpp"
 #include "topology/report.hpp"
 
 namespace qgossip {
@@ -75,6 +77,11 @@ struct node_setup {
   std::size_t largest_message = 0;
   std::uint64_t lookahead = 1;
   std::unique_ptr<node_network> network;
+  // Failed and misbehaving neighbours (network.on_peer_failure): the exchange's callbacks.
+  std::unique_ptr<peer_failures> failures;
+  // Checks a neighbour's train message before the exchange delivers it (round_steps decodes it);
+  // unset until the round loop sets it.
+  std::function<status(const wire_header&, std::span<const std::byte>)> validate;
   std::unique_ptr<exchange> ex;
   std::unique_ptr<ring_allreduce> reducer;  // ring all-reduce with n > 1 only
 

@@ -49,7 +49,7 @@ void round_steps::save_round(state_writer& out) const {
   const std::uint64_t counts[] = {st.rounds,          st.messages_sent,      st.bytes_sent,
                                   st.probe_bytes_sent, st.probe_bytes_received, st.messages_received,
                                   st.bytes_received,  st.messages_delivered, st.duplicates,
-                                  st.expired};
+                                  st.expired,         st.notice_bytes_sent,  st.notice_bytes_received};
   out.put_u64s("exchange_counts", counts);
   out.put_u64s("rejected", st.rejected);
   out.put_i64("wait_ns", ns(st.wait_time));
@@ -76,7 +76,8 @@ void round_steps::load_round(state_reader& in) {
   rec_.test_loss = get_optional(in, "row_test_loss");
   rec_.test_acc = get_optional(in, "row_test_acc");
   const std::vector<std::uint64_t> counts = in.get_u64s("exchange_counts");
-  if (counts.size() != 10) in.fail("exchange_counts holds " + std::to_string(counts.size()) + " counts, expected 10");
+  if (counts.size() != 10 && counts.size() != 12)  // 10: written before notices existed
+    in.fail("exchange_counts holds " + std::to_string(counts.size()) + " counts, expected 12");
   exchange_stats& c = carried_.traffic;
   c.rounds = counts[0];
   c.messages_sent = counts[1];
@@ -88,9 +89,14 @@ void round_steps::load_round(state_reader& in) {
   c.messages_delivered = counts[7];
   c.duplicates = counts[8];
   c.expired = counts[9];
+  if (counts.size() == 12) {
+    c.notice_bytes_sent = counts[10];
+    c.notice_bytes_received = counts[11];
+  }
   const std::vector<std::uint64_t> rejected = in.get_u64s("rejected");
-  if (rejected.size() != kRejectReasons)
-    in.fail("rejected holds " + std::to_string(rejected.size()) + " counts, expected " + std::to_string(kRejectReasons));
+  if (rejected.size() > kRejectReasons)  // reasons are only appended: an older checkpoint has fewer
+    in.fail("rejected holds " + std::to_string(rejected.size()) + " counts, expected at most " +
+            std::to_string(kRejectReasons));
   std::copy(rejected.begin(), rejected.end(), c.rejected.begin());
   c.wait_time = std::chrono::nanoseconds(in.get_i64("wait_ns"));
   c.send_time = std::chrono::nanoseconds(in.get_i64("send_ns"));
@@ -125,6 +131,11 @@ step_end round_steps::checkpoint(std::uint64_t t) {
   state_writer outer;
   outer_.save_state(outer);
   ck.add("outer_step", std::move(outer));
+  if (s_.failures) {
+    state_writer members;
+    s_.failures->save_state(members);
+    ck.add("membership", std::move(members));
+  }
   try {
     add_csv_bytes(ck, s_.log->sync_csv());  // the rows so far are on the disk before the checkpoint is
   } catch (const config_error& e) {
@@ -158,6 +169,8 @@ std::uint64_t round_steps::restore(const qgossip::checkpoint& ck, const std::str
     if (s_.codec->has_sender_state()) s_.codec->load_sender_state(in);
   });
   load("sampler", [&](state_reader& in) { s_.sampler->load_state(in); });
+  if (s_.failures && ck.find("membership"))  // absent in checkpoints written before it existed
+    load("membership", [&](state_reader& in) { s_.failures->load_state(in); });
   load("local_step", [&](state_reader& in) { local_.load_state(in); });
   load("outer_step", [&](state_reader& in) { outer_.load_state(in); });
   return ck.round;

@@ -48,9 +48,14 @@ round_steps::round_steps(node_setup& s)
       probe_(s),
       grad_(s.net->num_params()),
       own_decoded_(s.net->num_params()),
-      decoded_(s.net->num_params()),
       reduced_(s.pattern == communication::ring_allreduce ? s.net->num_params() : 0) {
   encoded_.reserve(s.largest_message);
+  if (s.pattern != communication::ring_allreduce) {  // the ring sums raw floats: nothing to decode
+    decoded_in_.assign(s.train_peers.size(), float_vector(s.net->num_params()));
+    s.validate = [this](const wire_header& h, std::span<const std::byte> payload) {
+      return decode(payload, static_cast<int>(h.sender), h.iteration, decoded_in_[peer_slot(static_cast<int>(h.sender))]);
+    };
+  }
   const augment_spec& a = s.config.data.augment;
   augmenting_ = a.crop_padding > 0 || a.flip;
   if (augmenting_) {
@@ -123,8 +128,14 @@ void round_steps::finish_outer() {
   mixing::sub(x, work_, outer_.apply(work_, x));
 }
 
+std::size_t round_steps::peer_slot(int rank) const {
+  const auto& p = s_.train_peers;
+  return static_cast<std::size_t>(std::lower_bound(p.begin(), p.end(), rank) - p.begin());
+}
+
 step_end round_steps::compute(std::uint64_t t) {
   round_start_ = clock::now();
+  if (s_.failures) s_.failures->begin_round(t);
   const double transfer_before = s_.net->transfers().seconds;
   if (local_rounds_) {
     if (step_end e = local_steps(t); !e) return e;
@@ -175,6 +186,7 @@ step_end round_steps::exchange(std::uint64_t t) {
   round_sent_ = s_.ex->stats().bytes_sent - sent;
   round_recv_ = s_.ex->stats().bytes_received - received;
   if (!exchanged_) return failure(exchanged_, "round " + std::to_string(t) + ": ");
+  if (s_.failures) s_.failures->after_exchange(t);
   // An emulated link hands messages over only while the node calls the transport: after the last
   // round nothing would, and the neighbours would wait through the final evaluation for them.
   if (t == s_.rounds)
@@ -187,15 +199,11 @@ step_end round_steps::absorb(std::uint64_t t) {
   if (s_.pattern == communication::ring_allreduce) {
     s_.alg->absorb_own(reduced_, t);
   } else {
-    for (std::size_t k = 0; k < inbound_.size(); ++k) {
-      const int from = s_.train_peers[k];
-      if (status d = decode(inbound_[k].payload, from, t, decoded_); !d.is_ok()) {
-        // The checksum matched, so the sender encoded something invalid: a bug or a mismatched build.
-        return failure(status::error(d.code(), "cannot decode the message of rank " + std::to_string(from) + ": " +
-                                                   d.message()),
-                       "round " + std::to_string(t) + ": ");
-      }
-      s_.alg->absorb(from, decoded_, t);
+    // The exchange delivered only messages that decoded (exchange_options::validate): each one's
+    // decoded vector waits in its sender's slot.
+    for (const inbound_message& m : inbound_) {
+      const int from = static_cast<int>(m.header.sender);
+      s_.alg->absorb(from, decoded_in_[peer_slot(from)], t);
     }
   }
   const auto decoded = clock::now();
@@ -221,6 +229,8 @@ exchange_stats round_steps::traffic() const {
   st.bytes_sent += c.bytes_sent;
   st.probe_bytes_sent += c.probe_bytes_sent;
   st.probe_bytes_received += c.probe_bytes_received;
+  st.notice_bytes_sent += c.notice_bytes_sent;
+  st.notice_bytes_received += c.notice_bytes_received;
   st.messages_received += c.messages_received;
   st.bytes_received += c.bytes_received;
   st.messages_delivered += c.messages_delivered;
@@ -246,8 +256,8 @@ void round_steps::fill_record(std::uint64_t t) {
   rec_.train_loss = loss_count_ ? loss_sum_ / static_cast<double>(loss_count_) : rec_.train_loss;
   rec_.round_bytes_sent = round_sent_;
   rec_.round_bytes_recv = round_recv_;
-  rec_.bytes_sent = st.bytes_sent - st.probe_bytes_sent;
-  rec_.bytes_recv = st.bytes_received - st.probe_bytes_received;
+  rec_.bytes_sent = st.bytes_sent - st.probe_bytes_sent - st.notice_bytes_sent;
+  rec_.bytes_recv = st.bytes_received - st.probe_bytes_received - st.notice_bytes_received;
   rec_.probe_bytes_sent = st.probe_bytes_sent;
   rec_.compute_s = compute_s_;
   rec_.codec_s = codec_s_;
@@ -284,6 +294,10 @@ step_end round_steps::log(std::uint64_t t) {
 }
 
 node_exit round_steps::finish(const step_end& end, std::uint64_t t) {
+  if (s_.failures) {  // before the links close: the neighbours learn why
+    if (end) s_.failures->finished();
+    else s_.failures->stopping(end.error);
+  }
   if (!end) {
     say(s_.rank, "stopping: " + end.error);
     s_.network->abandon_queued();
@@ -312,11 +326,17 @@ void round_steps::write_summary(const step_end& end) {
   summary.rounds = completed_;
   const exchange_stats st = traffic();
   summary.mean_round_bytes_sent =
-      completed_ ? static_cast<double>(st.bytes_sent - st.probe_bytes_sent) / static_cast<double>(completed_) : 0.0;
+      completed_ ? static_cast<double>(st.bytes_sent - st.probe_bytes_sent - st.notice_bytes_sent) /
+                        static_cast<double>(completed_) : 0.0;
   summary.wall_s = wall_s();
   summary.model_hash = hash64(s_.alg->model());
   for (const auto& copy : s_.alg->held_copies()) summary.copies.push_back({copy.rank, hash64(copy.values)});
   summary.rejected_detail = rejected_detail(st);
+  if (s_.failures) {
+    summary.departures = s_.failures->describe_departures();
+    for (const departure& d : s_.failures->members().departures()) summary.departed.push_back(d.rank);
+    std::sort(summary.departed.begin(), summary.departed.end());
+  }
   s_.log->finish(summary);
   if (!end) return;
   std::ostringstream os;

@@ -90,7 +90,10 @@ class round_steps {
   std::vector<std::size_t> batch_rows_;
   consensus_probe probe_;
   // Per-round scratch, allocated once.
-  float_vector grad_, own_decoded_, decoded_, reduced_;
+  float_vector grad_, own_decoded_, reduced_;
+  // Each train peer's message of the round, decoded when the exchange validated it (by slot).
+  std::vector<float_vector> decoded_in_;
+  [[nodiscard]] std::size_t peer_slot(int rank) const;
   std::vector<std::byte> encoded_;
   std::vector<fc_factors> factors_;
   std::vector<inbound_message> inbound_;

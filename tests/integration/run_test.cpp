@@ -177,7 +177,7 @@ TEST_CASE("a seeded run reproduces bit for bit: the same model hashes on every n
   }
 }
 
-TEST_CASE("killing a node mid-run: its neighbours stop within the deadline and name it") {
+TEST_CASE("killing a node mid-run: its neighbours notice its closed link, stop and name it") {
   temp_dir tmp;
   fs::path cfg = tmp.path / "victim.yaml";
   std::string y = ring_config("victim", "dcd", "{name: qsgd, bits: 8}", tmp.path / "runs", free_port_range(8), 1000);
@@ -197,11 +197,11 @@ TEST_CASE("killing a node mid-run: its neighbours stop within the deadline and n
   CHECK(wait_for(nodes[3], 5) == 128 + SIGKILL);
   for (int r : {2, 4}) {  // the victim's neighbours: a run-time failure naming rank 3
     CAPTURE(r);
-    int code = wait_for(nodes[r], 8);  // 2 s round deadline plus start-up slack
+    int code = wait_for(nodes[r], 8);  // the lost link is reported within 0.2 s; slack for a loaded machine
     std::string out = read_file(nodes[r].log);
     INFO(out);
     CHECK(code == 1);
-    CHECK(out.find("no message from rank 3") != std::string::npos);
+    CHECK(out.find("peer_lost: rank 3 stopped: its link closed") != std::string::npos);
   }
   for (auto& p : nodes)  // the rest stop too (their neighbours went silent); never hang
     if (p.pid > 0) {

@@ -146,3 +146,31 @@ TEST_CASE("membership: announcements never go back in time") {
   m.record_finished(3);
   CHECK(m.finished(3));
 }
+
+TEST_CASE("membership: a checkpoint carries departures and announced degrees exactly") {
+  const topology t = make_topology(qgossip::complete(5), weight_kind::metropolis_hastings);
+  membership m(t, 1, true);
+  m.record_departure({.rank = 0, .round = 9, .cause = "its link closed", .reported_by = 1}, 11);
+  m.record_degree(2, 3, 11);
+  m.record_degree(3, 3, 12);
+  state_writer out;
+  m.save_state(out);
+  const std::vector<std::byte> bytes = out.take();
+  membership back(t, 1, true);
+  state_reader in(bytes, "test");
+  back.load_state(in);
+  in.expect_end();
+  CHECK(back.live_neighbours() == m.live_neighbours());
+  REQUIRE(back.departures().size() == 1);
+  CHECK(back.departures()[0].cause == "its link closed");
+  CHECK(back.departures()[0].reported_by == 1);
+  for (std::uint64_t r : {9u, 11u, 12u, 40u}) {
+    const mixing_row a = m.row_for(r), b = back.row_for(r);
+    CHECK(a.neighbours == b.neighbours);
+    CHECK(a.weights == b.weights);
+    CHECK(a.self_weight == b.self_weight);
+  }
+  membership other(t, 0, true);  // rank 0's own departure is not its to load
+  state_reader again(bytes, "test");
+  CHECK_THROWS_AS(other.load_state(again), state_error);
+}

@@ -1,0 +1,156 @@
+#include "node/run/peer_failures.hpp"
+
+#include <algorithm>
+
+#include "algorithms/algorithm.hpp"
+#include "gossip/exchange.hpp"
+#include "node/config/config.hpp"
+#include "node/log/run_log.hpp"
+#include "node/run/node_setup.hpp"  // say()
+
+namespace qgossip {
+
+namespace {
+
+bool reweights(const run_config& c) {
+  return c.topology.weights == "uniform" || c.topology.weights == "metropolis_hastings";
+}
+
+bool same_row(const mixing_row& a, const mixing_row& b) {
+  return a.neighbours == b.neighbours && a.weights == b.weights && a.self_weight == b.self_weight;
+}
+
+std::string list(const std::vector<int>& ranks) {
+  std::string out;
+  for (int r : ranks) out += (out.empty() ? "" : ", ") + std::to_string(r);
+  return out.empty() ? "none" : out;
+}
+
+}  // namespace
+
+peer_failures::peer_failures(const run_config& c, const topology& topo, int rank, std::vector<int> peers)
+    : rank_(rank), n_(topo.n()), continue_(c.network.on_peer_failure == "continue"), members_(topo, rank, reweights(c)),
+      peers_(std::move(peers)) {}
+
+void peer_failures::attach(exchange& ex, algorithm& alg, run_log& log) {
+  ex_ = &ex;
+  alg_ = &alg;
+  log_ = &log;
+}
+
+void peer_failures::send(std::span<const notice_item> items, int except) {
+  if (!ex_ || items.empty()) return;
+  std::vector<int> to;
+  for (int p : peers_)
+    if (p != except && !ex_->dropped(p) && !members_.departed(p)) to.push_back(p);
+  const std::string payload = encode_notice(items);
+  const auto bytes = std::as_bytes(std::span(payload.data(), payload.size()));
+  if (status s = ex_->send_notice(to, bytes, round_); !s)
+    say(rank_, "warning: could not send a notice to ranks " + list(to) + ": " + s.to_string());
+}
+
+// Records d (learnt from told_by, or seen here when told_by == rank_), tells the others, says it.
+void peer_failures::left(const departure& d, int told_by) {
+  if (!members_.record_departure(d, round_ + 2)) return;
+  items_.clear();
+  items_.push_back({.what = notice_item::kind::left, .rank = d.rank, .round = d.round, .cause = d.cause});
+  if (const auto degree = members_.degree_notice())
+    items_.push_back({.what = notice_item::kind::degree, .round = degree->second, .degree = degree->first});
+  send(items_, told_by);
+  if (ex_) ex_->drop(d.rank);
+  say(rank_, "rank " + std::to_string(d.rank) + " left the run at round " + std::to_string(d.round) + " (rank " +
+                 std::to_string(d.reported_by) + ": " + d.cause + "); training on with ranks " +
+                 list(members_.live_neighbours()));
+  if (log_) log_->peer_left(d.rank, d.round, d.reported_by, d.cause);
+  const auto parts = members_.components();
+  if (parts.size() > 1) {
+    std::string others;
+    for (std::size_t i = 1; i < parts.size(); ++i) others += " [" + list(parts[i]) + "]";
+    say(rank_, "warning: the graph has split into " + std::to_string(parts.size()) + " parts: this node's [" +
+                   list(parts[0]) + "], and" + others + "; each part trains on its own");
+  }
+}
+
+bool peer_failures::on_peer_failure(int peer, const std::string& why) {
+  if (members_.finished(peer)) return true;  // it completed the run: its link closing is expected
+  const departure d{.rank = peer, .round = round_, .cause = why, .reported_by = rank_};
+  if (!continue_) {
+    if (!stop_cause_) stop_cause_ = d;
+    return false;
+  }
+  // The peer, if it still runs, learns that it was dropped (and stops) from this notice.
+  if (ex_ && !ex_->dropped(peer)) {
+    const notice_item you{.what = notice_item::kind::left, .rank = peer, .round = round_, .cause = why};
+    const std::string payload = encode_notice(std::span(&you, 1));
+    const int to[1] = {peer};
+    (void)ex_->send_notice(to, std::as_bytes(std::span(payload.data(), payload.size())), round_);
+  }
+  left(d, rank_);
+  return true;
+}
+
+status peer_failures::on_notice(int from, std::span<const std::byte> payload) {
+  std::vector<notice_item> items;
+  if (status s = parse_notice(payload, n_, items); !s)
+    return s;
+  for (const notice_item& i : items) {
+    if (i.what == notice_item::kind::finished) {
+      members_.record_finished(from);
+    } else if (i.what == notice_item::kind::degree) {
+      members_.record_degree(from, i.degree, i.round);
+    } else if (i.rank == rank_) {
+      return status::error(errc::peer_lost, "rank " + std::to_string(from) + " dropped this node from the run at round " +
+                                                std::to_string(i.round) + " (" + i.cause + ")");
+    } else if (!continue_) {
+      return status::error(errc::peer_lost, "rank " + std::to_string(i.rank) + " left the run at round " +
+                                                std::to_string(i.round) + ": " + i.cause + " (as rank " +
+                                                std::to_string(from) + " reports)");
+    } else {
+      left({.rank = i.rank, .round = i.round, .cause = i.cause, .reported_by = from}, from);
+    }
+  }
+  return status::ok();
+}
+
+void peer_failures::load_state(state_reader& in) {
+  members_.load_state(in);
+  for (const departure& d : members_.departures())
+    if (ex_) ex_->drop(d.rank);
+}
+
+void peer_failures::remix(std::uint64_t t) {
+  if (!continue_ || !alg_ || !any_departure()) return;
+  const mixing_row row = members_.row_for(t);
+  if (!same_row(row, alg_->row())) alg_->remix(row);
+}
+
+void peer_failures::begin_round(std::uint64_t t) {
+  round_ = t;
+  remix(t);
+}
+
+void peer_failures::after_exchange(std::uint64_t t) { remix(t); }
+
+void peer_failures::stopping(const std::string& why) {
+  items_.clear();
+  if (stop_cause_)
+    items_.push_back({.what = notice_item::kind::left, .rank = stop_cause_->rank, .round = stop_cause_->round,
+                      .cause = stop_cause_->cause});
+  items_.push_back({.what = notice_item::kind::left, .rank = rank_, .round = round_, .cause = "it stopped: " + why});
+  send(items_);
+}
+
+void peer_failures::finished() {
+  items_.assign(1, notice_item{.what = notice_item::kind::finished});
+  send(items_);
+}
+
+std::string peer_failures::describe_departures() const {
+  std::string out;
+  for (const departure& d : members_.departures())
+    out += (out.empty() ? "" : "; ") + std::to_string(d.rank) + " at round " + std::to_string(d.round) + " (rank " +
+           std::to_string(d.reported_by) + ": " + d.cause + ")";
+  return out;
+}
+
+}  // namespace qgossip

@@ -1,0 +1,77 @@
+#pragma once
+// What a node does about a failed or misbehaving neighbour (network.on_peer_failure,
+// docs/failures.md). The exchange calls on_peer_failure (a lost link, a message that does not
+// decode, too many rejected messages) and on_notice (news from a neighbour) while a round waits;
+// the round loop calls begin_round / after_exchange so the algorithm mixes with the right row, and
+// stopping / finished so the neighbours learn why this node's link is about to close.
+//   stop      the node stops, naming the peer that failed, and tells its neighbours, who stop too,
+//             naming the same peer (not the neighbour whose link closed next).
+//   continue  the node drops the peer (exchange::drop), mixes without it at once (its weight goes
+//             to the node itself), announces its new degree (Metropolis–Hastings weights two rounds
+//             later, node/membership/membership.hpp), and forwards the news hop by hop; a node that
+//             learns it was itself dropped stops. (Consensus probes need every node: the config
+//             refuses them with continue.)
+// Not thread-safe (the node loop's thread, inside and between rounds).
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/status.hpp"
+#include "node/membership/membership.hpp"
+#include "node/membership/notice.hpp"
+
+namespace qgossip {
+
+class algorithm;
+class exchange;
+class run_log;
+struct run_config;
+
+class peer_failures {
+ public:
+  // peers: every rank the node's exchange talks to (graph neighbours, and probe peers).
+  peer_failures(const run_config& c, const topology& topo, int rank, std::vector<int> peers);
+  // Once the exchange, the algorithm and the log exist (node_setup).
+  void attach(exchange& ex, algorithm& alg, run_log& log);
+
+  // The exchange's callbacks (exchange_options::on_peer_failure, on_notice).
+  bool on_peer_failure(int peer, const std::string& why);
+  status on_notice(int from, std::span<const std::byte> payload);
+
+  // Before round t's computation: the algorithm takes round t's row when it changed.
+  void begin_round(std::uint64_t t);
+  // After round t's exchange, before its messages are absorbed: drops during the round take effect.
+  void after_exchange(std::uint64_t t);
+  // The node stops (an error) or completed its rounds: the neighbours are told.
+  void stopping(const std::string& why);
+  void finished();
+
+  [[nodiscard]] bool any_departure() const { return !members_.departures().empty(); }
+  // Checkpoints (section "membership"): after load_state the exchange drops the departed again.
+  void save_state(state_writer& out) const { members_.save_state(out); }
+  void load_state(state_reader& in);
+  [[nodiscard]] const membership& members() const { return members_; }
+  // "3 at round 120 (rank 2: its link closed ...); ..." for the node's summary.
+  [[nodiscard]] std::string describe_departures() const;
+
+ private:
+  void left(const departure& d, int told_by);
+  void send(std::span<const notice_item> items, int except = -1);
+  void remix(std::uint64_t t);
+
+  int rank_;
+  int n_;
+  bool continue_;
+  membership members_;
+  std::vector<int> peers_;
+  exchange* ex_ = nullptr;
+  algorithm* alg_ = nullptr;
+  run_log* log_ = nullptr;
+  std::uint64_t round_ = 0;                // the latest round whose train message was (being) sent
+  std::optional<departure> stop_cause_;    // stop: the peer that failed first
+  std::vector<notice_item> items_;         // scratch
+};
+
+}  // namespace qgossip
