@@ -174,10 +174,10 @@ void exchange::drop_index(std::size_t k) {
   dropped_[k] = true;
   for (auto& per_kind : buffered_[k])
     for (slot& s : per_kind) s.used = false;
-  if (out_index_[k] >= 0 && !filled_[k]) {  // a round under way stops waiting for it
+  if (out_index_[k] >= 0) {  // a round under way stops waiting for it, and forgets what it delivered
     vacated_[static_cast<std::size_t>(out_index_[k])] = true;
+    if (!filled_[k]) --missing_;
     out_index_[k] = -1;
-    --missing_;
   }
   transport_.forget_peer(options_.neighbours[k]);
   note("dropped rank " + std::to_string(options_.neighbours[k]) + ": no round waits for it any more");

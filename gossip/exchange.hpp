@@ -178,7 +178,8 @@ class exchange {
   // one, and after a failed round (a stopping node tells its neighbours why). Errors: the transport's.
   status send_notice(std::span<const int> peers, std::span<const std::byte> payload, std::uint64_t iteration);
   // Drops a neighbour for good: no round waits for it (a round under way goes on without it, and
-  // its entry leaves `out`), its buffered and later messages are rejected (reason departed), and
+  // its entry leaves `out`, even when its message had arrived: the node mixes without it from this
+  // round on), its buffered and later messages are rejected (reason departed), and
   // the transport stops watching its link. Dropping an unknown or dropped rank does nothing.
   void drop(int peer);
   [[nodiscard]] bool dropped(int peer) const;

@@ -594,6 +594,15 @@ TEST_CASE("exchange: a notice is delivered to on_notice mid-round, and dropping 
   CHECK(w.failures.empty());
 }
 
+TEST_CASE("exchange: a neighbour dropped after its message arrived leaves the round's delivery too") {
+  with_failures w;
+  send_as(w.t3, 3, message_kind::train, 0);  // 3's message arrives first...
+  w.notice(w.t1, 1, "drop 3");               // ...then the news that 3 left: the round mixes without it
+  send_as(w.t1, 1, message_kind::train, 0);
+  REQUIRE(w.round(0).is_ok());
+  CHECK(check_delivery({1}, message_kind::train, 0, w.out) == "");
+}
+
 TEST_CASE("exchange: a lost link is handed to on_peer_failure; true drops it, false fails the round naming it") {
   SUBCASE("continue") {
     with_failures w;
