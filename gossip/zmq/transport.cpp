@@ -2,11 +2,18 @@
 
 #include <zmq.hpp>
 
+#include <sys/socket.h>
+#include <netinet/in.h>
+
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <charconv>
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <string_view>
+#include <vector>
 
 #include "core/errors.hpp"
 #include "gossip/zmq/connection_guard.hpp"
@@ -95,12 +102,44 @@ std::map<std::string, int> check_curve_keys(int rank, const zmq_curve_keys& k) {
 
 int ms(std::chrono::milliseconds d) { return static_cast<int>(std::min<std::int64_t>(d.count(), INT32_MAX)); }
 
+// The port of a "tcp://host:port" endpoint (check_endpoint() has vetted it); -1 otherwise.
+int endpoint_port(const std::string& ep) {
+  const auto colon = ep.rfind(':');
+  int port = -1;
+  if (colon == std::string::npos) return -1;
+  auto [end, ec] = std::from_chars(ep.data() + colon + 1, ep.data() + ep.size(), port);
+  return ec == std::errc() && end == ep.data() + ep.size() ? port : -1;
+}
+
+// True when fd is a TCP socket connected to `port` on its peer: the connection a monitor event
+// announced, not a descriptor the kernel has handed to something else since.
+bool is_tcp_to_port(int fd, int port) {
+  int type = 0;
+  socklen_t len = sizeof type;
+  if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0 || type != SOCK_STREAM) return false;
+  sockaddr_storage peer{};
+  len = sizeof peer;
+  if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &len) != 0) return false;
+  if (peer.ss_family == AF_INET) return ntohs(reinterpret_cast<const sockaddr_in&>(peer).sin_port) == port;
+  if (peer.ss_family == AF_INET6) return ntohs(reinterpret_cast<const sockaddr_in6&>(peer).sin6_port) == port;
+  return false;
+}
+
+// Distinct inproc names for the monitors of every transport in the process.
+std::atomic<std::uint64_t> monitor_counter{0};
+
 }  // namespace
 
 struct zmq_transport::impl {
   struct link {
     std::string endpoint;
     zmq::socket_t socket;
+    // With pacing, over tcp: the PAIR end of ZeroMQ's monitor of `socket`, which announces each
+    // TCP connection (and its file descriptor) as it is made and lost.
+    zmq::socket_t monitor;
+    int fd = -1;               // the current TCP connection's descriptor; -1: none known
+    std::uint64_t want = 0;    // the pacing rate this link should have (bytes/s); 0: not set yet
+    std::uint64_t applied = 0;  // the rate last set on fd; 0: none
   };
 
   zmq_options options;
@@ -113,17 +152,65 @@ struct zmq_transport::impl {
   std::map<int, link> links;
   // Receive scratch, kept to reuse ZeroMQ's message objects.
   zmq::message_t id, header, payload;
+  // What receive() polls: the inbound socket, then every link's monitor (with pacing).
+  std::vector<zmq::pollitem_t> poll_items;
 
   explicit impl(const zmq_options& o) : options(o), context(o.io_threads) {}
+
+  [[nodiscard]] bool pacing() const { return options.pace_bytes_per_s > 0; }
+
+  // Sets l.want on its connection (SO_MAX_PACING_RATE), once per change of rate or connection.
+  static void apply_pacing(link& l) {
+    if (l.fd < 0 || l.want == 0 || l.want == l.applied) return;
+    // The 32-bit form every kernel since 3.13 takes; ~0U means unlimited (above 34 Gbit/s).
+    const unsigned int rate = static_cast<unsigned int>(std::min<std::uint64_t>(l.want, ~0u));
+    if (setsockopt(l.fd, SOL_SOCKET, SO_MAX_PACING_RATE, &rate, sizeof rate) == 0)
+      l.applied = l.want;
+    else
+      l.fd = -1;  // closed under us: the next connected event names the new one
+  }
+
+  // Reads every pending monitor event of every link: a new connection gets the link's rate at once.
+  void drain_monitors() {
+    for (auto& [peer, l] : links) {
+      if (!l.monitor) continue;
+      zmq::message_t event, address;
+      while (l.monitor.recv(event, zmq::recv_flags::dontwait)) {
+        if (event.more()) (void)l.monitor.recv(address, zmq::recv_flags::none);
+        if (event.size() < 6) continue;
+        std::uint16_t what = 0;
+        std::uint32_t value = 0;
+        std::memcpy(&what, event.data(), sizeof what);
+        std::memcpy(&value, static_cast<const char*>(event.data()) + 2, sizeof value);
+        const int fd = static_cast<int>(value);
+        if (what == ZMQ_EVENT_CONNECTED && is_tcp_to_port(fd, endpoint_port(l.endpoint))) {
+          l.fd = fd;
+          l.applied = 0;
+          if (l.want == 0)
+            l.want = static_cast<std::uint64_t>(options.pace_bytes_per_s / static_cast<double>(links.size()));
+          apply_pacing(l);
+        } else if (what == ZMQ_EVENT_DISCONNECTED && fd == l.fd) {
+          l.fd = -1;
+        }
+      }
+    }
+  }
+
+  void rebuild_poll_items() {
+    poll_items.assign(1, zmq::pollitem_t{inbound.handle(), 0, ZMQ_POLLIN, 0});
+    for (auto& [peer, l] : links)
+      if (l.monitor) poll_items.push_back(zmq::pollitem_t{l.monitor.handle(), 0, ZMQ_POLLIN, 0});
+  }
 };
 
 zmq_transport::zmq_transport(int rank, const std::string& bind_endpoint, zmq_options options)
     : rank_(rank), impl_(std::make_unique<impl>(options)) {
   QG_ENFORCE(rank >= 0, "rank=" << rank);
   QG_ENFORCE(options.send_timeout.count() > 0 && options.linger.count() >= 0 && options.send_hwm > 0 &&
-                 options.receive_hwm > 0,
+                 options.receive_hwm > 0 && options.pace_bytes_per_s >= 0 && std::isfinite(options.pace_bytes_per_s),
              "send_timeout=" << options.send_timeout.count() << "ms linger=" << options.linger.count()
-                             << "ms send_hwm=" << options.send_hwm << " receive_hwm=" << options.receive_hwm);
+                             << "ms send_hwm=" << options.send_hwm << " receive_hwm=" << options.receive_hwm
+                             << " pace_bytes_per_s=" << options.pace_bytes_per_s);
   check_endpoint(bind_endpoint, /*for_bind=*/true);
   std::optional<std::map<std::string, int>> allowed;
   if (options.curve) allowed = check_curve_keys(rank, *options.curve);
@@ -155,6 +242,7 @@ zmq_transport::zmq_transport(int rank, const std::string& bind_endpoint, zmq_opt
     throw config_error("cannot bind " + bind_endpoint + ": " + e.what() + bind_hint(e.num()));
   }
   impl_->bound = in.get(zmq::sockopt::last_endpoint);
+  impl_->rebuild_poll_items();
 }
 
 zmq_transport::zmq_transport(int rank, const std::string& bind_endpoint,
@@ -196,13 +284,26 @@ void zmq_transport::connect(int peer, const std::string& endpoint) {
   s.set(zmq::sockopt::reconnect_ivl, ms(o.reconnect_interval));
   s.set(zmq::sockopt::reconnect_ivl_max, ms(o.reconnect_interval_max));
   if (endpoint.find('[') != std::string::npos) s.set(zmq::sockopt::ipv6, 1);
+  zmq::socket_t monitor;
+  if (impl_->pacing() && endpoint.starts_with("tcp://")) {
+    // Before connecting, so that no connection is made unseen.
+    const std::string name = "inproc://qgossip-monitor-" + std::to_string(monitor_counter.fetch_add(1)) + "-" +
+                             std::to_string(rank_) + "-" + std::to_string(peer);
+    if (zmq_socket_monitor(s.handle(), name.c_str(), ZMQ_EVENT_CONNECTED | ZMQ_EVENT_DISCONNECTED) != 0)
+      throw config_error("cannot monitor the connection of rank " + std::to_string(rank_) + " to rank " +
+                         std::to_string(peer) + ": " + zmq_strerror(zmq_errno()));
+    monitor = zmq::socket_t(impl_->context, zmq::socket_type::pair);
+    monitor.set(zmq::sockopt::linger, 0);
+    monitor.connect(name);
+  }
   try {
     s.connect(endpoint);
   } catch (const zmq::error_t& e) {
     throw config_error("cannot connect rank " + std::to_string(rank_) + " to rank " + std::to_string(peer) +
                        " at " + endpoint + ": " + e.what());
   }
-  impl_->links.emplace(peer, impl::link{endpoint, std::move(s)});
+  impl_->links.emplace(peer, impl::link{endpoint, std::move(s), std::move(monitor)});
+  impl_->rebuild_poll_items();
 }
 
 const std::string& zmq_transport::bound_endpoint() const { return impl_->bound; }
@@ -218,6 +319,17 @@ std::string zmq_transport::peer_address(int peer) const {
   return it == impl_->links.end() ? std::string() : it->second.endpoint;
 }
 
+std::optional<std::uint64_t> zmq_transport::pacing_rate(int peer) {
+  if (!impl_->pacing()) return std::nullopt;
+  impl_->drain_monitors();
+  auto it = impl_->links.find(peer);
+  if (it == impl_->links.end() || it->second.fd < 0) return std::nullopt;
+  unsigned int rate = 0;
+  socklen_t len = sizeof rate;
+  if (getsockopt(it->second.fd, SOL_SOCKET, SO_MAX_PACING_RATE, &rate, &len) != 0) return std::nullopt;
+  return rate;
+}
+
 status zmq_transport::send(int peer, std::span<const std::byte> header, std::span<const std::byte> payload) {
   const int peers[1] = {peer};
   return send_all(peers, header, payload);
@@ -230,6 +342,19 @@ status zmq_transport::send_all(std::span<const int> peers, std::span<const std::
       return status::error(errc::invalid,
                            "rank " + std::to_string(rank_) + " has no link to rank " + std::to_string(peer));
   try {
+    if (impl_->pacing() && !peers.empty()) {
+      // The node's pace shared by the connections this message leaves on.
+      impl_->drain_monitors();
+      const bool burst = peers.size() * payload.size() <= impl_->options.unpaced_burst_bytes;
+      const auto each = burst ? std::uint64_t{~0u}
+                              : static_cast<std::uint64_t>(std::max(
+                                    1.0, impl_->options.pace_bytes_per_s / static_cast<double>(peers.size())));
+      for (int peer : peers) {
+        impl::link& l = impl_->links.at(peer);
+        l.want = each;
+        impl::apply_pacing(l);
+      }
+    }
     // The one copy of the payload; each neighbour's message shares its reference-counted buffer.
     zmq::message_t body = payload.empty() ? zmq::message_t() : zmq::message_t(payload.data(), payload.size());
     for (int peer : peers) {
@@ -259,9 +384,9 @@ status zmq_transport::receive(transport_clock::time_point deadline, inbound_fram
       const auto now = transport_clock::now();
       const auto left = std::chrono::ceil<std::chrono::milliseconds>(
           std::max(deadline - now, transport_clock::duration(0)));
-      zmq::pollitem_t item{m.inbound.handle(), 0, ZMQ_POLLIN, 0};
-      const int ready = zmq::poll(&item, 1, left);
-      if (ready == 0) {
+      const int ready = zmq::poll(m.poll_items.data(), m.poll_items.size(), left);
+      if (m.poll_items.size() > 1) m.drain_monitors();
+      if (ready == 0 || !(m.poll_items[0].revents & ZMQ_POLLIN)) {
         if (transport_clock::now() >= deadline) return status::error(errc::timeout, "nothing received");
         continue;
       }
