@@ -27,6 +27,10 @@ Options:
   --latency DELAY   one-way delay added to each node's egress: 50ms, 500us, 1s. tc netem when this
                     kernel has it; otherwise the node's transport emulates it
                     (--set network.emulate.delay_ms). Default: none.
+  --pace            with --rate: the nodes pace their own sending at the rate (--set
+                    network.pace_mbit=RATE in Mbit/s; docs/cluster.md, "Pacing under tc tbf"), so a
+                    round of large messages streams through tbf instead of queueing as a burst.
+                    Not with --ranks. Default: unpaced.
   --queue DELAY     tbf's queue: the longest a packet may wait before it is dropped (tc tbf
                     latency). Default 400ms. A node sends a whole round (one copy per neighbour)
                     at once; a queue shorter than a round's bytes at the rate drops part of it.
@@ -59,7 +63,7 @@ die() {
   exit 2
 }
 
-rate="" latency="" queue="400ms" prefix="qg" subnet="10.77.0" keep=0 stats_file="" ranks="" log_dir=""
+rate="" latency="" queue="400ms" prefix="qg" subnet="10.77.0" keep=0 stats_file="" ranks="" log_dir="" pace=0
 qgossip="${QGOSSIP:-}"
 while (($# > 0)); do
   case "$1" in
@@ -71,6 +75,7 @@ while (($# > 0)); do
     --subnet) subnet="${2:?--subnet needs a value}"; shift 2 ;;
     --qgossip) qgossip="${2:?--qgossip needs a value}"; shift 2 ;;
     --keep) keep=1; shift ;;
+    --pace) pace=1; shift ;;
     --stats) stats_file="${2:?--stats needs a file}"; shift 2 ;;
     --ranks) ranks="${2:?--ranks needs a number}"; shift 2 ;;
     --log-dir) log_dir="${2:?--log-dir needs a directory}"; shift 2 ;;
@@ -134,6 +139,10 @@ if [[ -n "$rate" ]]; then
   case "${BASH_REMATCH[3]}" in bit) mult=1 ;; kbit) mult=1e3 ;; mbit) mult=1e6 ;; gbit) mult=1e9 ;; esac
   rate_bits=$(awk -v x="${BASH_REMATCH[1]}" -v m="$mult" 'BEGIN { printf "%.0f", x * m }')
   ((rate_bits >= 8000)) || die "--rate '$rate': below 8kbit tbf cannot pass a full-size packet in a second"
+fi
+if ((pace)); then
+  [[ -n "$rate" ]] || die "--pace needs --rate (the rate to pace at)"
+  [[ -z "$ranks" ]] || die "--pace is qgossip's network.pace_mbit; a --ranks command paces itself or not"
 fi
 latency_us=""
 if [[ -n "$latency" ]]; then
@@ -339,6 +348,9 @@ else
   shaping+="; rate: unshaped veth"
 fi
 emulate_sets=()
+if ((pace)); then
+  emulate_sets+=(--set "network.pace_mbit=$(awk -v b="$rate_bits" 'BEGIN { printf "%.9g", b / 1e6 }')")
+fi
 delay_ms=$(awk -v us="${latency_us:-0}" 'BEGIN { printf "%.10g", us / 1000 }')
 if [[ -z "$latency_us" ]]; then
   shaping+="; latency: none added"
@@ -348,7 +360,7 @@ else
   # A per-rank command has no transport of ours to delay its messages.
   [[ -z "$ranks" ]] || die "--latency with --ranks needs tc netem, which this kernel lacks: ${netem_error//$'\n'/ }"
   shaping+="; latency: ${delay_ms} ms one-way by transport emulation, network.emulate.delay_ms (--latency $latency; no netem in this kernel: ${netem_error//$'\n'/ })"
-  emulate_sets=(--set "network.emulate.delay_ms=$delay_ms")
+  emulate_sets+=(--set "network.emulate.delay_ms=$delay_ms")
 fi
 # It travels as a YAML double-quoted string.
 shaping="${shaping//\\//}"

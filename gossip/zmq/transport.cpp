@@ -2,10 +2,16 @@
 
 #include <zmq.hpp>
 
+#include <sys/socket.h>
+#include <netinet/in.h>
+
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <charconv>
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -97,17 +103,45 @@ std::map<std::string, int> check_curve_keys(int rank, const zmq_curve_keys& k) {
 
 int ms(std::chrono::milliseconds d) { return static_cast<int>(std::min<std::int64_t>(d.count(), INT32_MAX)); }
 
+// The port of a "tcp://host:port" endpoint (check_endpoint() has vetted it); -1 otherwise.
+int endpoint_port(const std::string& ep) {
+  const auto colon = ep.rfind(':');
+  int port = -1;
+  if (colon == std::string::npos) return -1;
+  auto [end, ec] = std::from_chars(ep.data() + colon + 1, ep.data() + ep.size(), port);
+  return ec == std::errc() && end == ep.data() + ep.size() ? port : -1;
+}
+
+// True when fd is a TCP socket connected to `port` on its peer: the connection a monitor event
+// announced, not a descriptor the kernel has handed to something else since.
+bool is_tcp_to_port(int fd, int port) {
+  int type = 0;
+  socklen_t len = sizeof type;
+  if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0 || type != SOCK_STREAM) return false;
+  sockaddr_storage peer{};
+  len = sizeof peer;
+  if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &len) != 0) return false;
+  if (peer.ss_family == AF_INET) return ntohs(reinterpret_cast<const sockaddr_in&>(peer).sin_port) == port;
+  if (peer.ss_family == AF_INET6) return ntohs(reinterpret_cast<const sockaddr_in6&>(peer).sin6_port) == port;
+  return false;
+}
+
 }  // namespace
 
 struct zmq_transport::impl {
   struct link {
     std::string endpoint;
     zmq::socket_t socket;
-    // PAIR connected to the socket's monitor (heartbeats on and the peer not forgotten); closed
-    // before `socket` (declared after it).
+    // PAIR connected to the socket's monitor (heartbeats on, or pacing over tcp; the peer not
+    // forgotten); closed before `socket` (declared after it).
     zmq::socket_t monitor;
     bool up = false;  // the handshake succeeded and the connection has not ended since
     bool forgotten = false;
+    // Pacing (tcp): the current TCP connection's descriptor (-1: none known), the rate this link
+    // should have (bytes/s; 0: not set yet) and the rate last set on fd (0: none).
+    int fd = -1;
+    std::uint64_t want = 0;
+    std::uint64_t applied = 0;
   };
 
   zmq_options options;
@@ -139,6 +173,23 @@ struct zmq_transport::impl {
   explicit impl(const zmq_options& o) : options(o), context(o.io_threads), out_context(o.io_threads) {}
 
   bool heartbeats() const { return options.heartbeat_interval.count() > 0; }
+  [[nodiscard]] bool pacing() const { return options.pace_bytes_per_s > 0; }
+
+  // Sets l.want on its connection (SO_MAX_PACING_RATE), once per change of rate or connection.
+  static void apply_pacing(link& l) {
+    if (l.fd < 0 || l.want == 0 || l.want == l.applied) return;
+    // The 32-bit form every kernel since 3.13 takes; ~0U means unlimited (above 34 Gbit/s).
+    const unsigned int rate = static_cast<unsigned int>(std::min<std::uint64_t>(l.want, ~0u));
+    if (setsockopt(l.fd, SOL_SOCKET, SO_MAX_PACING_RATE, &rate, sizeof rate) == 0)
+      l.applied = l.want;
+    else
+      l.fd = -1;  // closed under us: the next connected event names the new one
+  }
+  // Reads every pending monitor event of every watched link.
+  void drain_monitors() {
+    for (auto& [peer, l] : links)
+      if (l.monitor) read_monitor(peer, l);
+  }
   void rebuild_items();
   void read_monitor(int peer, link& l);
   // Reads one message from the inbound socket without waiting: nullopt when none was queued (or
@@ -171,10 +222,23 @@ void zmq_transport::impl::read_monitor(int peer, link& l) {
     }
     if (head.size() < 6) continue;
     std::uint16_t event = 0;
+    std::uint32_t value = 0;
     std::memcpy(&event, head.data(), 2);
+    std::memcpy(&value, static_cast<const char*>(head.data()) + 2, sizeof value);
+    if (pacing()) {  // the value of CONNECTED and DISCONNECTED is the connection's descriptor
+      const int fd = static_cast<int>(value);
+      if (event == ZMQ_EVENT_CONNECTED && is_tcp_to_port(fd, endpoint_port(l.endpoint))) {
+        l.fd = fd;
+        l.applied = 0;
+        if (l.want == 0) l.want = static_cast<std::uint64_t>(options.pace_bytes_per_s / static_cast<double>(links.size()));
+        apply_pacing(l);
+      } else if (event == ZMQ_EVENT_DISCONNECTED && fd == l.fd) {
+        l.fd = -1;
+      }
+    }
     if (event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) {
       l.up = true;
-    } else if (event == ZMQ_EVENT_DISCONNECTED && l.up) {
+    } else if (event == ZMQ_EVENT_DISCONNECTED && l.up && heartbeats()) {
       // A loss (the end of a connection that never completed its handshake is not: a neighbour
       // not up yet, or one that stays stopped while we reconnect). Reported once, even if the
       // link comes back within the grace: messages in flight were lost with the connection.
@@ -208,9 +272,10 @@ zmq_transport::zmq_transport(int rank, const std::string& bind_endpoint, zmq_opt
                                    << "ms heartbeat_timeout=" << options.heartbeat_timeout.count() << "ms");
   QG_ENFORCE(options.loss_grace.count() >= 0, "loss_grace=" << options.loss_grace.count() << "ms");
   QG_ENFORCE(options.send_timeout.count() > 0 && options.linger.count() >= 0 && options.send_hwm > 0 &&
-                 options.receive_hwm > 0,
+                 options.receive_hwm > 0 && options.pace_bytes_per_s >= 0 && std::isfinite(options.pace_bytes_per_s),
              "send_timeout=" << options.send_timeout.count() << "ms linger=" << options.linger.count()
-                             << "ms send_hwm=" << options.send_hwm << " receive_hwm=" << options.receive_hwm);
+                             << "ms send_hwm=" << options.send_hwm << " receive_hwm=" << options.receive_hwm
+                             << " pace_bytes_per_s=" << options.pace_bytes_per_s);
   check_endpoint(bind_endpoint, /*for_bind=*/true);
   std::optional<std::map<std::string, int>> allowed;
   if (options.curve) allowed = check_curve_keys(rank, *options.curve);
@@ -284,18 +349,22 @@ void zmq_transport::connect(int peer, const std::string& endpoint) {
   s.set(zmq::sockopt::reconnect_ivl_max, ms(o.reconnect_interval_max));
   if (endpoint.find('[') != std::string::npos) s.set(zmq::sockopt::ipv6, 1);
   zmq::socket_t monitor;
+  const bool pace_link = impl_->pacing() && endpoint.starts_with("tcp://");
   if (impl_->heartbeats()) {
     s.set(zmq::sockopt::heartbeat_ivl, ms(o.heartbeat_interval));
     s.set(zmq::sockopt::heartbeat_timeout, ms(o.heartbeat_timeout));
     // Sent to the neighbour in each PING (deciseconds, at most 6553.5 s): it drops our connection
     // when it hears nothing from us that long.
     s.set(zmq::sockopt::heartbeat_ttl, std::min(ms(o.heartbeat_timeout), 6553500));
+  }
+  if (impl_->heartbeats() || pace_link) {
     // Before connect, so that no event is missed; inproc endpoints are per context, and a peer
-    // has one link.
+    // has one link. Liveness needs the handshakes and disconnections; pacing, each connection's
+    // descriptor (CONNECTED).
     const std::string monitor_endpoint = "inproc://qgossip.link." + std::to_string(peer);
     try {
       if (zmq_socket_monitor(s.handle(), monitor_endpoint.c_str(),
-                             ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_DISCONNECTED) != 0)
+                             ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_CONNECTED) != 0)
         throw zmq::error_t();
       monitor = zmq::socket_t(impl_->out_context, zmq::socket_type::pair);
       monitor.set(zmq::sockopt::linger, 0);
@@ -348,6 +417,17 @@ std::string zmq_transport::peer_address(int peer) const {
   return it == impl_->links.end() ? std::string() : it->second.endpoint;
 }
 
+std::optional<std::uint64_t> zmq_transport::pacing_rate(int peer) {
+  if (!impl_->pacing()) return std::nullopt;
+  impl_->drain_monitors();
+  auto it = impl_->links.find(peer);
+  if (it == impl_->links.end() || it->second.fd < 0) return std::nullopt;
+  unsigned int rate = 0;
+  socklen_t len = sizeof rate;
+  if (getsockopt(it->second.fd, SOL_SOCKET, SO_MAX_PACING_RATE, &rate, &len) != 0) return std::nullopt;
+  return rate;
+}
+
 status zmq_transport::send(int peer, std::span<const std::byte> header, std::span<const std::byte> payload) {
   const int peers[1] = {peer};
   return send_all(peers, header, payload);
@@ -360,6 +440,19 @@ status zmq_transport::send_all(std::span<const int> peers, std::span<const std::
       return status::error(errc::invalid,
                            "rank " + std::to_string(rank_) + " has no link to rank " + std::to_string(peer));
   try {
+    if (impl_->pacing() && !peers.empty()) {
+      // The node's pace shared by the connections this message leaves on.
+      impl_->drain_monitors();
+      const bool burst = peers.size() * payload.size() <= impl_->options.unpaced_burst_bytes;
+      const auto each = burst ? std::uint64_t{~0u}
+                              : static_cast<std::uint64_t>(std::max(
+                                    1.0, impl_->options.pace_bytes_per_s / static_cast<double>(peers.size())));
+      for (int peer : peers) {
+        impl::link& l = impl_->links.at(peer);
+        l.want = each;
+        impl::apply_pacing(l);
+      }
+    }
     // The one copy of the payload; each neighbour's message shares its reference-counted buffer.
     zmq::message_t body = payload.empty() ? zmq::message_t() : zmq::message_t(payload.data(), payload.size());
     for (int peer : peers) {

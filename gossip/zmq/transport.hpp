@@ -118,6 +118,19 @@ struct zmq_options {
   // How long a loss is held, its peer's messages still delivered first, before it is reported
   // (restarted by each message from that peer). >= 0.
   std::chrono::milliseconds loss_grace{200};
+  // Sender pacing (network.pace_mbit): the most bytes per second of payload this node's outbound TCP
+  // connections may send together. 0 = unpaced (the kernel's congestion control alone). Each
+  // send_all() to k peers caps each of those k connections at pace_bytes_per_s / k with the socket
+  // option SO_MAX_PACING_RATE (the kernel paces a TCP socket itself when it is set, whatever the
+  // qdisc), so the node's egress leaves at the pace instead of as a burst that a shaper (tc tbf, a
+  // slow uplink) must queue: a queue that also holds back the ACKs of what the node receives, until
+  // its neighbours' retransmission timers fire (docs/cluster.md, "Pacing under tc tbf"). The kernel
+  // counts TCP payload, not the 66 bytes of headers per 1448-byte segment. Ignored for ipc://.
+  double pace_bytes_per_s = 0;
+  // With pacing: a send_all() whose copies together (k · payload) are at most this many bytes leaves
+  // unpaced (SO_MAX_PACING_RATE lifted), as a burst the shaper absorbs: its queueing delay stays
+  // below TCP's retransmission timer, and a token bucket lets its first bytes out at once.
+  std::uint64_t unpaced_burst_bytes = 0;
 };
 
 class zmq_transport final : public transport {
@@ -161,6 +174,12 @@ class zmq_transport final : public transport {
   void take_lost_peers(std::vector<int>& out) override;
   // Also sets the link's linger to 0 and stops watching it.
   void forget_peer(int peer) override;
+
+  // With pacing (zmq_options::pace_bytes_per_s): the SO_MAX_PACING_RATE, in bytes per second, of the
+  // TCP connection to peer as the kernel reports it now; nullopt while that connection is not
+  // (yet) known or pacing is off. Connections are learned from ZeroMQ's monitor events, read in
+  // send_all() and receive().
+  [[nodiscard]] std::optional<std::uint64_t> pacing_rate(int peer);
 
  private:
   struct impl;

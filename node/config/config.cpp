@@ -368,7 +368,8 @@ std::string canonical_yaml(const run_config& c) {
     << "round_timeout_s" << YAML::Value << nw.round_timeout_s << YAML::Key << "linger_s" << YAML::Value
     << nw.linger_s << YAML::Key << "emulate" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key
     << "rate_mbit" << YAML::Value << nw.emulate_rate_mbit << YAML::Key << "delay_ms" << YAML::Value
-    << nw.emulate_delay_ms << YAML::EndMap << YAML::Key << "shaping" << YAML::Value << nw.shaping
+    << nw.emulate_delay_ms << YAML::EndMap << YAML::Key << "pace_mbit" << YAML::Value << nw.pace_mbit
+    << YAML::Key << "shaping" << YAML::Value << nw.shaping
     << YAML::Key << "security" << YAML::Value << nw.security << YAML::Key << "on_peer_failure" << YAML::Value
     << nw.on_peer_failure << YAML::Key << "heartbeat_s" << YAML::Value << nw.heartbeat_s << YAML::Key
     << "max_rejected" << YAML::Value << nw.max_rejected << YAML::EndMap;  // keys_dir: host-local
@@ -559,6 +560,7 @@ run_config load_run_config(const std::string& file, const std::vector<std::strin
       c.network.emulate_delay_ms = get_double_in(*e, "delay_ms", c.network.emulate_delay_ms, 0.0, 3.6e6);
       e->finish();
     }
+    c.network.pace_mbit = get_double_in(*n, "pace_mbit", c.network.pace_mbit, 0.0, 1e6);
     c.network.shaping = n->get_string("shaping", c.network.shaping);
     c.network.security = get_choice(*n, "security", c.network.security, kSecurity);
     c.network.keys_dir = n->get_string("keys_dir", c.network.keys_dir);

@@ -74,6 +74,10 @@ struct network_config {
   // rate, each message delivered this much later. 0 = off. For kernels without tc netem.
   double emulate_rate_mbit = 0;
   double emulate_delay_ms = 0;
+  // Sender pacing (gossip/zmq/transport.hpp zmq_options::pace_bytes_per_s): the rate in Mbit/s of the
+  // node's egress link (tc's mbit, 10^6 bit/s); the node's TCP connections together send at most
+  // this much. 0 = unpaced. For links shaped by a queue (tc tbf, a slow uplink): docs/cluster.md.
+  double pace_mbit = 0;
   // Free text recorded in run.json saying how the network was shaped outside qgossip (e.g. by
   // scripts/cluster.sh: "tc tbf rate 10mbit on each node's veth"). Empty = not shaped outside.
   std::string shaping;

@@ -151,6 +151,12 @@ std::chrono::milliseconds to_ms(double seconds) {
   return std::chrono::milliseconds(static_cast<std::int64_t>(std::llround(seconds * 1000.0)));
 }
 
+double pace_bytes_per_s(double pace_mbit) { return pace_mbit * 1e6 / 8 * kPacePayloadShare; }
+
+std::uint64_t unpaced_burst_bytes(double pace_mbit) {
+  return static_cast<std::uint64_t>(std::llround(pace_mbit * 1e6 / 8 * kUnpacedBurstSeconds));
+}
+
 std::string bind_endpoint(const run_config& c, int rank) {
   if (c.network.transport == "ipc") return ipc_endpoint(c, rank);
   const auto& a = c.topology.nodes[static_cast<std::size_t>(rank)];
@@ -172,6 +178,12 @@ std::string shaping_description(const network_config& nw) {
     else os << "unpaced";
     os << ", " << nw.emulate_delay_ms << " ms one-way delay per message";
     out = os.str();
+  }
+  if (nw.pace_mbit > 0) {
+    std::ostringstream os;
+    os << "sender paced: each node's TCP connections together at most " << nw.pace_mbit
+       << " Mbit/s (network.pace_mbit, SO_MAX_PACING_RATE)";
+    out += (out.empty() ? "" : "; ") + os.str();
   }
   if (!nw.shaping.empty()) out += (out.empty() ? "" : "; ") + nw.shaping;
   return out.empty() ? "none" : out;
@@ -240,6 +252,8 @@ node_network::node_network(const run_config& c, int rank, const std::vector<int>
     zo.heartbeat_timeout = to_ms(c.network.heartbeat_s);
     zo.heartbeat_interval = std::max(std::chrono::milliseconds(10), zo.heartbeat_timeout / 4);
   }
+  zo.pace_bytes_per_s = pace_bytes_per_s(c.network.pace_mbit);
+  zo.unpaced_burst_bytes = unpaced_burst_bytes(c.network.pace_mbit);
   if (c.network.security == "curve")
     zo.curve = load_node_keys(c, rank, peers);
   else

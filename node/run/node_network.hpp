@@ -28,6 +28,17 @@ namespace qgossip {
 
 std::chrono::milliseconds to_ms(double seconds);
 
+// network.pace_mbit (the egress link's rate, 10^6 bit/s, as tc counts it: headers included) as the
+// transport's payload pace, bytes per second (zmq_options::pace_bytes_per_s): kPacePayloadShare of
+// it, leaving the rest for the TCP/IP headers (66 bytes per 1448-byte segment) and the ACKs of what
+// the node receives, so the shaper's queue stays empty. 0 for 0.
+inline constexpr double kPacePayloadShare = 0.95;
+[[nodiscard]] double pace_bytes_per_s(double pace_mbit);
+// A fan-out of at most this many bytes leaves unpaced (zmq_options::unpaced_burst_bytes): what the
+// link carries in kUnpacedBurstSeconds, half of TCP's minimum retransmission timeout (200 ms).
+inline constexpr double kUnpacedBurstSeconds = 0.1;
+[[nodiscard]] std::uint64_t unpaced_burst_bytes(double pace_mbit);
+
 // The addresses `host` resolves to (numeric text, each once). Throws config_error "<who>'s host
 // 'X' does not resolve (getaddrinfo: reason)" at once, instead of the connection being retried
 // until the start time-out.

@@ -10,7 +10,10 @@
 #include <array>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "core/errors.hpp"
 #include "gossip/exchange.hpp"
@@ -297,4 +300,92 @@ TEST_CASE("zmq: the exchange rejects a message whose link is not the sender its 
   CHECK(ex0.stats().rejected_for(reject_reason::peer_mismatch) == 1);
   CHECK(out0[0].header.sender == 1);
   CHECK(out0[1].header.sender == 2);
+}
+
+// Sender pacing (zmq_options::pace_bytes_per_s): each send_all() caps the connections it leaves on
+// at the pace shared among them; a fan-out up to unpaced_burst_bytes lifts the cap.
+namespace {
+
+// Waits until rank `from` has learned its TCP connection to `to` (monitor events arrive async).
+std::optional<std::uint64_t> wait_pacing_rate(zmq_transport& from, int to) {
+  const auto until = transport_clock::now() + 5s;
+  std::optional<std::uint64_t> rate;
+  while (!(rate = from.pacing_rate(to)) && transport_clock::now() < until) std::this_thread::sleep_for(5ms);
+  return rate;
+}
+
+}  // namespace
+
+TEST_CASE("zmq pacing: each connection gets the pace shared by the send's peers, small fan-outs go unpaced") {
+  zmq_options o = quick();
+  o.pace_bytes_per_s = 4e6;
+  o.unpaced_burst_bytes = 1000;
+  std::vector<std::unique_ptr<zmq_transport>> t;
+  t.push_back(std::make_unique<zmq_transport>(0, kAnyPort, o));
+  for (int r = 1; r < 3; ++r) t.push_back(std::make_unique<zmq_transport>(r, kAnyPort, quick()));
+  for (int r = 1; r < 3; ++r) t[0]->connect(r, t[static_cast<std::size_t>(r)]->bound_endpoint());
+  // Before any send: the pace shared by all links.
+  CHECK(wait_pacing_rate(*t[0], 1) == 2000000u);
+  CHECK(wait_pacing_rate(*t[0], 2) == 2000000u);
+  CHECK(!t[1]->pacing_rate(0));  // unpaced transports report nothing
+
+  const std::string big(20000, 'x'), small(100, 's');
+  const std::array<int, 2> both{1, 2};
+  inbound_frames in;
+  REQUIRE(t[0]->send(1, bytes("h"), bytes(big)).is_ok());
+  CHECK(t[0]->pacing_rate(1) == 4000000u);  // alone: the whole pace
+  CHECK(t[0]->pacing_rate(2) == 2000000u);  // untouched
+  REQUIRE(t[1]->receive(transport_clock::now() + 5s, in).is_ok());
+  CHECK(in.payload.size() == big.size());
+
+  REQUIRE(t[0]->send_all(both, bytes("h"), bytes(big)).is_ok());
+  CHECK(t[0]->pacing_rate(1) == 2000000u);
+  CHECK(t[0]->pacing_rate(2) == 2000000u);
+  // 2 x 100 bytes <= 1000: a burst, unpaced (~0u is "no limit" to the kernel).
+  REQUIRE(t[0]->send_all(both, bytes("h"), bytes(small)).is_ok());
+  CHECK(t[0]->pacing_rate(1) == 0xFFFFFFFFu);
+  CHECK(t[0]->pacing_rate(2) == 0xFFFFFFFFu);
+  for (int r = 1; r < 3; ++r) {
+    std::vector<std::size_t> sizes;
+    while (sizes.size() < 2) {
+      REQUIRE(t[static_cast<std::size_t>(r)]->receive(transport_clock::now() + 5s, in).is_ok());
+      sizes.push_back(in.payload.size());
+    }
+    CHECK(sizes == std::vector<std::size_t>{big.size(), small.size()});
+  }
+}
+
+TEST_CASE("zmq pacing: a paced message takes at least its bytes over the pace to arrive") {
+  // The kernel does not pace a connection's first 10 segments (64 kB each on loopback): a 1 MB
+  // message first, then 2 MB at 10 MB/s, about 0.2 s, where loopback unpaced takes milliseconds.
+  // Only the lower bound is checked (a loaded machine makes it slower, never faster).
+  zmq_options o = quick();
+  o.pace_bytes_per_s = 10e6;
+  zmq_transport a(0, kAnyPort, o), b(1, kAnyPort, quick());
+  a.connect(1, b.bound_endpoint());
+  REQUIRE(wait_pacing_rate(a, 1).has_value());
+  inbound_frames in;
+  REQUIRE(a.send(1, bytes("h"), bytes(std::string(1000000, 'w'))).is_ok());
+  REQUIRE(b.receive(transport_clock::now() + 10s, in).is_ok());
+  const std::string payload(2000000, 'p');
+  const auto start = transport_clock::now();
+  REQUIRE(a.send(1, bytes("h"), bytes(payload)).is_ok());
+  REQUIRE(b.receive(transport_clock::now() + 10s, in).is_ok());
+  const double took = std::chrono::duration<double>(transport_clock::now() - start).count();
+  CHECK(in.payload.size() == payload.size());
+  CHECK(took >= 0.12);
+}
+
+TEST_CASE("zmq pacing: ipc links and an unpaced transport report no pacing rate; a negative pace is refused") {
+  zmq_options o = quick();
+  o.pace_bytes_per_s = 1e6;
+  zmq_transport a(0, ipc_path("pace-a"), o), b(1, ipc_path("pace-b"), quick());
+  a.connect(1, b.bound_endpoint());
+  REQUIRE(a.send(1, bytes("h"), bytes("over ipc")).is_ok());
+  inbound_frames in;
+  REQUIRE(b.receive(transport_clock::now() + 5s, in).is_ok());
+  CHECK(text(in.payload) == "over ipc");
+  CHECK(!a.pacing_rate(1));
+  o.pace_bytes_per_s = -1;
+  CHECK_THROWS_AS(zmq_transport(2, kAnyPort, o), invariant_error);
 }

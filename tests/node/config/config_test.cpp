@@ -140,3 +140,14 @@ TEST_CASE("train.local_steps and train.outer: defaults, values, ranges, and what
                            "train: {local_steps: 4}\n");
   CHECK(error_of(f).find("isgq encodes one gradient's factors") != std::string::npos);
 }
+
+TEST_CASE("network.pace_mbit: default off, a rate in Mbit/s, recorded in the resolved config, never negative") {
+  scratch s;
+  std::string f = s.write("pace.yaml", kMinimal);
+  CHECK(load_run_config(f).network.pace_mbit == 0);
+  run_config c = load_run_config(f, {"network.pace_mbit=10"});
+  CHECK(c.network.pace_mbit == doctest::Approx(10));
+  CHECK(c.canonical.find("pace_mbit: 10") != std::string::npos);
+  CHECK(c.run_id != load_run_config(f).run_id);
+  CHECK(error_of(f, {"network.pace_mbit=-1"}).find("network.pace_mbit") != std::string::npos);
+}

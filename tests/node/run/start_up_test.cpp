@@ -177,3 +177,19 @@ TEST_CASE("npy data: a model too large for the loaded shape is refused at node s
   CHECK(contains(e, file + ": model: mlp 400-1048576-2 has 422576130 parameters"));
   CHECK(contains(e, "more than the limit of 268435456 (2^28)"));
 }
+
+TEST_CASE("network.pace_mbit: the transport's payload pace, the unpaced burst, and what run.json says") {
+  CHECK(pace_bytes_per_s(0) == 0);
+  CHECK(unpaced_burst_bytes(0) == 0);
+  // 10 Mbit/s on the wire: 95 % of it for payload, 1.1875 MB/s; bursts up to 100 ms of the link.
+  CHECK(pace_bytes_per_s(10) == doctest::Approx(10e6 / 8 * kPacePayloadShare));
+  CHECK(pace_bytes_per_s(10) == doctest::Approx(1187500));
+  CHECK(unpaced_burst_bytes(10) == 125000u);
+  network_config nw;
+  CHECK(shaping_description(nw) == "none");
+  nw.pace_mbit = 10;
+  nw.shaping = "tc tbf";
+  CHECK(shaping_description(nw) ==
+        "sender paced: each node's TCP connections together at most 10 Mbit/s (network.pace_mbit, SO_MAX_PACING_RATE); "
+        "tc tbf");
+}
