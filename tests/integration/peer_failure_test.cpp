@@ -45,7 +45,7 @@ std::string config(const std::string& name, const std::string& algorithm, const 
     << "model: {kind: mlp, hidden: [32]}\n"
     << "data:\n  dataset: synthetic\n  standardize: false\n"
     << "  synthetic: {train: " << 1600 * kNodes << ", test: 2000, dim: 32, classes: 4, noise: 3.0}\n"
-    << "train: {epochs: 12, batch: 16, lr: 0.05, log_every: 5, eval_every: 0, eval_examples: 0}\n"
+    << "train: {epochs: 30, batch: 16, lr: 0.05, log_every: 5, eval_every: 0, eval_examples: 0}\n"
     << "network: {round_timeout_s: 20, start_timeout_s: 30, linger_s: 2, on_peer_failure: " << policy << "}\n"
     << "output: {dir: " << out.string() << "}\n";
   return y.str();
@@ -138,9 +138,9 @@ std::vector<int> survivors() {
 double run_with_failure(const temp_dir& tmp, const std::string& name, const std::string& algorithm, int sig) {
   cluster c = start(tmp, name, algorithm, "continue");
   wait_until_training(c);
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
   const double sent = unix_now();
   REQUIRE(::kill(c.nodes[kVictim].pid, sig) == 0);
+  REQUIRE_FALSE(fs::exists(c.dir / ("node-" + std::to_string(kVictim) + ".json")));  // it was mid-run
   for (int r : survivors()) {
     const int code = wait_for(c.nodes[static_cast<std::size_t>(r)], 120);
     CHECK_MESSAGE(code == 0, "node " << r << ": " << read_file(c.nodes[static_cast<std::size_t>(r)].log));
