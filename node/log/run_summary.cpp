@@ -171,6 +171,7 @@ void fill_from_summary(node_report& r, const flat_json& j) {
     r.notes.push_back("node-" + std::to_string(r.rank) + ".json has no status");
   }
   r.error = json_string(j, "error");
+  r.departures = json_string(j, "departures");
   r.host = json_string(j, "host");
   r.rounds = to_count(json_number(j, "rounds"));
   r.epoch = json_number(j, "epoch").value_or(0);
@@ -328,6 +329,12 @@ void add_warnings(run_summary& s, const log_thresholds& th) {
   auto warn = [&](int rank, std::string kind, std::string message) {
     s.warnings.push_back({rank, std::move(kind), std::move(message)});
   };
+  // Peers that left the run (network.on_peer_failure: continue), as the first node that lists them says.
+  for (const auto& n : s.nodes)
+    if (!n.departures.empty()) {
+      warn(-1, "departures", "peers left the run (node " + std::to_string(n.rank) + "'s account): " + n.departures);
+      break;
+    }
   for (const auto& n : s.nodes) {
     const std::string who = "node " + std::to_string(n.rank);
     if (n.status == "ok" || n.status == "running") continue;  // a run in progress: the run's note says so

@@ -16,7 +16,8 @@
 //  - "wall":     a node whose wall time is far above the median;
 //  - "straggler": a node whose own work (compute + codec seconds) is far above the median, i.e.
 //                 the node its neighbours wait for in a synchronous round;
-//  - "accuracy": a node whose final test accuracy is far below the median.
+//  - "accuracy": a node whose final test accuracy is far below the median;
+//  - "departures": peers that left the run (network.on_peer_failure: continue), who and when.
 // Thread-safety: read_run_summary only reads files and returns a value; no shared state anywhere.
 #include <cstdint>
 #include <filesystem>
@@ -38,6 +39,7 @@ struct node_report {
   // it), "no files" (a rank of run.json's n with no file at all).
   std::string status;
   std::string error;  // the summary's error (or a hint from node-<r>.log when there is no summary)
+  std::string departures;  // peers that left the run, as this node learnt of them (its summary's "departures")
   std::string host;
   std::uint64_t rounds = 0;  // rounds completed (summary), else the last logged iteration
   double epoch = 0;

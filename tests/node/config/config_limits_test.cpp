@@ -155,3 +155,21 @@ TEST_CASE("quantities that must be positive say so, and ranges print their numbe
   f = s.write("skew.yaml", "topology: {graph: ring, n: 4}\ndata: {skew: 1.25}\n");
   CHECK(error_of(f) == f + ":2:14: data.skew: 1.25 is out of range [0, 1]");
 }
+
+TEST_CASE("network.on_peer_failure: continue only where every round can go on without a node") {
+  scratch s;
+  std::string f = s.write("ok.yaml", "topology: {graph: ring, n: 4}\nnetwork: {on_peer_failure: continue, heartbeat_s: 2, max_rejected: 3}\n");
+  const run_config c = load_run_config(f);
+  CHECK(c.network.on_peer_failure == "continue");
+  CHECK(c.network.heartbeat_s == 2.0);
+  CHECK(c.network.max_rejected == 3);
+  CHECK(load_run_config(s.write("default.yaml", "topology: {graph: ring, n: 4}\n")).network.on_peer_failure == "stop");
+  f = s.write("ar.yaml", "topology: {graph: ring, n: 4}\nalgorithm: allreduce\nnetwork: {on_peer_failure: continue}\n");
+  CHECK(error_of(f).find("allreduce needs every node in every round") != std::string::npos);
+  f = s.write("probe.yaml", "topology: {graph: ring, n: 4}\ntrain: {consensus_every: 5}\nnetwork: {on_peer_failure: continue}\n");
+  CHECK(error_of(f).find("cannot be combined with train.consensus_every") != std::string::npos);
+  f = s.write("typo.yaml", "topology: {graph: ring, n: 4}\nnetwork: {on_peer_failure: carry_on}\n");
+  CHECK(error_of(f).find("network.on_peer_failure") != std::string::npos);
+  f = s.write("hb.yaml", "topology: {graph: ring, n: 4}\nnetwork: {heartbeat_s: 0.01}\n");
+  CHECK(error_of(f).find("network.heartbeat_s: expected 0 (off) or at least 0.05 s") != std::string::npos);
+}

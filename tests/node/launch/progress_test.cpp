@@ -238,3 +238,25 @@ TEST_CASE("durations and byte counts print compactly") {
   CHECK(format_bytes(123'400'000) == "123.4 MB");
   CHECK(format_bytes(12'300'000'000ull) == "12.3 GB");
 }
+
+TEST_CASE("parse_node_event reads a peer_left event (network.on_peer_failure: continue)") {
+  std::string why;
+  auto ev = parse_node_event(
+      R"({"event":"peer_left","rank":2,"peer":3,"round":120,"reported_by":4,"cause":"its link closed","unix_s":1.5e9})",
+      &why);
+  REQUIRE_MESSAGE(ev, why);
+  CHECK(ev->kind == event_kind::peer_left);
+  CHECK(ev->rank == 2);
+  CHECK(ev->peer == 3);
+  CHECK(ev->iteration == 120);
+  CHECK(ev->reported_by == 4);
+  CHECK(ev->message == "its link closed");
+  CHECK_FALSE(parse_node_event(R"({"event":"peer_left","rank":2,"round":120})", &why));  // no peer
+  CHECK(why.find("peer") != std::string::npos);
+  // The board keeps per-node metrics only: an event about another node changes none of them.
+  const int ranks[] = {2, 3};
+  progress_board board(ranks);
+  board.apply(0, *ev);
+  CHECK(board.node(0).error.empty());
+  CHECK(board.node(1).error.empty());
+}
