@@ -14,23 +14,16 @@
 #include "algorithms/algorithm.hpp"
 #include "core/hash.hpp"
 #include "core/state_io.hpp"
+#include "tests/algorithms/test_rows.hpp"
 
 using namespace qgossip;
+using qgossip::testing::ring_row;
+using qgossip::testing::round_to_grid;
 
 namespace {
 
 constexpr int kNodes = 4;
 constexpr std::size_t kDim = 40;
-
-mixing_row ring_row(int rank, int n) {
-  mixing_row r;
-  r.rank = rank;
-  r.self_weight = 1.0 / 3.0;
-  const int a = (rank + n - 1) % n, b = (rank + 1) % n;
-  r.neighbours = a < b ? std::vector<int>{a, b} : std::vector<int>{b, a};
-  r.weights = {1.0 / 3.0, 1.0 / 3.0};
-  return r;
-}
 
 mixing_row row_for(const std::string& name, int rank) {
   return is_centralized(name) ? complete_mixing_row(rank, kNodes) : ring_row(rank, kNodes);

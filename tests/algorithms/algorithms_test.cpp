@@ -13,40 +13,15 @@
 
 #include "algorithms/algorithm.hpp"
 #include "core/errors.hpp"
+#include "tests/algorithms/test_rows.hpp"
 
 using namespace qgossip;
+using qgossip::testing::ring_row;
+using qgossip::testing::round_to_grid;
 
 namespace {
 
 constexpr int kDim = 64;
-
-mixing_row ring_row(int rank, int n) {
-  mixing_row r;
-  r.rank = rank;
-  r.self_weight = 1.0 / 3.0;
-  int a = (rank + n - 1) % n, b = (rank + 1) % n;
-  r.neighbours = a < b ? std::vector<int>{a, b} : std::vector<int>{b, a};
-  r.weights = {1.0 / 3.0, 1.0 / 3.0};
-  return r;
-}
-
-// Unbiased stochastic rounding to `levels` levels of max|v| (a QSGDinf-like relative quantizer:
-// its error scales with the vector, as real compressors' do), seeded by (rank, t): deterministic.
-std::vector<float> round_to_grid(std::span<const float> v, float levels, int rank, std::uint64_t t) {
-  float top = 0.0f;
-  for (float x : v) top = std::max(top, std::fabs(x));
-  std::vector<float> out(v.size(), 0.0f);
-  if (top == 0.0f) return out;
-  const float step = top / levels;
-  std::mt19937_64 rng(rank * 1000003ull + t);
-  std::uniform_real_distribution<float> u(0.0f, 1.0f);
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    float q = v[i] / step;
-    float lo = std::floor(q);
-    out[i] = step * (lo + (u(rng) < q - lo ? 1.0f : 0.0f));
-  }
-  return out;
-}
 
 // Keeps the k = d/10 largest magnitudes (deterministic, biased): the top-k of CHOCO-SGD's paper.
 std::vector<float> top_tenth(std::span<const float> v) {

@@ -26,40 +26,17 @@
 #include "core/state_io.hpp"
 #include "topology/graph.hpp"
 #include "topology/weights.hpp"
+#include "tests/algorithms/test_rows.hpp"
 
 using namespace qgossip;
+using qgossip::testing::ring_row;
+using qgossip::testing::round_to_grid;
 
 namespace {
 
 constexpr int kNodes = 5;
 constexpr int kDead = 2;
 constexpr std::size_t kDim = 48;
-
-// The topology's row on a ring of n: every weight 1/3 (uniform and Metropolis–Hastings agree).
-mixing_row ring_row(int rank, int n) {
-  mixing_row r;
-  r.rank = rank;
-  r.self_weight = 1.0 / 3.0;
-  const int a = (rank + n - 1) % n, b = (rank + 1) % n;
-  r.neighbours = a < b ? std::vector<int>{a, b} : std::vector<int>{b, a};
-  r.weights = {1.0 / 3.0, 1.0 / 3.0};
-  return r;
-}
-
-std::vector<float> round_to_grid(std::span<const float> v, float levels, int rank, std::uint64_t t) {
-  float top = 0.0f;
-  for (float x : v) top = std::max(top, std::fabs(x));
-  std::vector<float> out(v.size(), 0.0f);
-  if (top == 0.0f) return out;
-  const float step = top / levels;
-  std::mt19937_64 rng(static_cast<std::uint64_t>(rank) * 1000003ull + t);
-  std::uniform_real_distribution<float> u(0.0f, 1.0f);
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    const float q = v[i] / step, lo = std::floor(q);
-    out[i] = step * (lo + (u(rng) < q - lo ? 1.0f : 0.0f));
-  }
-  return out;
-}
 
 bool bit_equal(std::span<const float> a, std::span<const float> b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
