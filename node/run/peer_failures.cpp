@@ -101,7 +101,8 @@ status peer_failures::on_notice(int from, std::span<const std::byte> payload) {
     } else if (i.rank == rank_) {
       return status::error(errc::peer_lost, "rank " + std::to_string(from) + " dropped this node from the run at round " +
                                                 std::to_string(i.round) + " (" + i.cause + ")");
-    } else if (!continue_) {
+    } else if (!continue_) {  // stop, naming the node that left first, and pass that name on
+      if (!stop_cause_) stop_cause_ = departure{.rank = i.rank, .round = i.round, .cause = i.cause, .reported_by = from};
       return status::error(errc::peer_lost, "rank " + std::to_string(i.rank) + " left the run at round " +
                                                 std::to_string(i.round) + ": " + i.cause + " (as rank " +
                                                 std::to_string(from) + " reports)");
