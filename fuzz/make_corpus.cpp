@@ -3,6 +3,7 @@
 //                          sizes and layer bounds; isgq: real factors at several batch sizes)
 //                         DIR/wire_header/*   valid frames (the golden one of docs/wire.md, train
 //                          and probe messages with codec payloads) and a few broken ones
+//                         DIR/notice/*        notices as nodes send them (left, degree, finished)
 // Deterministic: the same files every run. scripts/fuzz.sh runs it before the fuzzers.
 #include <algorithm>
 #include <array>
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "algorithms/compress/isgq.hpp"
+#include "node/membership/notice.hpp"
 #include "fuzz/inputs.hpp"
 #include "gossip/wire.hpp"
 
@@ -158,6 +160,22 @@ int wire_seeds(const fs::path& dir) {
   return count;
 }
 
+int notice_seeds(const fs::path& dir) {
+  int count = 0;
+  const std::vector<std::vector<notice_item>> notices{
+      {{.what = notice_item::kind::left, .rank = 3, .round = 237, .cause = "stopped: its link closed or it answered no heartbeat (tcp://127.0.0.1:29503)"},
+       {.what = notice_item::kind::degree, .round = 239, .degree = 1}},
+      {{.what = notice_item::kind::finished}},
+      {{.what = notice_item::kind::left, .rank = 5, .round = 12, .cause = "it stopped: round 12: diverged"},
+       {.what = notice_item::kind::left, .rank = 2, .round = 12, .cause = "sent a train message for iteration 12 that does not decode"}},
+  };
+  for (const auto& n : notices) {
+    const std::string text = encode_notice(n);
+    write(dir, count, std::vector<std::uint8_t>(text.begin(), text.end()));
+  }
+  return count;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -168,7 +186,10 @@ int main(int argc, char** argv) {
   const fs::path codec_dir = fs::path(argv[1]) / "codec_decode", wire_dir = fs::path(argv[1]) / "wire_header";
   fs::create_directories(codec_dir);
   fs::create_directories(wire_dir);
-  const int codecs = codec_seeds(codec_dir), frames = wire_seeds(wire_dir);
-  std::printf("make_corpus: %d codec_decode seeds, %d wire_header seeds in %s\n", codecs, frames, argv[1]);
+  const fs::path notice_dir = fs::path(argv[1]) / "notice";
+  fs::create_directories(notice_dir);
+  const int codecs = codec_seeds(codec_dir), frames = wire_seeds(wire_dir), notices = notice_seeds(notice_dir);
+  std::printf("make_corpus: %d codec_decode seeds, %d wire_header seeds, %d notice seeds in %s\n", codecs, frames,
+              notices, argv[1]);
   return 0;
 }

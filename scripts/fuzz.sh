@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fuzzes the byte parsers: the libFuzzer targets of fuzz/ (the wire header, every codec's decoder)
+# Fuzzes the byte parsers: the libFuzzer targets of fuzz/ (the wire header, every codec's decoder, the notices)
 # under AddressSanitizer + UBSan, each for a bounded time, starting from a seed corpus of real
 # payloads that fuzz/make_corpus writes. Its own clang build (QGOSSIP_FUZZ=ON), of the fuzz targets
 # and the layer libraries they link only (no tests, benchmarks, torch or CUDA).
@@ -19,7 +19,7 @@ seconds=${1:-20}
 runs=${QGOSSIP_FUZZ_RUNS:--1}
 jobs=${QGOSSIP_JOBS:-$(nproc)}
 cxx=${QGOSSIP_FUZZ_CXX:-clang++}
-read -r -a targets <<<"${QGOSSIP_FUZZ_TARGETS:-wire_header_fuzz codec_decode_fuzz}"
+read -r -a targets <<<"${QGOSSIP_FUZZ_TARGETS:-wire_header_fuzz codec_decode_fuzz notice_fuzz}"
 
 if ! command -v "$cxx" >/dev/null; then
   echo "fuzz: FAILED ($cxx not found: scripts/setup.sh installs clang and libclang-rt-14-dev)"

@@ -24,7 +24,9 @@ std::string_view next_word(std::string_view& line) {
 
 template <class Int>
 bool parse_int(std::string_view s, Int& out) {
+  // Digits only, no leading zero: one spelling per number ("-0" and "+1" are refused).
   if (s.empty() || s.size() > 20 || (s.size() > 1 && s[0] == '0')) return false;
+  if (!std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; })) return false;
   auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
   return ec == std::errc() && end == s.data() + s.size();
 }
@@ -34,7 +36,9 @@ status bad(std::size_t line, const std::string& what) {
 }
 
 status parse_line(std::string_view line, std::size_t number, int n, notice_item& item) {
+  const bool trailing_space = !line.empty() && line.back() == ' ';
   const std::string_view word = next_word(line);
+  if (trailing_space && word != "left") return bad(number, "a trailing space");  // one spelling per item
   if (word == "finished") {
     if (!line.empty()) return bad(number, "'finished' takes nothing after it");
     item.what = notice_item::kind::finished;
@@ -52,6 +56,7 @@ status parse_line(std::string_view line, std::size_t number, int n, notice_item&
     if (!parse_int(next_word(line), item.rank) || item.rank < 0 || item.rank >= n)
       return bad(number, "expected 'left <rank 0.." + std::to_string(n - 1) + "> <round> <cause>'");
     if (!parse_int(next_word(line), item.round)) return bad(number, "expected 'left <rank> <round> <cause>'");
+    if (line.empty()) return bad(number, "expected 'left <rank> <round> <cause>': the cause is missing");
     if (line.size() > kMaxCauseBytes) return bad(number, "the cause is longer than " + std::to_string(kMaxCauseBytes) + " bytes");
     item.cause = std::string(line);
     return status::ok();
@@ -72,7 +77,8 @@ std::string encode_notice(std::span<const notice_item> items) {
         out += "degree " + std::to_string(i.degree) + " " + std::to_string(i.round) + "\n";
         break;
       case notice_item::kind::left:
-        out += "left " + std::to_string(i.rank) + " " + std::to_string(i.round) + " " + printable(i.cause) + "\n";
+        out += "left " + std::to_string(i.rank) + " " + std::to_string(i.round) + " " +
+               (i.cause.empty() ? std::string("(no cause given)") : printable(i.cause)) + "\n";
         break;
     }
   }

@@ -2,6 +2,7 @@
 // The payload of a notice (gossip/wire.hpp message_kind::notice): membership news that travels
 // outside the rounds, one item per line, ASCII text so a person can read a captured one:
 //   left <rank> <round> <cause>     rank left the run; its neighbour noticed during round <round>
+//                                    (the cause is not empty)
 //                                    (forwarded hop by hop, so every node learns every departure)
 //   degree <degree> <from_round>    the sender's degree from round <from_round> on (Metropolis–
 //                                    Hastings re-weighting; sent to neighbours only)
@@ -9,6 +10,7 @@
 // A notice comes from an authenticated neighbour (the exchange checked its header), yet it is parsed
 // as hostile input: anything else — an unknown word, a number out of range, a rank outside the run,
 // a control character, more than kMaxNoticeBytes — is errc::corrupt and the notice is rejected whole.
+// What parses encodes back to the very same bytes (fuzz/notice_fuzz.cpp checks it).
 #include <cstddef>
 #include <cstdint>
 #include <span>

@@ -64,6 +64,11 @@ TEST_CASE("notice: hostile payloads are refused whole, with the line and what wa
       {"degree 8 3\n", "expected 'degree <0..7> <round>'"},
       {"degree 1 3 4\n", "expected 'degree <d> <round>'"},
       {"finished now\n", "'finished' takes nothing after it"},
+      {"left 1 2\n", "the cause is missing"},
+      {"degree 1 1 \n", "a trailing space"},  // found by fuzz/notice_fuzz.cpp: it re-encoded without the space
+      {"finished \n", "a trailing space"},
+      {"degree -0 5\n", "expected 'degree <0..7> <round>'"},  // fuzz: "-0" re-encoded as "0"
+      {"left 1 2 \n", "the cause is missing"},
       {"left 1 2 caf\xc3\xa9\n", "not printable ASCII"},
       {std::string(kMaxNoticeBytes, 'f') + "\n", "at most 4096"},
       {"left 1 2 " + std::string(kMaxCauseBytes + 1, 'y') + "\n", "longer than 300 bytes"},
