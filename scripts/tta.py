@@ -19,6 +19,8 @@ The sweep file (YAML; see configs/tta/):
   stop_at: 0.88                       # a run stops when it reaches this (default: the largest target)
   cap_s: 300                          # ... or at this many seconds from its launch
   epochs: 12                          # ... or after this many epochs
+  prefix: tta                         # scripts/cluster.sh --prefix and --subnet of every run (defaults
+  subnet: 10.79.0                     #   tta, 10.79.0): names no other cluster on the machine uses
   systems:
     - {label: DDP, kind: ddp, lr: [0.1, 0.2], momentum: 0}          # a list makes a grid: one run each
     - {label: DDP Nesterov, kind: ddp, lr: [0.05, 0.1], momentum: 0.9, nesterov: true}
@@ -38,8 +40,12 @@ peers from rank 0's evaluations of the global model; qgossip from the mean over 
 accuracy at each evaluation, at the time the last node logged it (scripts/tta_metrics.py says how
 node clocks are put on the launch's).
 
-Writes into OUT/<name>/: runs.csv (one row per run: times and epochs to each target, epoch time,
-bytes per rank per epoch counted by the algorithm and on the wire, parameters), curves.csv (every
+Start-up (launch to training): peers, rank 0's first step (after every rank's rendezvous); qgossip,
+the last node's start of round 1 (its first CSV row's wall_s less the round time spent until then).
+
+Writes into OUT/<name>/: runs.csv (one row per run: times and epochs to each target, start-up, epoch
+time, bytes per rank per epoch counted by the algorithm and on the wire, parameters, the machine's
+1-minute load average as the run started and ended), curves.csv (every
 evaluation of every run, on the launch clock), tta.md (a table per node count and link, with ratios
 to DDP's and DiLoCo's best run at each target) and figures/accuracy_vs_time.png (one panel per link).
 
@@ -495,7 +501,7 @@ def write_report(sweep, out, rows):
         w.writerow(["run", "system", "kind", "family", "link", "rate", "nodes", "status", "error"] +
                    [x for t in targets for x in (f"time_to_{t:g}_s", f"epoch_to_{t:g}")] +
                    ["startup_s", "epoch_time_s", "bytes_per_rank_per_epoch", "wire_bytes_per_rank_per_epoch",
-                    "tbf_dropped", "params", "last_acc", "epochs_run"])
+                    "tbf_dropped", "params", "last_acc", "epochs_run", "load1_start", "load1_end"])
         for r in rows:
             m = r["m"]
             cells = [r["name"], r["label"], r["kind"], r["system"]["family"], r["link"]["label"],
@@ -506,6 +512,7 @@ def write_report(sweep, out, rows):
             cells += ["" if m.get(k) is None else (f"{m[k]:.10g}" if isinstance(m[k], float) else m[k])
                       for k in ("startup_s", "epoch_time_s", "bytes_per_epoch", "wire_bytes_per_epoch",
                                 "tbf_dropped", "params", "final_acc", "epoch_last")]
+            cells += ["" if m["load"][k] is None else f"{m['load'][k]:.2f}" for k in ("start", "end")]
             w.writerow(cells)
     with open(os.path.join(out, "curves.csv"), "w", newline="") as f:
         w = csv.writer(f)
@@ -522,7 +529,9 @@ def write_report(sweep, out, rows):
         md += [sweep["description"], ""]
     md += [f"Stop at {sweep['stop_at']:g}, {sweep['cap_s']:g} s (unless a link says otherwise) or {sweep['epochs']:g} "
            "epochs; times from the launch "
-           "(start-up included); epoch = the epoch of the evaluation that first reached the target. ÷ columns: "
+           "(start-up included); epoch = the epoch of the evaluation that first reached the target. Start-up: launch "
+           "to training (peers: rank 0's first step, after the rendezvous; qgossip: the last node's start of round "
+           "1). ÷ columns: "
            "this run's time over the best DDP / DiLoCo run's time to the same target on the same link. "
            "MB/rank/epoch (algorithm): bytes the training messages hold (peers: ring all-reduce, 2(n−1)/n·4d per "
            "all-reduce; qgossip: its bytes_sent); (wire): the rank's veth tx bytes from scripts/cluster.sh "
@@ -531,7 +540,8 @@ def write_report(sweep, out, rows):
     os.makedirs(figures, exist_ok=True)
     for (n, link), its in groups.items():
         cap = cap_of(sweep, its[0]["link"])
-        md += [f"### {link}, n = {n}", "", f"Time cap {cap:g} s.", "", tta_metrics.table(its, targets, cap)]
+        md += [f"### {link}, n = {n}", "", f"Time cap {cap:g} s." + tta_metrics.load_note(its), "",
+               tta_metrics.table(its, targets, cap)]
         notes = sorted({f"{r['label']}: {x}" for r in its for x in r["m"]["notes"]})
         if notes:
             md += ["Notes: " + "; ".join(notes), ""]
@@ -645,11 +655,16 @@ def main(argv):
                 shutil.rmtree(run["dir"], ignore_errors=True)  # a node run leaves keys/ and checkpoints/
                 os.makedirs(run["dir"], exist_ok=True)
                 print(f"{prefix} ...", end="", flush=True)
+                load_start = os.getloadavg()
                 with open(os.path.join(run["dir"], "launch.log"), "w") as log:
                     code, stopped_by, launch = execute(sweep, run, cmd, args.local, log)
                 status, error = run_status(run, code, stopped_by)
+                # The machine's load averages (1, 5, 15 min) as the run started and ended: other work on a
+                # shared machine stretches wall times, so the tables say how loaded it was.
                 record = {"command": cmd, "status": status, "error": error, "exit_code": code,
-                          "launch_unix_s": launch, "duration_s": round(time.time() - launch, 3)}
+                          "launch_unix_s": launch, "duration_s": round(time.time() - launch, 3),
+                          "loadavg_start": [round(x, 2) for x in load_start],
+                          "loadavg_end": [round(x, 2) for x in os.getloadavg()]}
                 with open(os.path.join(run["dir"], "tta-run.json"), "w") as f:
                     json.dump(record, f, indent=2)
                 print(f" {status} after {record['duration_s']:.0f} s" + (f": {error}" if error else ""), flush=True)

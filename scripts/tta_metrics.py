@@ -32,6 +32,11 @@ def _num(text):
     return v if math.isfinite(v) else None
 
 
+def _first(values):
+    """The 1-minute figure of a recorded [1, 5, 15 min] load average, or None."""
+    return _num(values[0]) if isinstance(values, list) and values else None
+
+
 def read_json(path):
     try:
         with open(path) as f:
@@ -97,6 +102,32 @@ def curve_qgossip(run_dir, launch_unix):
     return points, notes
 
 
+def qgossip_startup(run_dir, launch_unix):
+    """Seconds from the launch until the LAST node began its first round (None when it cannot be told).
+
+    A node logs no start-up time, so it is taken from its first CSV row: that row's wall_s (node clock)
+    minus the seconds the node's rounds had spent until then (compute_s + codec_s + comm_s +
+    transfer_s, cumulative) is when the node entered round 1, after its setup (data, model, transport,
+    the peers' connections); the launch-clock offset (qgossip_offset) puts it on the launch's clock.
+    The first row's own evaluation, when it has one, and untimed per-round bookkeeping are counted as
+    start-up (tens of milliseconds for the MLP's 10,000 test images). The last node is taken because
+    the first round needs the neighbours: it is when the whole run is training, as a peer's first
+    step is after the rendezvous of all ranks."""
+    starts = []
+    for rank, (csv_path, json_path) in node_files(run_dir).items():
+        offset = qgossip_offset(read_json(json_path), launch_unix)
+        rows = read_csv_rows(csv_path)
+        if offset is None or not rows:
+            return None
+        first = rows[0]
+        wall = _num(first.get("wall_s"))
+        spent = [_num(first.get(k)) for k in ("compute_s", "codec_s", "comm_s")]
+        if wall is None or None in spent:
+            return None
+        starts.append(offset + wall - sum(spent) - (_num(first.get("transfer_s")) or 0.0))
+    return max(starts) if starts else None
+
+
 def curve_peer(run_dir):
     """Rank 0's evaluations: [(time from launch, epoch, accuracy, step)]."""
     path = os.path.join(run_dir, "node-0.csv")
@@ -142,14 +173,16 @@ def run_metrics(kind, run_dir, targets, cap_s, params_hint=None):
     m = {"points": points, "notes": notes, "ttas": {}, "epoch_last": epochs,
          "bytes_per_epoch": sent / epochs if sent is not None and epochs else None,
          "params": params_hint, "final_acc": points[-1][2] if points else None,
-         "status": record.get("status", "not run"), "error": record.get("error", "")}
+         "status": record.get("status", "not run"), "error": record.get("error", ""),
+         "load": {k: _first(record.get(f"loadavg_{k}")) for k in ("start", "end")}}
     for target in targets:
         m["ttas"][target] = time_to(points, target, cap_s)
     s0 = next((s for s in summaries if s.get("rank") == 0), None) or {}
     if kind != "qgossip":
         m["params"] = s0.get("params") or params_hint
-    # Start-up: launch to the first training step (peers log it; a qgossip node does not: "–").
-    m["startup_s"] = _num(s0.get("first_step_s")) if kind != "qgossip" else None
+    # Start-up: launch to the first training step (peers: rank 0's first_step_s, after the rendezvous of
+    # all ranks); qgossip: launch to the last node's start of round 1, from the nodes' first CSV rows.
+    m["startup_s"] = _num(s0.get("first_step_s")) if kind != "qgossip" else qgossip_startup(run_dir, launch)
     # Epoch time, the same way for every system: between the first and the last evaluation.
     first, last = (points[0], points[-1]) if len(points) >= 2 else (None, None)
     m["epoch_time_s"] = ((last[0] - first[0]) / (last[1] - first[1])
@@ -195,6 +228,16 @@ def fmt_ratio(tta, best):
 
 def fmt_mb(b):
     return "–" if b is None else f"{b / 1e6:.2f}"
+
+
+def load_note(runs):
+    """' 1-min load average as the runs started: median M (min-max).' or '' when none was recorded."""
+    loads = sorted(r["m"]["load"]["start"] for r in runs if r["m"].get("load", {}).get("start") is not None)
+    if not loads:
+        return ""
+    mid = len(loads) // 2
+    median = loads[mid] if len(loads) % 2 else (loads[mid - 1] + loads[mid]) / 2
+    return f" Load average (1 min) as the runs started: median {median:.1f} ({loads[0]:.1f}–{loads[-1]:.1f})."
 
 
 def table(runs, targets, cap_s):

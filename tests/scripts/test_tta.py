@@ -129,6 +129,37 @@ class Clock(unittest.TestCase):
         # The cap counts: a target reached after it is not reached.
         self.assertIsNone(tta_metrics.run_metrics("qgossip", self.d, [0.86], cap_s=20)["ttas"][0.86])
 
+    def test_qgossip_startup_is_the_last_nodes_start_of_round_1(self):
+        launch = 1000.0
+        cols = ("iteration", "epoch", "wall_s", "test_acc", "compute_s", "codec_s", "comm_s", "transfer_s")
+        # Node 0 started 2 s after the launch; its first row at 1.5 s on its clock had spent 0.25 + 0.05 +
+        # 0.2 s in rounds: round 1 began 1.0 s into it, 3.0 s after the launch. Node 1 started 1 s after
+        # the launch; its first row at 3.0 s had spent 0.5 s in rounds: round 1 at 1 + 2.5 = 3.5 s. The
+        # last node counts.
+        for rank, (end, wall, first) in enumerate([(1030.0, 28.0, (4, 0.5, 1.5, None, 0.25, 0.05, 0.2, 0)),
+                                                   (1030.0, 29.0, (4, 0.5, 3.0, None, 0.3, 0.1, 0.1, ""))]):
+            write_rows(os.path.join(self.d, f"node-{rank}.csv"), [first, (8, 1.0, 6.0, 0.8, 1, 0.1, 1, 0)], cols)
+            write(os.path.join(self.d, f"node-{rank}.json"), json.dumps({"rank": rank, "end_unix_s": end,
+                                                                         "wall_s": wall, "epoch": 1.0}))
+        self.assertAlmostEqual(tta_metrics.qgossip_startup(self.d, launch), 3.5)
+        write(os.path.join(self.d, "tta-run.json"), json.dumps({"launch_unix_s": launch, "status": "target"}))
+        m = tta_metrics.run_metrics("qgossip", self.d, [0.8], cap_s=100)
+        self.assertAlmostEqual(m["startup_s"], 3.5)
+        self.assertIn("| 3.5 s |", tta_metrics.table([{"label": "q", "kind": "qgossip", "m": m}], [0.8], 100))
+        self.assertEqual(m["load"], {"start": None, "end": None})
+        self.assertEqual(tta_metrics.load_note([{"m": m}]), "")
+        # The load averages the harness records around a run: the 1-minute figure, and their median.
+        write(os.path.join(self.d, "tta-run.json"), json.dumps({"launch_unix_s": launch, "status": "target",
+                                                                "loadavg_start": [3.0, 2.0, 1.0],
+                                                                "loadavg_end": [5.0, 2.5, 1.5]}))
+        m = tta_metrics.run_metrics("qgossip", self.d, [0.8], cap_s=100)
+        self.assertEqual(m["load"], {"start": 3.0, "end": 5.0})
+        other = {"m": {"load": {"start": 7.0, "end": None}}}
+        self.assertEqual(tta_metrics.load_note([{"m": m}, other]),
+                         " Load average (1 min) as the runs started: median 5.0 (3.0–7.0).")
+        # Without the launch time (or the columns) it cannot be told.
+        self.assertIsNone(tta_metrics.qgossip_startup(self.d, None))
+
     def test_a_node_without_its_start_is_said(self):
         write_rows(os.path.join(self.d, "node-0.csv"), [(5, 1.0, 3.0, 0.9)])
         points, notes = tta_metrics.curve_qgossip(self.d, 1000.0)
