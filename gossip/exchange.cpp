@@ -226,7 +226,7 @@ status exchange::send_notice(std::span<const int> peers, std::span<const std::by
   return sent;
 }
 
-void exchange::handle_notice(std::size_t k, const wire_header& h) {
+void exchange::handle_notice(const wire_header& h) {
   stats_.notice_bytes_received += kWireHeaderBytes + h.payload_bytes;
   ++stats_.messages_delivered;
   if (!options_.on_notice) return;
@@ -237,7 +237,6 @@ void exchange::handle_notice(std::size_t k, const wire_header& h) {
     }
     if (pending_failure_.is_ok()) pending_failure_ = s;
   }
-  (void)k;
 }
 
 void exchange::flush_log_limits() {
@@ -321,7 +320,7 @@ void exchange::handle(message_kind kind, const codec_expectation& codec, std::ve
     return;
   }
   if (h.kind == message_kind::notice) {
-    handle_notice(k, h);
+    handle_notice(h);
     return;
   }
   const std::size_t ki = kind_index(h.kind);

@@ -197,7 +197,7 @@ class exchange {
   static std::size_t kind_index(message_kind k) { return static_cast<std::size_t>(k) - 1; }
 
   void handle(message_kind kind, const codec_expectation& codec, std::vector<inbound_message>& out);
-  void handle_notice(std::size_t k, const wire_header& h);
+  void handle_notice(const wire_header& h);
   // A neighbour failed (lost or misbehaving): drops it or sets pending_failure_ (on_peer_failure).
   void peer_failed(std::size_t k, const std::string& why);
   void take_lost_peers();
