@@ -30,7 +30,7 @@ struct notice_item {
   int rank = -1;              // left: who left
   std::uint64_t round = 0;    // left: when it was noticed; degree: the first round it applies to
   int degree = 0;             // degree: the sender's number of live neighbours
-  std::string cause;          // left: why (printable ASCII, at most kMaxCauseBytes; longer is cut)
+  std::string cause = {};     // left: why (printable ASCII, at most kMaxCauseBytes; longer is cut)
 };
 
 // The payload for items. Causes are cut to kMaxCauseBytes and control characters replaced by '?'.
