@@ -58,6 +58,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 import results  # noqa: E402  (scripts/results.py: the Markdown rendering, shared with docs/results.md)
+import sweep_file  # noqa: E402  (scripts/sweep_file.py: reading the sweep YAML, shared with tta.py)
 
 RATE_KEY = "network.emulate.rate_mbit"
 DELAY_KEY = "network.emulate.delay_ms"
@@ -119,21 +120,7 @@ def check_keys(mapping, allowed, where):
 
 def load_sweep(path, extra_sets=()):
     """The sweep file, validated and expanded; extra_sets (sweep.py --set) apply after every run's own."""
-    import yaml
-
-    try:
-        with open(path) as f:
-            doc = yaml.safe_load(f)
-    except OSError as e:
-        raise SweepError(f"{path}: {e.strerror}") from None
-    except yaml.YAMLError as e:
-        raise SweepError(f"{path}: not valid YAML: {e}") from None
-    if not isinstance(doc, dict):
-        raise SweepError(f"{path}: expected a mapping at the top")
-    check_keys(doc, SWEEP_KEYS, path)
-    for key in ("name", "base", "runs"):
-        if key not in doc:
-            raise SweepError(f"{path}: missing required key '{key}'")
+    doc = sweep_file.read_mapping(path, SWEEP_KEYS, ("name", "base", "runs"), SweepError)
     name = str(doc["name"])
     if sanitize(name) != name:
         raise SweepError(f"{path}: name '{name}' must be a plain directory name, e.g. '{sanitize(name)}'")

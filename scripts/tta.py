@@ -73,6 +73,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
+import sweep_file  # noqa: E402
 import tta_metrics  # noqa: E402
 
 PYTHON = "/usr/bin/python3"  # Debian's: python3-torch, numpy, yaml, matplotlib
@@ -160,23 +161,7 @@ def expand_system(entry, where):
 
 
 def load_sweep(path):
-    import yaml
-
-    try:
-        with open(path) as f:
-            doc = yaml.safe_load(f)
-    except OSError as e:
-        raise SweepError(f"{path}: {e.strerror}") from None
-    except yaml.YAMLError as e:
-        raise SweepError(f"{path}: not valid YAML: {e}") from None
-    if not isinstance(doc, dict):
-        raise SweepError(f"{path}: expected a mapping at the top")
-    for k in doc:
-        if k not in SWEEP_KEYS:
-            raise SweepError(f"{path}: unknown key '{k}' (expected one of: {', '.join(SWEEP_KEYS)})")
-    for k in ("name", "base", "systems"):
-        if k not in doc:
-            raise SweepError(f"{path}: missing required key '{k}'")
+    doc = sweep_file.read_mapping(path, SWEEP_KEYS, ("name", "base", "systems"), SweepError)
     name = str(doc["name"])
     if sanitize(name) != name:
         raise SweepError(f"{path}: name '{name}' must be a plain directory name, e.g. '{sanitize(name)}'")
