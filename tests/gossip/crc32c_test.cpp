@@ -1,4 +1,5 @@
 #include "gossip/crc32c.hpp"
+#include "tests/gossip/test_bytes.hpp"
 
 #include <doctest/doctest.h>
 
@@ -8,10 +9,9 @@
 #include <vector>
 
 using namespace qgossip;
+using qgossip::testing::bytes;
 
 namespace {
-
-std::span<const std::byte> bytes(std::string_view s) { return std::as_bytes(std::span(s.data(), s.size())); }
 
 // The definition, one bit at a time: the third, independent opinion both fast paths must match.
 std::uint32_t crc32c_bitwise(std::span<const std::byte> data) {

@@ -6,15 +6,14 @@
 
 #include "core/errors.hpp"
 #include "tests/gossip/spawn.hpp"
+#include "tests/gossip/test_bytes.hpp"
 
 using namespace qgossip;
+using qgossip::testing::bytes;
+using qgossip::testing::text;
 using namespace std::chrono_literals;
 
 namespace {
-std::span<const std::byte> bytes(std::string_view s) { return std::as_bytes(std::span(s.data(), s.size())); }
-std::string text(const std::vector<std::byte>& v) {
-  return std::string(reinterpret_cast<const char*>(v.data()), v.size());
-}
 }  // namespace
 
 TEST_CASE("inproc: messages arrive whole, in order, naming their sender") {

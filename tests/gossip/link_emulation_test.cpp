@@ -18,18 +18,16 @@
 #include "core/errors.hpp"
 #include "gossip/inproc/transport.hpp"
 #include "tests/gossip/spawn.hpp"
+#include "tests/gossip/test_bytes.hpp"
 
 using namespace qgossip;
+using qgossip::testing::bytes;
+using qgossip::testing::text;
 using namespace std::chrono_literals;
 
 namespace {
 
 constexpr auto kSlack = 2s;
-
-std::span<const std::byte> bytes(std::string_view s) { return std::as_bytes(std::span(s.data(), s.size())); }
-std::string text(const std::vector<std::byte>& v) {
-  return std::string(reinterpret_cast<const char*>(v.data()), v.size());
-}
 
 // What the link model says one message of `frame_bytes` (header + payload) occupies the link for.
 transport_clock::duration transmission(std::size_t frame_bytes, const link_emulation& l) {

@@ -18,18 +18,15 @@
 #include "core/errors.hpp"
 #include "gossip/exchange.hpp"
 #include "tests/gossip/spawn.hpp"
+#include "tests/gossip/test_bytes.hpp"
 
 using namespace qgossip;
+using qgossip::testing::kAnyPort;
+using qgossip::testing::bytes;
+using qgossip::testing::text;
 using namespace std::chrono_literals;
 
 namespace {
-
-constexpr const char* kAnyPort = "tcp://127.0.0.1:*";
-
-std::span<const std::byte> bytes(std::string_view s) { return std::as_bytes(std::span(s.data(), s.size())); }
-std::string text(const std::vector<std::byte>& v) {
-  return std::string(reinterpret_cast<const char*>(v.data()), v.size());
-}
 
 zmq_options quick() {
   zmq_options o;
