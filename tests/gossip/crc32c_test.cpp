@@ -1,5 +1,4 @@
 #include "gossip/crc32c.hpp"
-#include "tests/gossip/test_bytes.hpp"
 
 #include <doctest/doctest.h>
 
@@ -7,6 +6,8 @@
 #include <random>
 #include <string_view>
 #include <vector>
+
+#include "tests/gossip/test_bytes.hpp"
 
 using namespace qgossip;
 using qgossip::testing::bytes;
