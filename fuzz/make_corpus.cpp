@@ -3,7 +3,7 @@
 //                          sizes and layer bounds; isgq: real factors at several batch sizes)
 //                         DIR/wire_header/*   valid frames (the golden one of docs/wire.md, train
 //                          and probe messages with codec payloads) and a few broken ones
-//                         DIR/notice/*        notices as nodes send them (left, degree, finished)
+//                         DIR/notice/*        notices as nodes send them (left, degree)
 // Deterministic: the same files every run. scripts/fuzz.sh runs it before the fuzzers.
 #include <algorithm>
 #include <array>
@@ -149,6 +149,9 @@ int wire_seeds(const fs::path& dir) {
                 .iteration = 99, .codec = fuzz::kProbe.codec, .codec_tag = fuzz::kProbe.codec_tag,
                 .payload_bytes = static_cast<std::uint32_t>(probe.size())};
   frame(dir, count, 0, p, probe);
+  // docs/wire.md's golden finished message: no codec, no payload.
+  const wire_header done{.kind = message_kind::finished, .run_id = fuzz::kRunId, .sender = 3, .iteration = 17};
+  frame(dir, count, 0, done, {});
   // Broken: a truncated header, a foreign sender, an empty payload.
   frame(dir, count, 0, h, raw, 1 + 20);
   wire_header stranger = h;
@@ -165,7 +168,6 @@ int notice_seeds(const fs::path& dir) {
   const std::vector<std::vector<notice_item>> notices{
       {{.what = notice_item::kind::left, .rank = 3, .round = 237, .cause = "stopped: its link closed or it answered no heartbeat (tcp://127.0.0.1:29503)"},
        {.what = notice_item::kind::degree, .round = 239, .degree = 1}},
-      {{.what = notice_item::kind::finished}},
       {{.what = notice_item::kind::left, .rank = 5, .round = 12, .cause = "it stopped: round 12: diverged"},
        {.what = notice_item::kind::left, .rank = 2, .round = 12, .cause = "sent a train message for iteration 12 that does not decode"}},
   };

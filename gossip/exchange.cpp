@@ -121,6 +121,8 @@ exchange::exchange(transport& t, exchange_options options) : transport_(t), opti
   rejected_this_round_.resize(nb.size());
   rejected_on_link_.resize(nb.size());
   dropped_.resize(nb.size());
+  finished_.resize(nb.size());
+  closed_.resize(nb.size());
 }
 
 void exchange::note(const std::string& line) {
@@ -200,12 +202,48 @@ void exchange::take_lost_peers() {
   for (int peer : lost_) {
     auto it = std::lower_bound(nb.begin(), nb.end(), peer);
     if (it == nb.end() || *it != peer) continue;
-    peer_failed(static_cast<std::size_t>(it - nb.begin()),
-                "stopped: its link closed or it answered no heartbeat (" + transport_.peer_address(peer) + ")");
+    const auto k = static_cast<std::size_t>(it - nb.begin());
+    if (finished_[k]) {  // it completed its run and exited: no failure, and its messages stay
+      closed_[k] = true;
+      transport_.forget_peer(peer);
+      continue;
+    }
+    peer_failed(k, "stopped: its link closed or it answered no heartbeat (" + transport_.peer_address(peer) + ")");
   }
 }
 
-status exchange::send_notice(std::span<const int> peers, std::span<const std::byte> payload, std::uint64_t iteration) {
+bool exchange::finished(int peer) const {
+  const auto& nb = options_.neighbours;
+  auto it = std::lower_bound(nb.begin(), nb.end(), peer);
+  return it != nb.end() && *it == peer && finished_[static_cast<std::size_t>(it - nb.begin())].has_value();
+}
+
+bool exchange::in_round(std::size_t k, std::uint64_t iteration) const {
+  return !dropped_[k] && (!finished_[k] || *finished_[k] >= iteration);
+}
+
+void exchange::handle_finished(std::size_t k, const wire_header& h) {
+  stats_.notice_bytes_received += kWireHeaderBytes;
+  ++stats_.messages_delivered;
+  if (finished_[k]) {
+    ++stats_.duplicates;
+    return;
+  }
+  finished_[k] = h.iteration;
+  if (out_index_[k] >= 0 && !filled_[k] && h.iteration < base_) {  // a round after its last stops waiting for it
+    vacated_[static_cast<std::size_t>(out_index_[k])] = true;
+    --missing_;
+    out_index_[k] = -1;
+  }
+}
+
+status exchange::send_notice(std::span<const int> to, std::span<const std::byte> payload, std::uint64_t iteration) {
+  // Not to peers that finished and exited: nothing would take the message, and it would linger.
+  std::vector<int> peers;
+  for (int p : to)
+    if (auto it = std::lower_bound(options_.neighbours.begin(), options_.neighbours.end(), p);
+        it == options_.neighbours.end() || *it != p || !closed_[static_cast<std::size_t>(it - options_.neighbours.begin())])
+      peers.push_back(p);
   if (peers.empty()) return status::ok();
   if (payload.size() > options_.max_payload_bytes)
     return status::error(errc::invalid, "notice of " + std::to_string(payload.size()) + " bytes exceeds max_payload_bytes");
@@ -323,6 +361,14 @@ void exchange::handle(message_kind kind, const codec_expectation& codec, std::ve
     handle_notice(h);
     return;
   }
+  if (h.kind == message_kind::finished) {
+    handle_finished(k, h);
+    return;
+  }
+  if (draining_) {  // after this node's last round (finish): for a round it will not run
+    ++stats_.expired;
+    return;
+  }
   const std::size_t ki = kind_index(h.kind);
   const auto& last = delivered_[k][ki];
   if (h.iteration < base_ || (last && h.iteration <= *last)) {
@@ -431,8 +477,10 @@ status exchange::round(message_kind kind, std::uint64_t iteration, const outgoin
   h.payload_bytes = static_cast<std::uint32_t>(msg.payload.size());
   encode_header(h, msg.payload, header_);
   live_send_.clear();
-  for (int p : peers.send_to)
-    if (!dropped(p)) live_send_.push_back(p);
+  for (int p : peers.send_to) {
+    const auto k = static_cast<std::size_t>(std::lower_bound(nb.begin(), nb.end(), p) - nb.begin());
+    if (in_round(k, iteration) && !closed_[k]) live_send_.push_back(p);
+  }
   if (!live_send_.empty()) {
     status sent = transport_.send_all(live_send_, header_, msg.payload);
     stats_.send_time += transport_clock::now() - start;
@@ -448,7 +496,7 @@ status exchange::round(message_kind kind, std::uint64_t iteration, const outgoin
   std::size_t expected = 0;
   for (int p : peers.receive_from) {
     const auto k = static_cast<std::size_t>(std::lower_bound(nb.begin(), nb.end(), p) - nb.begin());
-    if (!dropped_[k]) out_index_[k] = static_cast<int>(expected++);
+    if (in_round(k, iteration)) out_index_[k] = static_cast<int>(expected++);
   }
   out.resize(expected);
   vacated_.assign(expected, false);
@@ -496,6 +544,72 @@ status exchange::round(message_kind kind, std::uint64_t iteration, const outgoin
   compact(out);
   ++stats_.rounds;
   if (options_.log) flush_log_limits();
+  return status::ok();
+}
+
+}  // namespace qgossip
+
+namespace qgossip {
+
+status exchange::finish(std::uint64_t iteration, transport_clock::time_point deadline) {
+  if (!failed_.is_ok())
+    return status::error(errc::invalid, "the exchange is unusable after a failed round (" + failed_.to_string() + ")");
+  draining_ = true;
+  const auto& nb = options_.neighbours;
+  wire_header h;
+  h.kind = message_kind::finished;
+  h.run_id = options_.run_id;
+  h.sender = static_cast<std::uint32_t>(options_.rank);
+  h.iteration = iteration;
+  encode_header(h, {}, header_);
+  live_send_.clear();
+  for (std::size_t k = 0; k < nb.size(); ++k)
+    if (!dropped_[k] && !closed_[k]) live_send_.push_back(nb[k]);
+  if (!live_send_.empty()) {
+    const auto start = transport_clock::now();
+    status sent = transport_.send_all(live_send_, header_, {});
+    stats_.send_time += transport_clock::now() - start;
+    if (!sent) return fail(sent);
+    stats_.messages_sent += live_send_.size();
+    stats_.bytes_sent += live_send_.size() * kWireHeaderBytes;
+    stats_.notice_bytes_sent += live_send_.size() * kWireHeaderBytes;
+  }
+  std::vector<inbound_message> none;
+  auto waiting_for = [&] {
+    std::string who;
+    for (std::size_t k = 0; k < nb.size(); ++k)
+      if (!dropped_[k] && !finished_[k]) who += (who.empty() ? "rank " : ", rank ") + std::to_string(nb[k]);
+    return who;
+  };
+  while (pending_failure_.is_ok()) {
+    const std::string who = waiting_for();
+    if (who.empty()) break;
+    if (options_.should_stop && options_.should_stop())
+      return fail(status::error(errc::cancelled, "stopped while waiting for the neighbours to finish"));
+    const auto wait_start = transport_clock::now();
+    const auto slice_end = options_.should_stop ? std::min(deadline, wait_start + kStopCheckInterval) : deadline;
+    status s = transport_.receive(slice_end, rx_);
+    stats_.wait_time += transport_clock::now() - wait_start;
+    absorb_refusals();
+    if (s.code() == errc::timeout && slice_end < deadline) continue;
+    if (s.code() == errc::timeout)
+      return status::error(errc::timeout, "finished at iteration " + std::to_string(iteration) + ", but " + who +
+                                              " had not finished by the deadline");
+    if (s.code() == errc::corrupt) {
+      reject(reject_reason::malformed, rx_.peer, s.message());
+      continue;
+    }
+    if (s.code() == errc::peer_lost) {
+      take_lost_peers();
+      continue;
+    }
+    if (!s) return fail(s);
+    ++stats_.messages_received;
+    stats_.bytes_received += rx_.header.size() + rx_.payload.size();
+    handle(message_kind::train, codec_expectation{}, none);
+  }
+  if (options_.log) flush_log_limits();
+  if (!pending_failure_.is_ok()) return fail(pending_failure_);
   return status::ok();
 }
 

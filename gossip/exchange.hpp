@@ -18,6 +18,9 @@
 //    A message for the current round from a peer not expected to send in it is rejected.
 //  - A round that does not complete by its deadline fails with errc::timeout naming every silent
 //    neighbour: "no message from rank 3 (tcp://10.0.0.3:29500?) for iteration 17 within 30000 ms".
+//  - The end of a run (finish): a node tells its peers it finished and waits until they have too, so
+//    that it never leaves while one of its messages may still be needed. A finished peer's link
+//    closing is no failure and leaves its messages in place; no round after its last waits for it.
 //
 // Every node of a run sends, for a given kind, the same codec, codec tag and element count: a
 // message is checked against this node's own outgoing message of the same round.
@@ -177,6 +180,21 @@ class exchange {
   // iteration (the sender's round, for the log). Usable between rounds, from the callbacks during
   // one, and after a failed round (a stopping node tells its neighbours why). Errors: the transport's.
   status send_notice(std::span<const int> peers, std::span<const std::byte> payload, std::uint64_t iteration);
+  // Ends this node's part of the run after its last round, `iteration`: sends a finished message
+  // (message_kind::finished) to every live peer, then receives until every live peer has finished
+  // too, or its link was lost, or deadline passes. Only then may the node close its links: a peer
+  // that finished has completed its last round, so it holds every message it needs from this node,
+  // while one that has not may still be waiting for this node's last messages. Meanwhile notices
+  // go to on_notice and a peer whose link is lost before it finished to on_peer_failure (as in a
+  // round); train and probe messages (for rounds this node will not run) are counted as expired.
+  // Returns ok; errc::timeout naming the peers that had not finished by deadline; errc::peer_lost
+  // when on_peer_failure did not drop a failed peer; errc::cancelled on a stop request.
+  // REQUIRES: no round after it.
+  status finish(std::uint64_t iteration, transport_clock::time_point deadline);
+  // True once peer's finished message arrived (its last round, and that it sends nothing more but
+  // notices): its link closing afterwards is no failure, and no round after its last waits for it.
+  [[nodiscard]] bool finished(int peer) const;
+
   // Drops a neighbour for good: no round waits for it (a round under way goes on without it, and
   // its entry leaves `out`, even when its message had arrived: the node mixes without it from this
   // round on), its buffered and later messages are rejected (reason departed), and
@@ -198,6 +216,9 @@ class exchange {
 
   void handle(message_kind kind, const codec_expectation& codec, std::vector<inbound_message>& out);
   void handle_notice(const wire_header& h);
+  void handle_finished(std::size_t k, const wire_header& h);
+  // A peer that takes part in round `iteration`: neither dropped nor finished before it.
+  [[nodiscard]] bool in_round(std::size_t k, std::uint64_t iteration) const;
   // A neighbour failed (lost or misbehaving): drops it or sets pending_failure_ (on_peer_failure).
   void peer_failed(std::size_t k, const std::string& why);
   void take_lost_peers();
@@ -235,6 +256,11 @@ class exchange {
   std::vector<int> rejected_this_round_;  // per neighbour
   std::vector<std::uint64_t> rejected_on_link_;  // per neighbour, the whole run
   std::vector<bool> dropped_;                    // per neighbour
+  // Per neighbour: the last iteration of a neighbour that finished (its finished message arrived),
+  // and whether its link has closed since (it exited: nothing more is sent to it).
+  std::vector<std::optional<std::uint64_t>> finished_;
+  std::vector<bool> closed_;
+  bool draining_ = false;                        // inside finish()
   std::vector<bool> vacated_;                    // per entry of out: its peer was dropped mid-round
   status pending_failure_;                       // a failed peer on_peer_failure did not drop
   std::vector<int> lost_;                        // scratch for take_lost_peers

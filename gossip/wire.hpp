@@ -19,7 +19,7 @@ namespace qgossip {
 
 inline constexpr std::size_t kWireHeaderBytes = 48;
 // Bump on ANY change to the header layout or the meaning of a field (and update docs/wire.md).
-inline constexpr std::uint16_t kWireVersion = 2;  // 2: message_kind::notice
+inline constexpr std::uint16_t kWireVersion = 3;  // 2: message_kind::notice; 3: message_kind::finished
 // "QGSP" as it appears on the wire, byte for byte.
 inline constexpr std::byte kWireMagic[4] = {std::byte{'Q'}, std::byte{'G'}, std::byte{'S'}, std::byte{'P'}};
 
@@ -27,9 +27,15 @@ inline constexpr std::byte kWireMagic[4] = {std::byte{'Q'}, std::byte{'G'}, std:
 enum class message_kind : std::uint16_t {
   train = 1,  // the algorithm's per-round message (z, q or x of ALGORITHMS.md)
   probe = 2,  // measurements that ride the same links (e.g. consensus distance)
-  notice = 3,  // membership news, outside the rounds: a peer left, a degree changed, a node finished
-               // (node/run/notice.hpp); no codec, not sequenced by iteration
+  notice = 3,  // membership news, outside the rounds: a peer left, a degree changed
+               // (node/membership/notice.hpp); no codec, not sequenced by iteration
+  finished = 4,  // the sender completed its last round, `iteration`, and sends nothing more but
+                 // notices (exchange::finish); no codec, no payload
 };
+// True for the kinds that carry no codec (codec, codec_tag and count are 0 on the wire).
+[[nodiscard]] constexpr bool carries_codec(message_kind kind) {
+  return kind == message_kind::train || kind == message_kind::probe;
+}
 std::string_view to_string(message_kind kind);
 
 struct wire_header {

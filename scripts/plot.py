@@ -144,7 +144,10 @@ def plot(runs, out_dir, title):
     os.makedirs(out_dir, exist_ok=True)
     written = []
 
-    fig, axes = plt.subplots(2, 2, figsize=(12, 8.5), constrained_layout=True)
+    # Fixed margins rather than constrained_layout: the same figure in two thirds of the time
+    # (qgossip launch draws it after the last round, while the user waits).
+    fig, axes = plt.subplots(2, 2, figsize=(12, 8.5))
+    fig.subplots_adjust(left=0.06, right=0.98, bottom=0.06, top=0.93, wspace=0.18, hspace=0.2)
     panels = [
         (axes[0][0], "epoch", "test_acc", "epoch", "test accuracy"),
         (axes[0][1], "epoch", "train_loss", "epoch", "train loss"),
@@ -162,7 +165,8 @@ def plot(runs, out_dir, title):
     plt.close(fig)
     written.append(path)
 
-    fig, ax = plt.subplots(figsize=(7, 5), constrained_layout=True)
+    fig, ax = plt.subplots(figsize=(7, 5))
+    fig.subplots_adjust(left=0.11, right=0.97, bottom=0.1, top=0.92)
     draw(ax, runs, colours, "bytes_sent", "test_acc", x_scale=1e-6)
     ax.set_xlabel("MB sent per node (cumulative)")
     ax.set_ylabel("test accuracy")
@@ -180,7 +184,19 @@ def main(argv):
     parser.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
     parser.add_argument("-o", "--out-dir", help="where to write the PNGs (default: the first RUN_DIR)")
     parser.add_argument("--title", help="figure title (default: the run's name, or 'comparison')")
+    parser.add_argument("--when-told", action="store_true",
+                        help="import the plotting libraries, then wait for a line 'go' on stdin before "
+                             "reading the runs; anything else (or end of input) exits 0 without plotting "
+                             "(qgossip launch starts the plotter this way while the nodes train)")
     args = parser.parse_args(argv)
+    if args.when_told:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot  # noqa: F401 (the import is the work done ahead)
+
+        if sys.stdin.readline().strip() != "go":
+            return 0
     try:
         runs = [load_run(d) for d in args.run_dirs]
     except (InputError, OSError) as e:

@@ -19,6 +19,8 @@
 #include "core/errors.hpp"
 #include "gossip/zmq/connection_guard.hpp"
 #include "gossip/zmq/curve_keys.hpp"
+#include "gossip/zmq/link_liveness.hpp"
+#include "gossip/zmq/tcp_progress.hpp"
 
 namespace qgossip {
 namespace {
@@ -137,11 +139,16 @@ struct zmq_transport::impl {
     zmq::socket_t monitor;
     bool up = false;  // the handshake succeeded and the connection has not ended since
     bool forgotten = false;
-    // Pacing (tcp): the current TCP connection's descriptor (-1: none known), the rate this link
-    // should have (bytes/s; 0: not set yet) and the rate last set on fd (0: none).
+    // The current TCP connection's descriptor (-1: none known; tcp with pacing or heartbeats).
+    // Pacing: the rate this link should have (bytes/s; 0: not set yet) and the rate last set on
+    // fd (0: none).
     int fd = -1;
     std::uint64_t want = 0;
     std::uint64_t applied = 0;
+    // Heartbeats over tcp: the connection's progress, judged while it is up and its counters
+    // readable (`watching`); see link_liveness.hpp.
+    std::optional<link_liveness> liveness;
+    bool watching = false;
   };
 
   zmq_options options;
@@ -169,10 +176,14 @@ struct zmq_transport::impl {
   std::vector<zmq::pollitem_t> items;
   std::vector<int> watched;
   bool items_stale = true;
+  // When receive() next reads the watched links' TCP counters (judge_links).
+  transport_clock::time_point next_judgement{};
 
   explicit impl(const zmq_options& o) : options(o), context(o.io_threads), out_context(o.io_threads) {}
 
   bool heartbeats() const { return options.heartbeat_interval.count() > 0; }
+  // How often receive() reads the links' TCP counters: twice per heartbeat interval.
+  [[nodiscard]] transport_clock::duration judgement_interval() const { return options.heartbeat_interval / 2; }
   [[nodiscard]] bool pacing() const { return options.pace_bytes_per_s > 0; }
 
   // Sets l.want on its connection (SO_MAX_PACING_RATE), once per change of rate or connection.
@@ -197,6 +208,11 @@ struct zmq_transport::impl {
   std::optional<status> read_message(inbound_frames& out);
   // Moves suspects whose grace ended to `lost`; returns the earliest grace end still running.
   std::optional<transport_clock::time_point> confirm_losses(transport_clock::time_point now);
+  // A link's connection is up: its liveness starts from the counters read now.
+  static void start_watching(link& l, transport_clock::time_point now);
+  // Reads the counters of every watched link; a link judged lost becomes a suspect at once (its
+  // messages already received still go first: confirm_losses).
+  void judge_links(transport_clock::time_point now);
 };
 
 void zmq_transport::impl::rebuild_items() {
@@ -225,27 +241,57 @@ void zmq_transport::impl::read_monitor(int peer, link& l) {
     std::uint32_t value = 0;
     std::memcpy(&event, head.data(), 2);
     std::memcpy(&value, static_cast<const char*>(head.data()) + 2, sizeof value);
-    if (pacing()) {  // the value of CONNECTED and DISCONNECTED is the connection's descriptor
-      const int fd = static_cast<int>(value);
-      if (event == ZMQ_EVENT_CONNECTED && is_tcp_to_port(fd, endpoint_port(l.endpoint))) {
-        l.fd = fd;
-        l.applied = 0;
+    // The value of CONNECTED and DISCONNECTED is the connection's descriptor.
+    const int fd = static_cast<int>(value);
+    if (event == ZMQ_EVENT_CONNECTED && is_tcp_to_port(fd, endpoint_port(l.endpoint))) {
+      l.fd = fd;
+      l.applied = 0;
+      if (pacing()) {
         if (l.want == 0) l.want = static_cast<std::uint64_t>(options.pace_bytes_per_s / static_cast<double>(links.size()));
         apply_pacing(l);
-      } else if (event == ZMQ_EVENT_DISCONNECTED && fd == l.fd) {
-        l.fd = -1;
       }
+    } else if (event == ZMQ_EVENT_DISCONNECTED && fd == l.fd) {
+      l.fd = -1;
     }
     if (event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) {
       l.up = true;
+      start_watching(l, transport_clock::now());
     } else if (event == ZMQ_EVENT_DISCONNECTED && l.up && heartbeats()) {
       // A loss (the end of a connection that never completed its handshake is not: a neighbour
       // not up yet, or one that stays stopped while we reconnect). Reported once, even if the
       // link comes back within the grace: messages in flight were lost with the connection.
       l.up = false;
+      l.watching = false;
       suspected.emplace(peer, transport_clock::now() + options.loss_grace);
     }
   }
+}
+
+void zmq_transport::impl::start_watching(link& l, transport_clock::time_point now) {
+  l.watching = false;
+  if (!l.liveness || l.fd < 0) return;
+  if (const auto p = read_tcp_progress(l.fd)) {
+    l.liveness->start(now, *p);
+    l.watching = true;
+  }
+}
+
+void zmq_transport::impl::judge_links(transport_clock::time_point now) {
+  for (auto& [peer, l] : links) {
+    if (!l.watching || l.forgotten || !l.up) continue;
+    const auto p = l.fd >= 0 ? read_tcp_progress(l.fd) : std::nullopt;
+    if (!p) {  // the connection ended under us: its DISCONNECTED event will say so
+      l.watching = false;
+      continue;
+    }
+    if (!l.liveness->judge(now, *p)) continue;
+    // No answer within the limit: lost, as a closed connection is, without the grace (the limit
+    // was longer). Reported once; a later handshake on a new connection watches it again.
+    l.up = false;
+    l.watching = false;
+    suspected.emplace(peer, now);
+  }
+  next_judgement = now + judgement_interval();
 }
 
 std::optional<transport_clock::time_point> zmq_transport::impl::confirm_losses(transport_clock::time_point now) {
@@ -349,13 +395,25 @@ void zmq_transport::connect(int peer, const std::string& endpoint) {
   s.set(zmq::sockopt::reconnect_ivl_max, ms(o.reconnect_interval_max));
   if (endpoint.find('[') != std::string::npos) s.set(zmq::sockopt::ipv6, 1);
   zmq::socket_t monitor;
-  const bool pace_link = impl_->pacing() && endpoint.starts_with("tcp://");
+  const bool tcp = endpoint.starts_with("tcp://");
+  const bool pace_link = impl_->pacing() && tcp;
+  std::optional<link_liveness> liveness;
   if (impl_->heartbeats()) {
     s.set(zmq::sockopt::heartbeat_ivl, ms(o.heartbeat_interval));
-    s.set(zmq::sockopt::heartbeat_timeout, ms(o.heartbeat_timeout));
-    // Sent to the neighbour in each PING (deciseconds, at most 6553.5 s): it drops our connection
-    // when it hears nothing from us that long.
-    s.set(zmq::sockopt::heartbeat_ttl, std::min(ms(o.heartbeat_timeout), 6553500));
+    if (tcp) {
+      // This node judges the link by its progress (link_liveness.hpp): ZeroMQ must not drop it for
+      // a late PONG (timeout 0: none), nor ask the neighbour to drop it when our PINGs are late
+      // behind our data (TTL 0: none).
+      s.set(zmq::sockopt::heartbeat_timeout, 0);
+      s.set(zmq::sockopt::heartbeat_ttl, 0);
+      liveness.emplace(o.heartbeat_timeout);
+    } else {
+      // ipc: no queue between the processes to wait behind; ZeroMQ's own timeout serves, and the
+      // TTL sent in each PING (deciseconds, at most 6553.5 s) has the neighbour drop our
+      // connection when it hears nothing from us that long.
+      s.set(zmq::sockopt::heartbeat_timeout, ms(o.heartbeat_timeout));
+      s.set(zmq::sockopt::heartbeat_ttl, std::min(ms(o.heartbeat_timeout), 6553500));
+    }
   }
   if (impl_->heartbeats() || pace_link) {
     // Before connect, so that no event is missed; inproc endpoints are per context, and a peer
@@ -380,7 +438,8 @@ void zmq_transport::connect(int peer, const std::string& endpoint) {
     throw config_error("cannot connect rank " + std::to_string(rank_) + " to rank " + std::to_string(peer) +
                        " at " + endpoint + ": " + e.what());
   }
-  impl_->links.emplace(peer, impl::link{endpoint, std::move(s), std::move(monitor)});
+  impl_->links.emplace(peer, impl::link{.endpoint = endpoint, .socket = std::move(s), .monitor = std::move(monitor),
+                                        .liveness = liveness});
   impl_->items_stale = true;
 }
 
@@ -547,6 +606,7 @@ status zmq_transport::receive(transport_clock::time_point deadline, inbound_fram
       if (!m.lost.empty()) return lost_status();
       if (m.items_stale) m.rebuild_items();
       for (std::size_t i = 0; i < m.watched.size(); ++i) m.read_monitor(m.watched[i], m.links.at(m.watched[i]));
+      if (m.heartbeats() && transport_clock::now() >= m.next_judgement) m.judge_links(transport_clock::now());
       if (auto got = m.read_message(out)) {
         // A suspect still talking: its grace starts again, so a peer that was still flushing a
         // stream of messages when its other connection ended gets each one through first.
@@ -555,6 +615,7 @@ status zmq_transport::receive(transport_clock::time_point deadline, inbound_fram
         return *got;
       }
       auto wake = deadline;
+      if (m.heartbeats()) wake = std::min(wake, m.next_judgement);
       if (!m.suspected.empty()) {
         // Nothing queued inbound: suspects whose grace ended are lost.
         if (auto next = m.confirm_losses(transport_clock::now())) wake = std::min(wake, *next);

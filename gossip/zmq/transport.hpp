@@ -33,32 +33,38 @@
 //
 // Liveness (zmq_options::heartbeat_interval > 0; off by default): each DEALER sends ZMTP 3.1 PINGs
 // (ZMQ_HEARTBEAT_IVL) that the neighbour's ZeroMQ I/O thread answers with a PONG, whatever its own
-// threads are doing, and drops its connection when none answers within heartbeat_timeout
-// (ZMQ_HEARTBEAT_TIMEOUT): a process that is stopped (SIGSTOP), hung in the kernel, or whose host
-// vanished. A process that ends (crash, SIGKILL, a normal exit) closes its sockets and the kernel
-// tells us at once. A socket monitor on each DEALER (read by receive(), never by another thread)
-// sees the connection end: a link whose handshake had succeeded and that disconnects is lost,
-// reported once by take_lost_peers() (receive() returns errc::peer_lost) until it has reconnected
-// (handshake succeeded again). A neighbour that never came up is never "lost".
-// A loss is reported only after loss_grace, and only once the inbound socket has nothing queued:
-// the loss is seen on OUR DEALER's connection to the peer's ROUTER, but the peer's messages come on
-// ITS DEALER's connection to OUR ROUTER, another TCP connection whose last bytes are not ordered
-// with the first one's end: a peer that sends its last messages and exits could end the one we
-// watch before its final messages have been read from the other. Two measures: the destructor lets the
-// DEALERs' queues leave (up to linger; they live in a ZeroMQ context of their own, terminated
-// first) before it closes the ROUTER, which meanwhile still answers PINGs, so a neighbour learns
-// of this node's end only after its last messages were written; and the receiver holds a loss
-// for loss_grace, restarted by each message from that peer, so the bytes already on their way
-// (in flight, in kernel buffers, being read and decrypted by our I/O thread) are delivered first.
-// What it cannot cover: more than the grace's worth of those bytes still in the sender's kernel
-// buffer behind a slow link (a few MB at 100 Mbit/s), or a neighbour that kept a queue past its
-// linger (abandon_queued, forget_peer: those messages are given up anyway).
-// Two caveats: the neighbour's I/O thread reads our PINGs only while it reads the connection, so a
+// threads are doing. Over tcp this node judges each link by its progress (link_liveness.hpp): it
+// reads the connection's TCP counters while receive() runs, and a neighbour whose PONGs stop, while
+// none of our data to it is draining either, for heartbeat_timeout + the connection's retransmission
+// timeout (at most another heartbeat_timeout) is lost: a process that is stopped (SIGSTOP), hung
+// in the kernel, or whose host vanished. Data queued at a slow link's rate, our PINGs waiting behind
+// it, never makes a live neighbour look dead, and ZeroMQ itself drops no connection for a late PONG
+// (timeout and TTL off). Over ipc (no queue between the processes) ZeroMQ's own heartbeat timeout
+// and TTL drop the connection instead. A process that ends (crash, SIGKILL, a normal exit) closes its
+// sockets and the kernel tells us at once. A socket monitor on each DEALER (read by receive(), never
+// by another thread) sees the connection end: a link whose handshake had succeeded and that
+// disconnects, or that is judged lost, is reported once by take_lost_peers() (receive() returns
+// errc::peer_lost) until it has reconnected (handshake succeeded again). A neighbour that never came
+// up is never "lost".
+// A loss is reported only after loss_grace (a closed connection; a judged one at once, its limit was
+// longer), and only once the inbound socket has nothing queued: the loss is seen on OUR DEALER's
+// connection to the peer's ROUTER, but the peer's messages come on ITS DEALER's connection to OUR
+// ROUTER, another TCP connection whose last bytes are not ordered with the first one's end: a peer
+// that sends its last messages and exits could end the one we watch before its final messages have
+// been read from the other. Two measures: the destructor lets the DEALERs' queues leave (up to
+// linger; they live in a ZeroMQ context of their own, terminated first) before it closes the
+// ROUTER, which meanwhile still answers PINGs, so a neighbour learns of this node's end only after
+// its last messages were written; and the receiver holds a loss for loss_grace, restarted by each
+// message from that peer, so the bytes already on their way (in flight, in kernel buffers, being
+// read and decrypted by our I/O thread) are delivered first. What it cannot cover: more than the
+// grace's worth of those bytes still in the sender's kernel buffer behind a slow link (a few MB at
+// 100 Mbit/s), or a neighbour that kept a queue past its linger (abandon_queued, forget_peer: those
+// messages are given up anyway). The exchange's end of a run (exchange::finish) leaves nothing in
+// flight by then.
+// Caveat: the neighbour's I/O thread reads our PINGs only while it reads the connection, so a
 // neighbour whose inbound queue from us is full (receive_hwm messages it has not received) for
-// longer than heartbeat_timeout is reported lost (the exchange's synchronous rounds keep a couple of
-// messages in flight, far below it); and the neighbour drops our connection when it hears nothing
-// from us for heartbeat_timeout (ZMQ_HEARTBEAT_TTL), so a node that was itself stopped that long
-// finds, when it resumes, its links gone and reports its neighbours lost (they reported it first).
+// longer than the limit is reported lost (the exchange's rounds keep a couple of messages in
+// flight, far below it).
 //
 // Endpoints: "tcp://host:port" (for bind, host may be 0.0.0.0 or *, and port * picks a free one:
 // see bound_endpoint()) and "ipc://path". Nothing here reads environment variables or files (keys
@@ -108,11 +114,12 @@ struct zmq_options {
   // Set: CURVE on every socket (see the top of this file). Unset: no security (NULL mechanism).
   std::optional<zmq_curve_keys> curve;
   // Liveness (see the top of this file). heartbeat_interval: how often each DEALER PINGs its
-  // neighbour; heartbeat_timeout: how long it waits for an answer (or any traffic) before it drops
-  // the connection, and how long the neighbour waits for a PING before it drops ours (TTL,
-  // whole tenths of a second). Both 0 (the default): no heartbeats and no loss reports, the
+  // neighbour; heartbeat_timeout: how long a neighbour may leave a PING unanswered, no data of ours
+  // to it draining meanwhile, before it is lost (tcp: plus the connection's retransmission timeout,
+  // at most another heartbeat_timeout; ipc: ZeroMQ's timeout, and the TTL the neighbour applies to
+  // us, whole tenths of a second). Both 0 (the default): no heartbeats and no loss reports, the
   // behaviour before they existed. Otherwise both > 0, timeout > interval. A stopped neighbour is
-  // reported within interval + timeout + loss_grace; one that ended, within loss_grace.
+  // reported within about interval + 2 · timeout over tcp; one that ended, within loss_grace.
   std::chrono::milliseconds heartbeat_interval{0};
   std::chrono::milliseconds heartbeat_timeout{0};
   // How long a loss is held, its peer's messages still delivered first, before it is reported

@@ -1,5 +1,6 @@
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -128,6 +129,12 @@ void add_launch_command(CLI::App& app, int* exit_code) {
     }
     std::fprintf(stderr, "launching %d nodes: %s, %s; logs in %s/\n", c.topology.n, c.algorithm.c_str(),
                  c.compressor.name.c_str(), dir.c_str());
+    // The plotter imports its libraries while the nodes train, and draws once they are done.
+    std::unique_ptr<standby_process> plotter;
+    const std::string plot_script = opt->no_plot ? std::string() : find_script("plot.py");
+    if (!plot_script.empty())
+      plotter = std::make_unique<standby_process>(
+          std::vector<std::string>{"/usr/bin/python3", plot_script, "--when-told", dir.string()});
     launch_options lo;
     if (opt->plain) lo.live = false;
     lo.continue_on_failure = c.network.on_peer_failure == "continue";
@@ -138,11 +145,11 @@ void add_launch_command(CLI::App& app, int* exit_code) {
       *exit_code = result.exit_code;
       return;
     }
+    if (plotter) plotter->go();  // it draws while the copies are checked
     int verified = print_replica_check(dir.string());
     int plotted = 0;
     if (!opt->no_plot) {
-      std::string script = find_script("plot.py");
-      plotted = script.empty() ? 1 : run_and_wait({"/usr/bin/python3", script, dir.string()});
+      plotted = plotter ? plotter->wait() : 1;
       if (plotted != 0) std::fprintf(stderr, "qgossip launch: plotting failed (exit %d)\n", plotted);
     }
     *exit_code = verified != 0 ? 1 : plotted != 0 ? 1 : 0;

@@ -7,8 +7,7 @@
 namespace qgossip {
 
 membership::membership(const topology& topo, int rank, bool reweight)
-    : rank_(rank), reweight_(reweight), departed_(static_cast<std::size_t>(topo.n())),
-      finished_(static_cast<std::size_t>(topo.n())) {
+    : rank_(rank), reweight_(reweight), departed_(static_cast<std::size_t>(topo.n())) {
   QG_ENFORCE(rank >= 0 && rank < topo.n(), "rank " << rank << " of " << topo.n());
   for (int i = 0; i < topo.n(); ++i) {
     const auto nb = topo.neighbours(i);
@@ -22,14 +21,6 @@ membership::membership(const topology& topo, int rank, bool reweight)
 
 bool membership::departed(int r) const {
   return r >= 0 && static_cast<std::size_t>(r) < departed_.size() && departed_[static_cast<std::size_t>(r)];
-}
-
-bool membership::finished(int r) const {
-  return r >= 0 && static_cast<std::size_t>(r) < finished_.size() && finished_[static_cast<std::size_t>(r)];
-}
-
-void membership::record_finished(int r) {
-  if (r >= 0 && static_cast<std::size_t>(r) < finished_.size()) finished_[static_cast<std::size_t>(r)] = true;
 }
 
 bool membership::record_departure(const departure& d, std::uint64_t effective) {

@@ -43,7 +43,6 @@ class membership {
   // The topology's neighbours that have not left, ascending.
   [[nodiscard]] const std::vector<int>& live_neighbours() const { return live_; }
   [[nodiscard]] bool departed(int r) const;
-  [[nodiscard]] bool finished(int r) const;
   [[nodiscard]] const std::vector<departure>& departures() const { return departures_; }
 
   // Records a departure. Returns false when this node knew already (nothing to forward). When the
@@ -54,7 +53,6 @@ class membership {
   [[nodiscard]] std::optional<std::pair<int, std::uint64_t>> degree_notice() const;
   // A neighbour's announcement: its degree from round `from` on. Ignored for a non-neighbour.
   void record_degree(int neighbour, int degree, std::uint64_t from);
-  void record_finished(int r);
 
   // This node's mixing row for round r: the live neighbours with their weights (see the top).
   [[nodiscard]] mixing_row row_for(std::uint64_t r) const;
@@ -82,7 +80,7 @@ class membership {
   std::vector<int> neighbours_;           // this node's, ascending
   std::vector<double> weights_;           // configured W_{rank, neighbours_[k]}
   std::vector<int> live_;
-  std::vector<bool> departed_, finished_;
+  std::vector<bool> departed_;
   std::vector<departure> departures_;
   std::vector<degree_change> own_;                  // this node's announced degrees
   std::vector<std::vector<degree_change>> theirs_;  // per neighbours_[k]

@@ -39,11 +39,6 @@ status parse_line(std::string_view line, std::size_t number, int n, notice_item&
   const bool trailing_space = !line.empty() && line.back() == ' ';
   const std::string_view word = next_word(line);
   if (trailing_space && word != "left") return bad(number, "a trailing space");  // one spelling per item
-  if (word == "finished") {
-    if (!line.empty()) return bad(number, "'finished' takes nothing after it");
-    item.what = notice_item::kind::finished;
-    return status::ok();
-  }
   if (word == "degree") {
     item.what = notice_item::kind::degree;
     if (!parse_int(next_word(line), item.degree) || item.degree < 0 || item.degree >= n)
@@ -61,7 +56,7 @@ status parse_line(std::string_view line, std::size_t number, int n, notice_item&
     item.cause = std::string(line);
     return status::ok();
   }
-  return bad(number, "unknown item '" + printable(word.substr(0, 20)) + "' (expected left, degree or finished)");
+  return bad(number, "unknown item '" + printable(word.substr(0, 20)) + "' (expected left or degree)");
 }
 
 }  // namespace
@@ -70,9 +65,6 @@ std::string encode_notice(std::span<const notice_item> items) {
   std::string out;
   for (const notice_item& i : items) {
     switch (i.what) {
-      case notice_item::kind::finished:
-        out += "finished\n";
-        break;
       case notice_item::kind::degree:
         out += "degree " + std::to_string(i.degree) + " " + std::to_string(i.round) + "\n";
         break;

@@ -6,7 +6,6 @@
 //                                    (forwarded hop by hop, so every node learns every departure)
 //   degree <degree> <from_round>    the sender's degree from round <from_round> on (Metropolis–
 //                                    Hastings re-weighting; sent to neighbours only)
-//   finished                         the sender completed its run: its link closing is not a failure
 // A notice comes from an authenticated neighbour (the exchange checked its header), yet it is parsed
 // as hostile input: anything else — an unknown word, a number out of range, a rank outside the run,
 // a control character, more than kMaxNoticeBytes — is errc::corrupt and the notice is rejected whole.
@@ -25,8 +24,8 @@ inline constexpr std::size_t kMaxNoticeBytes = 4096;
 inline constexpr std::size_t kMaxCauseBytes = 300;
 
 struct notice_item {
-  enum class kind { left, degree, finished };
-  kind what = kind::finished;
+  enum class kind { left, degree };
+  kind what = kind::left;
   int rank = -1;              // left: who left
   std::uint64_t round = 0;    // left: when it was noticed; degree: the first round it applies to
   int degree = 0;             // degree: the sender's number of live neighbours

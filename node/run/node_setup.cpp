@@ -208,11 +208,11 @@ node_setup::node_setup(const run_config& c, int r, const node_run_options& optio
   eo.log = [rank = rank](const std::string& line) { say(rank, line); };
   eo.should_stop = stop_requested;
   eo.max_rejected = static_cast<std::uint32_t>(c.network.max_rejected);
-  if (!ring) {  // the ring all-reduce needs every node: a failure stops it (the default)
-    failures = std::make_unique<peer_failures>(c, topo, rank, peers);
-    eo.on_peer_failure = [f = failures.get()](int peer, const std::string& why) { return f->on_peer_failure(peer, why); };
-    eo.on_notice = [f = failures.get()](int from, std::span<const std::byte> p) { return f->on_notice(from, p); };
-  }
+  // Every pattern tells its peers why it stops, so that they stop naming the node that failed first
+  // (the centralized algorithms need every node: the config allows them only `stop`).
+  failures = std::make_unique<peer_failures>(c, topo, rank, peers);
+  eo.on_peer_failure = [f = failures.get()](int peer, const std::string& why) { return f->on_peer_failure(peer, why); };
+  eo.on_notice = [f = failures.get()](int from, std::span<const std::byte> p) { return f->on_notice(from, p); };
   eo.validate = [this](const wire_header& h, std::span<const std::byte> p) { return validate ? validate(h, p) : status::ok(); };
   allocating(
       [&] {

@@ -72,7 +72,6 @@ void peer_failures::left(const departure& d, int told_by) {
 }
 
 bool peer_failures::on_peer_failure(int peer, const std::string& why) {
-  if (members_.finished(peer)) return true;  // it completed the run: its link closing is expected
   const departure d{.rank = peer, .round = round_, .cause = why, .reported_by = rank_};
   if (!continue_) {
     if (!stop_cause_) stop_cause_ = d;
@@ -94,9 +93,7 @@ status peer_failures::on_notice(int from, std::span<const std::byte> payload) {
   if (status s = parse_notice(payload, n_, items); !s)
     return s;
   for (const notice_item& i : items) {
-    if (i.what == notice_item::kind::finished) {
-      members_.record_finished(from);
-    } else if (i.what == notice_item::kind::degree) {
+    if (i.what == notice_item::kind::degree) {
       members_.record_degree(from, i.degree, i.round);
     } else if (i.rank == rank_) {
       return status::error(errc::peer_lost, "rank " + std::to_string(from) + " dropped this node from the run at round " +
@@ -138,11 +135,6 @@ void peer_failures::stopping(const std::string& why) {
     items_.push_back({.what = notice_item::kind::left, .rank = stop_cause_->rank, .round = stop_cause_->round,
                       .cause = stop_cause_->cause});
   items_.push_back({.what = notice_item::kind::left, .rank = rank_, .round = round_, .cause = "it stopped: " + why});
-  send(items_);
-}
-
-void peer_failures::finished() {
-  items_.assign(1, notice_item{.what = notice_item::kind::finished});
   send(items_);
 }
 

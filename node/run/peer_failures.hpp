@@ -3,7 +3,7 @@
 // docs/failures.md). The exchange calls on_peer_failure (a lost link, a message that does not
 // decode, too many rejected messages) and on_notice (news from a neighbour) while a round waits;
 // the round loop calls begin_round / after_exchange so the algorithm mixes with the right row, and
-// stopping / finished so the neighbours learn why this node's link is about to close.
+// stopping so the neighbours learn why this node's link is about to close.
 //   stop      the node stops, naming the peer that failed, and tells its neighbours, who stop too,
 //             naming the same peer (not the neighbour whose link closed next).
 //   continue  the node drops the peer (exchange::drop), mixes without it at once (its weight goes
@@ -44,9 +44,9 @@ class peer_failures {
   void begin_round(std::uint64_t t);
   // After round t's exchange, before its messages are absorbed: drops during the round take effect.
   void after_exchange(std::uint64_t t);
-  // The node stops (an error) or completed its rounds: the neighbours are told.
+  // The node stops (an error): the neighbours are told why. (A node that completed its rounds
+  // says so with the exchange's finished message, exchange::finish.)
   void stopping(const std::string& why);
-  void finished();
 
   [[nodiscard]] bool any_departure() const { return !members_.departures().empty(); }
   // Checkpoints (section "membership"): after load_state the exchange drops the departed again.

@@ -294,9 +294,10 @@ step_end round_steps::log(std::uint64_t t) {
 }
 
 node_exit round_steps::finish(const step_end& end, std::uint64_t t) {
-  if (s_.failures) {  // before the links close: the neighbours learn why
-    if (end) s_.failures->finished();
-    else s_.failures->stopping(end.error);
+  if (end) {
+    leave(t);
+  } else if (s_.failures) {  // before the links close: the neighbours learn why
+    s_.failures->stopping(end.error);
   }
   if (!end) {
     say(s_.rank, "stopping: " + end.error);
@@ -311,6 +312,16 @@ node_exit round_steps::finish(const step_end& end, std::uint64_t t) {
   }
   write_summary(end);
   return end.exit;
+}
+
+// After the last round: tell the peers, and wait until they have finished too (or left), so that
+// no message of this node is still on its way to one that needs it when the links close
+// (exchange::finish). A peer that does not finish in time is a warning: this node's run is complete.
+void round_steps::leave(std::uint64_t t) {
+  const auto deadline = clock::now() + to_ms(s_.config.network.round_timeout_s);
+  if (status st = s_.ex->finish(t, deadline); !st)
+    say(s_.rank, "warning: after the last round: " + st.to_string());
+  if (status fs = s_.network->flush(); !fs) say(s_.rank, "warning: messages still in the emulated link: " + fs.to_string());
 }
 
 void round_steps::write_summary(const step_end& end) {

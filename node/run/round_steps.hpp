@@ -62,6 +62,7 @@ class round_steps {
   void evaluate(std::size_t max_examples);
   void fill_record(std::uint64_t t);
   [[nodiscard]] status decode(std::span<const std::byte> bytes, int from, std::uint64_t t, float_vector& out);
+  void leave(std::uint64_t t);
   void write_summary(const step_end& end);
   // The exchange's counters plus those carried over from before a resume.
   [[nodiscard]] exchange_stats traffic() const;

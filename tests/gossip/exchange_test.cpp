@@ -667,7 +667,7 @@ TEST_CASE("exchange: send_notice reaches the peers as a notice, outside the roun
     return status::ok();
   };
   exchange ea(a, options_for(0, {1})), eb(b, ob);
-  const std::string text = "finished\n";
+  const std::string text = "degree 1 9\n";
   const int to[1] = {1};
   REQUIRE(ea.send_notice(to, std::as_bytes(std::span(text.data(), text.size())), 7).is_ok());
   CHECK(ea.stats().notice_bytes_sent == kWireHeaderBytes + text.size());
@@ -678,5 +678,96 @@ TEST_CASE("exchange: send_notice reaches the peers as a notice, outside the roun
   });
   CHECK(results[0]);
   CHECK(results[1]);
-  CHECK(seen == std::vector<std::string>{"0:finished\n"});
+  CHECK(seen == std::vector<std::string>{"0:degree 1 9\n"});
+}
+
+namespace {
+
+void finished_as(inproc_transport& from, int sender, std::uint64_t last) {
+  wire_header h;
+  h.kind = message_kind::finished;
+  h.run_id = kRun;
+  h.sender = static_cast<std::uint32_t>(sender);
+  h.iteration = last;
+  inject(from, h, {});
+}
+
+}  // namespace
+
+TEST_CASE("exchange: a finished peer's lost link is no failure, and its last message, buffered, is still delivered") {
+  // The all-gather exit 70 of the links issue: rank 3 finished its last round (1) ahead of this
+  // node and exited; its round-1 message was waiting in this node's buffer when the link closed.
+  with_failures w;
+  send_as(w.t3, 3, message_kind::train, 0);
+  send_as(w.t3, 3, message_kind::train, 1);
+  finished_as(w.t3, 3, 1);
+  send_as(w.t1, 1, message_kind::train, 0);  // last: round 0 reads all of rank 3's before it
+  REQUIRE(w.round(0).is_ok());
+  CHECK(w.ex->finished(3));
+  w.f0.lose(3);
+  send_as(w.t1, 1, message_kind::train, 1);
+  REQUIRE(w.round(1).is_ok());
+  CHECK(check_delivery({1, 3}, message_kind::train, 1, w.out) == "");
+  CHECK(w.failures.empty());
+  CHECK_FALSE(w.ex->dropped(3));
+  // This node finishes too: rank 3 is done and gone, so it waits for rank 1 alone.
+  finished_as(w.t1, 1, 1);
+  REQUIRE(w.ex->finish(1, transport_clock::now() + 2s).is_ok());
+  wire_expectations e;  // rank 1 hears, after this node's round messages, that it finished
+  const int senders[1] = {0};
+  e.run_id = kRun;
+  e.senders = senders;
+  e.max_payload_bytes = 1 << 20;
+  wire_header h;
+  for (int i = 0; i < 3; ++i) {
+    inbound_frames got;
+    REQUIRE(w.t1.receive(transport_clock::now() + 1s, got).is_ok());
+    REQUIRE(parse_header(got.header, got.payload, e, h).is_ok());
+    CHECK(h.kind == (i < 2 ? message_kind::train : message_kind::finished));
+  }
+  CHECK(h.iteration == 1);
+}
+
+TEST_CASE("exchange: finish waits for every live peer to finish; a peer lost meanwhile is a failure; a silent one times out") {
+  SUBCASE("waits, and ignores messages of rounds it will not run") {
+    with_failures w;
+    send_as(w.t1, 1, message_kind::train, 0);
+    send_as(w.t3, 3, message_kind::train, 0);
+    REQUIRE(w.round(0).is_ok());
+    finished_as(w.t1, 1, 0);
+    std::thread late([&] {
+      std::this_thread::sleep_for(100ms);
+      w.notice(w.t3, 3, "news");
+      finished_as(w.t3, 3, 0);
+    });
+    const auto start = transport_clock::now();
+    const status s = w.ex->finish(0, transport_clock::now() + 2s);
+    late.join();
+    CHECK(s.is_ok());
+    CHECK(transport_clock::now() - start >= 90ms);
+    CHECK(w.notices == std::vector<std::pair<int, std::string>>{{3, "news"}});
+  }
+  SUBCASE("a peer lost before it finished goes to on_peer_failure") {
+    with_failures w;
+    w.keep_going = false;
+    send_as(w.t1, 1, message_kind::train, 0);
+    send_as(w.t3, 3, message_kind::train, 0);
+    REQUIRE(w.round(0).is_ok());
+    finished_as(w.t1, 1, 0);
+    w.f0.lose(3);
+    const status s = w.ex->finish(0, transport_clock::now() + 2s);
+    CHECK(s.code() == errc::peer_lost);
+    REQUIRE(w.failures.size() == 1);
+    CHECK(w.failures[0].first == 3);
+  }
+  SUBCASE("a peer that never finishes is named at the deadline") {
+    with_failures w;
+    send_as(w.t1, 1, message_kind::train, 0);
+    send_as(w.t3, 3, message_kind::train, 0);
+    REQUIRE(w.round(0).is_ok());
+    finished_as(w.t1, 1, 0);
+    const status s = w.ex->finish(0, transport_clock::now() + 300ms);
+    CHECK(s.code() == errc::timeout);
+    CHECK(s.message().find("rank 3 had not finished") != std::string::npos);
+  }
 }

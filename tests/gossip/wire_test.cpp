@@ -28,9 +28,14 @@ std::vector<std::byte> from_hex(const char* hex) {
 
 // docs/wire.md, "Golden bytes": this header and payload, byte for byte.
 const std::vector<std::byte> kGoldenHeader = from_hex(
-    "51 47 53 50 02 00 01 00 ef cd ab 89 67 45 23 01"
+    "51 47 53 50 03 00 01 00 ef cd ab 89 67 45 23 01"
     "03 00 00 00 04 00 00 00 11 00 00 00 00 00 00 00"
-    "02 00 00 00 ef be ad de 10 00 00 00 23 d9 5c 9e");
+    "02 00 00 00 ef be ad de 10 00 00 00 78 7d e7 eb");
+// docs/wire.md, "Golden bytes": rank 3's finished message after its last round, 17.
+const std::vector<std::byte> kGoldenFinished = from_hex(
+    "51 47 53 50 03 00 04 00 ef cd ab 89 67 45 23 01"
+    "03 00 00 00 00 00 00 00 11 00 00 00 00 00 00 00"
+    "00 00 00 00 00 00 00 00 00 00 00 00 a7 32 fa 0f");
 const std::vector<std::byte> kGoldenPayload = from_hex("00 00 80 3f 00 00 00 c0 00 00 00 3f 00 00 00 00");
 
 wire_header golden() {
@@ -93,12 +98,13 @@ void flip_bit(std::span<std::byte> s, std::size_t bit) { s[bit / 8] ^= std::byte
 
 }  // namespace
 
-TEST_CASE("wire: the header is 48 bytes and the version is 2") {
+TEST_CASE("wire: the header is 48 bytes and the version is 3") {
   CHECK(kWireHeaderBytes == 48);
-  CHECK(kWireVersion == 2);  // changing the layout? bump this, then update docs/wire.md and the golden bytes
+  CHECK(kWireVersion == 3);  // changing the layout? bump this, then update docs/wire.md and the golden bytes
   CHECK(static_cast<int>(message_kind::train) == 1);
   CHECK(static_cast<int>(message_kind::probe) == 2);
   CHECK(static_cast<int>(message_kind::notice) == 3);
+  CHECK(static_cast<int>(message_kind::finished) == 4);
 }
 
 TEST_CASE("wire: encode_header writes the golden bytes of docs/wire.md") {
@@ -110,7 +116,7 @@ TEST_CASE("wire: parse_header reads the golden bytes back field by field") {
   verdict v = parse(kGoldenHeader, kGoldenPayload);
   REQUIRE(v.st.is_ok());
   CHECK(v.check == wire_check::ok);
-  CHECK(v.header.version == 2);
+  CHECK(v.header.version == 3);
   CHECK(v.header.kind == message_kind::train);
   CHECK(v.header.run_id == 0x0123456789ABCDEFull);
   CHECK(v.header.sender == 3);
@@ -120,7 +126,7 @@ TEST_CASE("wire: parse_header reads the golden bytes back field by field") {
   CHECK(v.header.reserved == 0);
   CHECK(v.header.codec_tag == 0xDEADBEEF);
   CHECK(v.header.payload_bytes == 16);
-  CHECK(v.header.crc32c == 0x9E5CD923u);
+  CHECK(v.header.crc32c == 0xEBE77D78u);
 }
 
 TEST_CASE("wire: every field round-trips at its extreme values") {
@@ -174,7 +180,7 @@ TEST_CASE("wire: bytes that do not start with QGSP are not ours (magic)") {
 TEST_CASE("wire: another wire version is rejected before its layout is trusted") {
   verdict v = parse_changed([](wire_header& h) { h.version = 1; });
   CHECK(v.check == wire_check::version);
-  CHECK(v.names("version: expected 2, received 1"));
+  CHECK(v.names("version: expected 3, received 1"));
 }
 
 TEST_CASE("wire: a payload of another size than the header says") {
@@ -207,14 +213,14 @@ TEST_CASE("wire: a flipped bit is a checksum failure") {
     verdict v = parse(h, kGoldenPayload);
     CHECK(v.check == wire_check::crc);
     CHECK(v.names("crc32c: expected 0x"));
-    CHECK(v.names("received 0x9e5cd923"));
+    CHECK(v.names("received 0xebe77d78"));
   }
   SUBCASE("in the crc field itself") {
     auto h = kGoldenHeader;
     flip_bit(h, 44 * 8);
     verdict v = parse(h, kGoldenPayload);
     CHECK(v.check == wire_check::crc);
-    CHECK(v.names("crc32c: expected 0x9e5cd923 (computed), received 0x9e5cd922"));
+    CHECK(v.names("crc32c: expected 0xebe77d78 (computed), received 0xebe77d79"));
   }
   SUBCASE("in the payload") {
     auto p = kGoldenPayload;
@@ -245,7 +251,7 @@ TEST_CASE("wire: reserved bits must be zero") {
 TEST_CASE("wire: an unknown message kind") {
   verdict v = parse_changed([](wire_header& h) { h.kind = static_cast<message_kind>(7); });
   CHECK(v.check == wire_check::kind);
-  CHECK(v.names("kind: expected 1 (train), 2 (probe) or 3 (notice), received 7"));
+  CHECK(v.names("kind: expected 1 (train), 2 (probe), 3 (notice) or 4 (finished), received 7"));
   verdict zero = parse_changed([](wire_header& h) { h.kind = static_cast<message_kind>(0); });
   CHECK(zero.check == wire_check::kind);
 }
@@ -261,7 +267,30 @@ TEST_CASE("wire: a notice carries no codec") {
   CHECK(ok.header.kind == message_kind::notice);
   verdict coded = parse_changed([](wire_header& w) { w.kind = message_kind::notice; });
   CHECK(coded.check == wire_check::codec);
-  CHECK(coded.names("a notice carries no codec"));
+  CHECK(coded.names("a notice message carries no codec"));
+}
+
+TEST_CASE("wire: a finished message is the golden bytes of docs/wire.md, and carries no codec and no payload") {
+  wire_header h;
+  h.kind = message_kind::finished;
+  h.run_id = 0x0123456789ABCDEFull;
+  h.sender = 3;
+  h.iteration = 17;
+  auto bytes = encode(h, {});
+  CHECK(std::vector<std::byte>(bytes.begin(), bytes.end()) == kGoldenFinished);
+  verdict ok = parse(kGoldenFinished, {});
+  REQUIRE(ok.st.is_ok());
+  CHECK(ok.header.kind == message_kind::finished);
+  CHECK(ok.header.iteration == 17);
+  h.payload_bytes = 16;
+  verdict with_payload = parse(encode(h, kGoldenPayload), kGoldenPayload);
+  CHECK(with_payload.check == wire_check::payload_size);
+  CHECK(with_payload.names("a finished message has no payload"));
+  h.payload_bytes = 0;
+  h.codec = 2;
+  verdict coded = parse(encode(h, {}), {});
+  CHECK(coded.check == wire_check::codec);
+  CHECK(coded.names("a finished message carries no codec"));
 }
 
 TEST_CASE("wire: a message of another run (run id)") {

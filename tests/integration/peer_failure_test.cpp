@@ -3,7 +3,9 @@
 //    1.5 s (from the kill to their peer_left event, both on the system clock), the 7 others finish
 //    with status ok, every survivor's copy of every surviving neighbour equals its owner (qgossip
 //    verify), and their mean test accuracy is close to an undisturbed run's;
-//  - stop: one node SIGKILLed; every other node exits within 2 s, failed, naming the killed rank.
+//  - stop: one node SIGKILLed; every other node exits within 2 s, failed (exit 1), naming the killed
+//    rank: on the gossip path (dcd) and on the centralized ones (allgather, the ring allreduce), where
+//    a lost peer is a named error, never an internal one.
 // Why it cannot flake: detection is bounded by the transport's heartbeat (0.25 + 1 + 0.2 s) for a
 // stopped node and by a closed connection (milliseconds) for a killed one; the kill comes once
 // every node has logged rows (the run is under way) and the run has seconds left after it. The
@@ -41,7 +43,8 @@ std::string config(const std::string& name, const std::string& algorithm, const 
   std::ostringstream y;
   y << "name: " << name << "\nseed: 5\n"
     << "topology: {graph: ring, n: " << kNodes << ", base_port: " << base_port << "}\n"
-    << "algorithm: " << algorithm << "\ncompressor: {name: qsgd, bits: 4, bucket: 64}\n"
+    << "algorithm: " << algorithm << "\n"
+    << (algorithm == "allreduce" ? "" : "compressor: {name: qsgd, bits: 4, bucket: 64}\n")
     << "model: {kind: mlp, hidden: [32]}\n"
     << "data:\n  dataset: synthetic\n  standardize: false\n"
     << "  synthetic: {train: " << 1600 * kNodes << ", test: 2000, dim: 32, classes: 4, noise: 3.0}\n"
@@ -187,7 +190,9 @@ TEST_CASE("on_peer_failure continue: a SIGSTOPped node is noticed by heartbeat a
 
 TEST_CASE("on_peer_failure stop: every node exits within 2 s of a SIGKILL, naming the killed rank") {
   temp_dir tmp;
-  cluster c = start(tmp, "stop", "dcd", "stop");
+  for (const std::string algorithm : {"dcd", "allgather", "allreduce"}) {
+  CAPTURE(algorithm);
+  cluster c = start(tmp, "stop-" + algorithm, algorithm, "stop");
   wait_until_training(c);
   const auto killed = std::chrono::steady_clock::now();
   REQUIRE(::kill(c.nodes[kVictim].pid, SIGKILL) == 0);
@@ -201,5 +206,6 @@ TEST_CASE("on_peer_failure stop: every node exits within 2 s of a SIGKILL, namin
     CHECK(text(s.at(r), "status") == "failed");
     const std::string error = text(s.at(r), "error");
     CHECK_MESSAGE(error.find("rank " + std::to_string(kVictim)) != std::string::npos, "node " << r << ": " << error);
+  }
   }
 }

@@ -18,10 +18,10 @@ HEADER = ("iteration,epoch,wall_s,lr,train_loss,test_loss,test_acc,bytes_sent,by
           "round_bytes_sent,round_bytes_recv,compute_s,codec_s,comm_s,rejected")
 
 
-def run_plot(*args):
+def run_plot(*args, stdin=None):
     # Through the shebang when executable (as users run it); else with the interpreter it names.
     cmd = [PLOT] if os.access(PLOT, os.X_OK) else ["/usr/bin/python3", PLOT]
-    return subprocess.run(cmd + list(args), capture_output=True, text=True, timeout=120)
+    return subprocess.run(cmd + list(args), capture_output=True, text=True, timeout=120, input=stdin)
 
 
 def write_run(run_dir, name, algorithm, compressor, nodes=3, rounds=40, eval_every=10, meta=True):
@@ -82,6 +82,18 @@ class PlotTest(unittest.TestCase):
         a = os.path.join(self.dir, "solo")
         write_run(a, "solo", "dpsgd", "none", meta=False)
         r = run_plot(a)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assert_png(os.path.join(a, "convergence.png"))
+        self.assert_png(os.path.join(a, "accuracy_vs_bytes.png"))
+
+    def test_when_told_draws_on_go_and_nothing_otherwise(self):
+        # qgossip launch starts the plotter while the nodes train (--when-told) and says "go" at the end.
+        a = os.path.join(self.dir, "told")
+        write_run(a, "told", "dpsgd", "none")
+        r = run_plot("--when-told", a, stdin="")  # the launch failed: stdin closed, nothing drawn
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertFalse(os.path.exists(os.path.join(a, "convergence.png")))
+        r = run_plot("--when-told", a, stdin="go\n")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assert_png(os.path.join(a, "convergence.png"))
         self.assert_png(os.path.join(a, "accuracy_vs_bytes.png"))

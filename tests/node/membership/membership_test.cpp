@@ -142,9 +142,6 @@ TEST_CASE("membership: announcements never go back in time") {
   m.record_departure(gone(5), 15);  // a later departure cannot take effect before the earlier one
   CHECK(m.degree_notice()->second == 20);
   CHECK(m.degree_notice()->first == 0);
-  CHECK(m.finished(3) == false);
-  m.record_finished(3);
-  CHECK(m.finished(3));
 }
 
 TEST_CASE("membership: a checkpoint carries departures and announced degrees exactly") {

@@ -1,0 +1,31 @@
+#include "gossip/zmq/tcp_progress.hpp"
+
+// The kernel's own struct tcp_info (glibc's <netinet/tcp.h> lacks the byte counters); the two
+// headers cannot be included together, so this file includes only the kernel's.
+#include <netinet/in.h>
+#include <linux/sockios.h>
+#include <linux/tcp.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+
+#include <cstddef>
+
+namespace qgossip {
+
+std::optional<tcp_progress> read_tcp_progress(int fd) {
+  tcp_info info{};
+  socklen_t len = sizeof info;
+  if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &len) != 0) return std::nullopt;
+  if (len < offsetof(tcp_info, tcpi_bytes_sent) + sizeof info.tcpi_bytes_sent) return std::nullopt;
+  int outstanding = 0;
+  if (ioctl(fd, SIOCOUTQ, &outstanding) != 0 || outstanding < 0) return std::nullopt;
+  tcp_progress p;
+  p.bytes_received = info.tcpi_bytes_received;
+  p.bytes_acked = info.tcpi_bytes_acked;
+  p.bytes_sent = info.tcpi_bytes_sent;
+  p.outstanding = static_cast<std::uint64_t>(outstanding);
+  p.rto = std::chrono::microseconds(info.tcpi_rto);
+  return p;
+}
+
+}  // namespace qgossip

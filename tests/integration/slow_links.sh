@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# A run on links slower than a round of messages: 8 nodes in network namespaces (scripts/cluster.sh),
+# each node's egress at 0.5 Mbit/s (tc tbf, unpaced: bursts queue and drop in tbf), the demo's
+# message size (an MLP 784-128-10, 4-bit QSGD in buckets of 128: 54 kB per neighbour, 1.7 s of link
+# time per round), default heartbeats (1 s). Every node must finish (no live peer declared lost
+# while its data is queued: links issue, item 1), every copy equal to its owner, and no node may
+# linger at exit: each leaves once its neighbours have finished.
+# Usage: bash tests/integration/slow_links.sh QGOSSIP_BINARY. Exit 77 (skipped) without root.
+set -euo pipefail
+
+qgossip="${1:-${QGOSSIP:-}}"
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cluster="$repo/scripts/cluster.sh"
+
+skip() { echo "slow_links: SKIPPED: $*"; exit 77; }
+fail() { echo "slow_links: FAILED: $*" >&2; exit 1; }
+
+[[ -n "$qgossip" && -x "$qgossip" ]] || fail "no qgossip binary given (argument 1 or QGOSSIP)"
+command -v ip >/dev/null && command -v tc >/dev/null || skip "no 'ip'/'tc' (apt-get install iproute2)"
+cap_eff=$(awk '/^CapEff:/ {print $2}' /proc/self/status)
+(((16#$cap_eff >> 12) & 1 && (16#$cap_eff >> 21) & 1)) ||
+  skip "not root: network namespaces need CAP_NET_ADMIN and CAP_SYS_ADMIN"
+prefix="qgs$$x"
+subnet="10.214.$(($$ % 250))"
+ip netns add "${prefix}probe" 2>/dev/null || skip "cannot create a network namespace here"
+ip netns del "${prefix}probe"
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+# 1024 examples per node, batches of 64, 16 local steps: one round per epoch, 6 rounds.
+cat >"$tmp/slow.yaml" <<EOF
+name: slow
+seed: 4
+topology: {graph: ring, n: 8}
+algorithm: {name: choco, consensus_step: 0.8}
+compressor: {name: qsgd, bits: 4, bucket: 128, norm: max}
+model: {kind: mlp, hidden: [128]}
+data:
+  dataset: synthetic
+  synthetic: {train: 8192, test: 500, dim: 784, classes: 10, noise: 2.0}
+train: {epochs: 6, batch: 64, lr: 0.1, local_steps: 16, log_every: 1, eval_every: 0}
+network: {start_timeout_s: 60, round_timeout_s: 60}
+output: {dir: $tmp/runs}
+EOF
+
+start=$(date +%s.%N)
+rc=0
+timeout 300 bash "$cluster" --rate 500kbit --prefix "$prefix" --subnet "$subnet" --qgossip "$qgossip" \
+  "$tmp/slow.yaml" --plain --no-plot >"$tmp/out.txt" 2>&1 || rc=$?
+end=$(date +%s.%N)
+cat "$tmp/out.txt"
+((rc == 0)) || fail "cluster.sh exited $rc"
+grep -q "verify: .*all equal" "$tmp/out.txt" || fail "verify did not report every copy equal"
+if grep -h "left the run\|peer_lost\|heartbeat\|warning: after the last round" "$tmp/runs/slow"/node-*.log; then
+  fail "a live node was declared lost, or a node did not leave cleanly (above)"
+fi
+python3 - "$tmp/runs/slow" "$end" <<'EOF' || fail "the run's summaries are not as expected (above)"
+import json, sys
+d, end = sys.argv[1], float(sys.argv[2])
+ok = True
+last = 0.0
+for r in range(8):
+    s = json.load(open(f"{d}/node-{r}.json"))
+    if s["status"] != "ok" or s["rounds"] != 6:
+        print(f"node-{r}.json: status {s['status']!r}, {s['rounds']} rounds: {s.get('error')}"); ok = False
+    last = max(last, s["end_unix_s"])
+# The namespaces' teardown and the launcher's verify come after the last node: a few seconds at
+# most, never the 10 s linger a node used to wait at exit.
+print(f"the command ended {end - last:.2f} s after the last node's summary")
+if end - last > 8:
+    print("too long after the last node"); ok = False
+sys.exit(0 if ok else 1)
+EOF
+echo "slow_links: ok ($(awk -v a="$start" -v b="$end" 'BEGIN {printf "%.1f", b - a}') s)"
