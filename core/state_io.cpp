@@ -111,6 +111,14 @@ void state_reader::fail(const std::string& what) const {
   throw state_error(context_ + ": at byte " + std::to_string(pos_) + ": " + what);
 }
 
+std::string_view state_reader::next_name() const {
+  const std::size_t left = in_.size() - pos_;
+  if (left == 0) return {};
+  const std::size_t name_length = std::to_integer<std::size_t>(in_[pos_]);
+  if (name_length == 0 || left < name_length + kFieldOverhead) return {};
+  return {reinterpret_cast<const char*>(in_.data() + pos_ + 1), name_length};
+}
+
 std::span<const std::byte> state_reader::field(std::string_view name, state_type type, std::size_t element_size) {
   const std::string want = "field " + quoted(name) + " (" + std::string(to_string(type)) + ")";
   const std::size_t left = in_.size() - pos_;

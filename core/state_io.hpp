@@ -92,6 +92,9 @@ class state_reader {
   void expect_string(std::string_view name, std::string_view expected);
 
   [[nodiscard]] bool at_end() const { return pos_ == in_.size(); }
+  // The name of the next field, without reading it ("" at the end or before a malformed header): for
+  // sections whose layout changed, to tell the old form from the new.
+  [[nodiscard]] std::string_view next_name() const;
   // Throws unless every byte was read: a section with fields nobody read is from another version.
   void expect_end() const;
   [[nodiscard]] std::size_t offset() const { return pos_; }

@@ -39,6 +39,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/state_io.hpp"
 #include "core/status.hpp"
 #include "gossip/log_limiter.hpp"
 #include "gossip/transport.hpp"
@@ -154,6 +155,13 @@ struct exchange_stats {
 
   std::uint64_t rejected_for(reject_reason r) const { return rejected[static_cast<std::size_t>(r)]; }
   std::uint64_t rejected_total() const;
+  // Every counter added (a resumed node's counters continue those of its checkpoint).
+  exchange_stats& operator+=(const exchange_stats& o);
+  // Checkpoints: every counter by its name. load_state also reads the positional form checkpoints
+  // written before it had names ("exchange_counts", 10 or 12 counts, then "rejected", "wait_ns",
+  // "send_ns"). Throws state_error for counts it cannot place.
+  void save_state(state_writer& out) const;
+  void load_state(state_reader& in);
 };
 
 class exchange {

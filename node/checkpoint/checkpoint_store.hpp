@@ -51,7 +51,7 @@ struct checkpoint_write_options {
   // previous one, which the launcher needs when a node died while others finished the same round.
   std::size_t keep = 2;
   // Test knob: called after each stage; a test throws from it to stop a write there.
-  std::function<void(checkpoint_write_stage)> after_stage_for_testing;
+  std::function<void(checkpoint_write_stage)> after_stage_for_testing = {};
 };
 
 // Writes ck into dir (created if missing) as above. Returns errc::io naming the path and the

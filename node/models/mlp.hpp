@@ -8,11 +8,12 @@
 #include <string>
 #include <vector>
 
+#include "node/models/factored_model.hpp"
 #include "node/models/model.hpp"
 
 namespace qgossip {
 
-class mlp final : public model {
+class mlp final : public model, public factored_model {
  public:
   // REQUIRES (config_error otherwise): dim >= 1, at least one hidden layer, every hidden width
   // >= 1, classes in 2..256.

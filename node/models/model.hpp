@@ -9,9 +9,8 @@
 //
 // Loss: mean softmax cross-entropy (natural log) over the batch.
 //
-// Every layer is fully connected, so a layer's mini-batch gradient factors into its inputs X and
-// back-propagated Δ (core/fc_factors.hpp): loss_and_factors hands those out for ISGQ, which sends
-// X and Δ quantized instead of the gradient (algorithms/compress/isgq.hpp).
+// The Eigen models (fully connected) also hand out their gradient's factors for ISGQ
+// (node/models/factored_model.hpp).
 //
 // Thread-safety: a model instance is NOT thread-safe: loss_and_grad and evaluate reuse scratch
 // buffers held in the instance (so the training loop does not allocate). Use one instance per
@@ -23,7 +22,6 @@
 #include <string>
 #include <vector>
 
-#include "core/fc_factors.hpp"
 #include "node/data/dataset.hpp"
 
 namespace qgossip {
@@ -69,22 +67,6 @@ class model {
   [[nodiscard]] virtual double loss_and_grad(std::span<const float> params, const dataset& d,
                                              std::span<const std::size_t> batch,
                                              std::span<float> grad) const = 0;
-
-  // The same mean loss as loss_and_grad, and the gradient's factors instead of the gradient: `out`
-  // is resized to one entry per layer (in parameter order; its vectors' storage is reused) with
-  // offset = layer_bounds()[l], in/out the layer's widths, batch = L = batch.size(), x = the layer's
-  // inputs (the examples for layer 0, the previous layer's ReLU outputs after that) and delta = the
-  // derivative of each example's OWN loss (not the batch mean) w.r.t. the layer's pre-activations.
-  // So the gradient loss_and_grad writes is, layer by layer, W-part (1/L) Δ Xᵀ and bias-part
-  // (1/L) Δ 1, equal up to float rounding (the products are summed in another order).
-  // REQUIRES: as loss_and_grad, without grad.
-  [[nodiscard]] virtual double loss_and_factors(std::span<const float> params, const dataset& d,
-                                                std::span<const std::size_t> batch,
-                                                std::vector<fc_factors>& out) const = 0;
-
-  // The layers as loss_and_factors fills them but without data (batch 0, x and delta empty): the
-  // shapes ISGQ's decoder needs before any batch has been seen.
-  [[nodiscard]] virtual std::vector<fc_factors> fc_shapes() const = 0;
 
   // Loss and accuracy over the first min(max_examples, d.size) examples of d (in chunks; no
   // gradient). REQUIRES: as loss_and_grad, and d non-empty.

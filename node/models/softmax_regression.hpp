@@ -10,11 +10,12 @@
 
 #include <Eigen/Core>
 
+#include "node/models/factored_model.hpp"
 #include "node/models/model.hpp"
 
 namespace qgossip {
 
-class softmax_regression final : public model {
+class softmax_regression final : public model, public factored_model {
  public:
   // REQUIRES (config_error otherwise): dim >= 1, classes in 2..256.
   softmax_regression(std::size_t dim, std::size_t classes, init_kind init = init_kind::he);

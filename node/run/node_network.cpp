@@ -19,7 +19,7 @@
 #include "core/errors.hpp"
 #include "core/hash.hpp"
 #include "gossip/zmq/curve_keys.hpp"
-#include "node/run/node_setup.hpp"  // say()
+#include "node/run/start_up.hpp"  // say()
 
 namespace qgossip {
 

@@ -125,18 +125,19 @@ node_exit run_node(const run_config& config, int rank, const node_run_options& o
     steps = std::make_unique<round_steps>(setup);
   } catch (const std::bad_alloc&) {
     throw config_error("out of memory while allocating the round buffers (" +
-                       std::to_string(setup.net->num_params()) + " parameters per vector, batches of " +
+                       std::to_string(setup.learner.model->num_params()) + " parameters per vector, batches of " +
                        std::to_string(config.train.batch) + ")");
   }
   round_steps& step = *steps;
   std::uint64_t t = 0;
-  if (setup.resume) {  // the loop continues with the round after the checkpoint's
-    t = step.restore(*setup.resume, checkpoint_path(setup.checkpoint_dir, setup.resume->round).string());
-    setup.resume.reset();
+  if (node_checkpoints& ck = setup.checkpoints; ck.resume) {  // the loop continues after the checkpoint's round
+    t = step.restore(*ck.resume, checkpoint_path(ck.dir, ck.resume->round).string());
+    ck.resume.reset();
   }
-  setup.log->start(setup.n, setup.rounds, setup.epoch_after(setup.rounds * setup.local_steps));
+  const node_plan& plan = setup.plan;
+  setup.log->start(setup.n, plan.rounds, plan.epoch_after(plan.rounds * plan.local_steps));
   step_end end;
-  while (end && t < setup.rounds) {
+  while (end && t < plan.rounds) {
     if (stop_requested()) {
       end = {node_exit::interrupted, "interrupted by a signal at round " + std::to_string(t)};
       break;
@@ -145,7 +146,7 @@ node_exit run_node(const run_config& config, int rank, const node_run_options& o
     if (!(end = step.compute(t))) break;
     step.encode(t);
     if (!(end = step.exchange(t))) break;
-    if (!(end = step.absorb(t))) break;
+    step.absorb(t);
     if (!(end = step.log(t))) break;
     end = step.checkpoint(t);
   }

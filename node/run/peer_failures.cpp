@@ -6,7 +6,7 @@
 #include "gossip/exchange.hpp"
 #include "node/config/config.hpp"
 #include "node/log/run_log.hpp"
-#include "node/run/node_setup.hpp"  // say()
+#include "node/run/start_up.hpp"  // say()
 
 namespace qgossip {
 

@@ -358,17 +358,6 @@ double torch_model::loss_and_grad(std::span<const float> params, const dataset& 
   return loss.item<double>();
 }
 
-double torch_model::loss_and_factors(std::span<const float>, const dataset&, std::span<const std::size_t>,
-                                     std::vector<fc_factors>&) const {
-  throw config_error("ISGQ needs a fully connected Eigen model (mlp or softmax); " + kind_ +
-                     " is a libtorch model");
-}
-
-std::vector<fc_factors> torch_model::fc_shapes() const {
-  throw config_error("ISGQ needs a fully connected Eigen model (mlp or softmax); " + kind_ +
-                     " is a libtorch model");
-}
-
 eval_result torch_model::evaluate(std::span<const float> params, const dataset& d,
                                   std::size_t max_examples) const {
   QG_ENFORCE(params.size() == num_params(), "params " << params.size() << " != " << num_params());

@@ -104,10 +104,6 @@ class torch_model final : public model {
   void init(std::span<float> params, std::uint64_t seed) const override;
   double loss_and_grad(std::span<const float> params, const dataset& d, std::span<const std::size_t> batch,
                        std::span<float> grad) const override;
-  // Both throw config_error: ISGQ needs fully connected layers.
-  double loss_and_factors(std::span<const float> params, const dataset& d, std::span<const std::size_t> batch,
-                          std::vector<fc_factors>& out) const override;
-  std::vector<fc_factors> fc_shapes() const override;
   eval_result evaluate(std::span<const float> params, const dataset& d,
                        std::size_t max_examples = kAllExamples) const override;
   // "resnet20 (torch, cpu)", "lenet5 (torch, cuda:0, buffers averaged)".

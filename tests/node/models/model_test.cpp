@@ -325,7 +325,8 @@ namespace {
 // difference is ≲ (32 + 128 + 10)·6e-8 ≈ 1e-5 even where terms cancel to a tenth of their sum,
 // while a wrong factor (a stale X overwritten by back-propagation, a Δ scaled by 1/L, a transposed
 // layout) is off by O(1). Measured on this build: 4e-8 to 1e-7.
-void check_factors(const model& m, const dataset& d, std::span<const std::size_t> batch, std::uint64_t seed) {
+template <class Factored>  // mlp or softmax_regression: a model and a factored_model
+void check_factors(const Factored& m, const dataset& d, std::span<const std::size_t> batch, std::uint64_t seed) {
   std::vector<float> params(m.num_params()), grad(m.num_params());
   m.init(params, seed);
   for (std::size_t k = 0; k < params.size(); ++k)  // non-zero biases (and a nudge everywhere)

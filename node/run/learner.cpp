@@ -1,0 +1,70 @@
+#include "node/run/learner.hpp"
+
+#include <vector>
+
+#include "node/models/model_factory.hpp"
+#include "node/run/start_up.hpp"
+#include "topology/topology.hpp"
+
+namespace qgossip {
+
+namespace {
+
+std::unique_ptr<model> build_model(const run_config& c, const data_split& data, std::vector<float>& x0) {
+  model_spec spec = c.model;
+  spec.device = resolve_device(c.device, spec.kind);  // the launcher set CUDA_VISIBLE_DEVICES: GPU 0 here
+  // The config checked the size where the data's shape was known; npy data are known only now.
+  try {
+    check_model_size(spec, data.train.dim, data.train.classes);
+  } catch (const config_error& e) {
+    throw config_error(c.file, 0, 0, e.message());
+  }
+  const std::uint64_t planned = eigen_model_params(spec, data.train.dim, data.train.classes);
+  auto building = [&] {
+    return "building the model (" + spec.kind +
+           (planned ? ", " + std::to_string(planned) + " parameters, " + mib(planned) + " per copy" : std::string()) +
+           ")";
+  };
+  return allocating(building, [&] {
+    std::unique_ptr<model> m = make_model(spec, data.train.dim, data.train.classes, data.train.shape);
+    x0.resize(m->num_params());
+    m->init(x0, c.seed);
+    return m;
+  });
+}
+
+}  // namespace
+
+mixing_row starting_row(const run_config& c, const topology& topo, int rank) {
+  if (is_centralized(c.algorithm)) return complete_mixing_row(rank, c.topology.n);
+  mixing_row row;
+  row.rank = rank;
+  row.self_weight = topo.self_weight(rank);
+  for (int j : topo.neighbours(rank)) {
+    row.neighbours.push_back(j);
+    row.weights.push_back(topo.weight(rank, j));
+  }
+  return row;
+}
+
+node_learner build_learner(const run_config& c, const data_split& data, const mixing_row& row) {
+  node_learner l;
+  start_up_step("building the model");
+  std::vector<float> x0;  // the same x_1 on every node (the same seed)
+  l.model = build_model(c, data, x0);
+  start_up_step("building the compressor and the algorithm");
+  const std::size_t params = l.model->num_params();
+  l.codec = allocating(
+      [&] { return "building the compressor " + c.compressor.name + " for " + std::to_string(params) + " parameters"; },
+      [&] { return make_message_codec(c.compressor, *l.model, static_cast<std::size_t>(c.train.batch)); });
+  l.alg = allocating(
+      [&] {
+        return "allocating the state of " + c.algorithm + " (" + std::to_string(params) + " parameters, " +
+               mib(params) + " per vector, with copies for up to " + std::to_string(row.neighbours.size()) +
+               " neighbours)";
+      },
+      [&] { return make_algorithm(c.algorithm, row, x0, c.algorithm_params); });
+  return l;
+}
+
+}  // namespace qgossip

@@ -1,0 +1,30 @@
+#pragma once
+// The learner (DESIGN.md, "The round's parts"): the model, the algorithm that owns this node's
+// parameters and copies of its neighbours' (starting from the same x_1 on every node: the seed's),
+// and the codec its messages are made of. Built once, before the links.
+#include <memory>
+
+#include "algorithms/algorithm.hpp"
+#include "node/config/config.hpp"
+#include "node/data/load.hpp"
+#include "node/models/model.hpp"
+#include "node/run/message_codec.hpp"
+#include "topology/topology.hpp"
+
+namespace qgossip {
+
+struct node_learner {
+  std::unique_ptr<qgossip::model> model;
+  std::unique_ptr<algorithm> alg;
+  std::unique_ptr<message_codec> codec;
+};
+
+// The mixing row node `rank` starts with: the topology's, or every other node's for the
+// centralized algorithms.
+[[nodiscard]] mixing_row starting_row(const run_config& c, const topology& topo, int rank);
+
+// Builds the learner of node row.rank on its loaded data. Throws config_error (a model too large, an
+// allocation that fails, named), start_up_interrupted (a stop request between its steps).
+[[nodiscard]] node_learner build_learner(const run_config& c, const data_split& data, const mixing_row& row);
+
+}  // namespace qgossip

@@ -1,0 +1,82 @@
+#include "node/run/links.hpp"
+
+#include <algorithm>
+
+#include "node/run/node_runner.hpp"
+#include "node/run/start_up.hpp"
+
+namespace qgossip {
+
+namespace {
+
+std::vector<int> sorted_union(std::vector<int> a, const std::vector<int>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  std::sort(a.begin(), a.end());
+  a.erase(std::unique(a.begin(), a.end()), a.end());
+  return a;
+}
+
+// Who this node talks to, and how far ahead their messages may come: a peer may run ahead by one
+// round in gossip, by up to n−1 exchange iterations in a ring all-reduce, and a probe may come from a
+// node up to n−1 hops (rounds) away.
+void plan_peers(const run_config& c, int rank, const node_learner& learner, node_links& l) {
+  const int n = c.topology.n;
+  l.shape = shape_of(learner.alg->pattern(), rank, n, learner.alg->row().neighbours);
+  l.probing = c.train.consensus_every > 0 && n > 1;
+  l.all_others = complete_mixing_row(rank, n).neighbours;
+  l.peers = l.probing ? sorted_union(l.shape.train_peers, rank == 0 ? l.all_others : std::vector<int>{0})
+                      : l.shape.train_peers;
+  if (l.probing) l.shape.lookahead = std::max<std::uint64_t>(l.shape.lookahead, static_cast<std::uint64_t>(std::max(n, 2)));
+}
+
+exchange_options exchange_options_for(const run_config& c, int rank, const node_links& l) {
+  exchange_options eo;
+  eo.rank = rank;
+  eo.neighbours = l.peers;
+  eo.lookahead = l.shape.lookahead;
+  eo.run_id = c.run_id;
+  eo.first_deadline = to_ms(c.network.start_timeout_s);
+  eo.round_deadline = to_ms(c.network.round_timeout_s);
+  eo.max_payload_bytes = l.network->max_payload_bytes();
+  eo.log = [rank](const std::string& line) { say(rank, line); };
+  eo.should_stop = stop_requested;
+  eo.max_rejected = static_cast<std::uint32_t>(c.network.max_rejected);
+  // Every pattern tells its peers why it stops, so that they stop naming the node that failed first
+  // (the centralized algorithms need every node: the config allows them only `stop`).
+  eo.on_peer_failure = [f = l.failures.get()](int peer, const std::string& why) { return f->on_peer_failure(peer, why); };
+  eo.on_notice = [f = l.failures.get()](int from, std::span<const std::byte> p) { return f->on_notice(from, p); };
+  if (l.inbox) eo.validate = [in = l.inbox.get()](const wire_header& h, std::span<const std::byte> p) { return in->accept(h, p); };
+  return eo;
+}
+
+}  // namespace
+
+node_links open_links(const run_config& c, int rank, const topology& topo, node_learner& learner, run_log& log) {
+  node_links l;
+  plan_peers(c, rank, learner, l);
+  const std::size_t params = learner.model->num_params();
+  const std::size_t largest =
+      std::max(learner.codec->max_encoded_bytes(), l.probing ? params * sizeof(float) : std::size_t{0});
+  start_up_step("opening the network");
+  // Host names that do not resolve, or that are not this machine's, are said now rather than after
+  // the start time-out.
+  check_hosts(c, rank, l.peers, [rank](const std::string& line) { say(rank, line); });
+  const std::string sizes = "messages of up to " + std::to_string(largest) + " bytes, " +
+                            std::to_string(l.shape.lookahead) + " rounds ahead";
+  l.network = allocating([&] { return "opening the network (" + sizes + ")"; },
+                         [&] { return std::make_unique<node_network>(c, rank, l.peers, largest, l.shape.lookahead); });
+  if (l.shape.gossip) l.inbox = std::make_unique<message_inbox>(*learner.codec, c.seed, l.shape.train_peers, params);
+  l.failures = std::make_unique<peer_failures>(c, topo, rank, l.peers);
+  allocating(
+      [&] { return "allocating the exchange's buffers (" + std::to_string(l.peers.size()) + " peers, " + sizes + ")"; },
+      [&] {
+        l.ex = std::make_unique<exchange>(l.network->link(), exchange_options_for(c, rank, l));
+        l.failures->attach(*l.ex, *learner.alg, log);
+        l.pattern = make_round_pattern(l.shape, {.alg = *learner.alg, .codec = *learner.codec, .ex = *l.ex,
+                                                 .inbox = l.inbox.get(), .rank = rank, .n = c.topology.n,
+                                                 .seed = c.seed, .train_peers = l.shape.train_peers});
+      });
+  return l;
+}
+
+}  // namespace qgossip

@@ -1,0 +1,39 @@
+#pragma once
+// The links (DESIGN.md, "The round's parts"): this node's transport (node/run/node_network.hpp),
+// the exchange over it, what it does about failed peers (node/run/peer_failures.hpp), and the round
+// pattern its messages travel by (node/run/round_pattern.hpp). The exchange is given its decoder
+// (the inbox, for gossip) when it is built. Built once, after the learner and the log.
+#include <memory>
+#include <vector>
+
+#include "gossip/exchange.hpp"
+#include "node/config/config.hpp"
+#include "node/log/run_log.hpp"
+#include "node/run/learner.hpp"
+#include "node/run/message_inbox.hpp"
+#include "node/run/node_network.hpp"
+#include "node/run/peer_failures.hpp"
+#include "node/run/round_pattern.hpp"
+#include "topology/topology.hpp"
+
+namespace qgossip {
+
+struct node_links {
+  pattern_shape shape;          // train peers, exchange iterations per round, lookahead
+  bool probing = false;         // train.consensus_every: probes to (or, on rank 0, from) everyone
+  std::vector<int> all_others;  // every other rank
+  std::vector<int> peers;       // every rank this node talks to at all (train peers, probe peers)
+  std::unique_ptr<node_network> network;
+  std::unique_ptr<message_inbox> inbox;  // gossip only
+  std::unique_ptr<class exchange> ex;
+  std::unique_ptr<peer_failures> failures;
+  std::unique_ptr<round_pattern> pattern;
+};
+
+// Opens node `rank`'s links: binds, connects to its peers (throws config_error for a host that does
+// not resolve or is not this machine's, a port in use, a missing key), and builds the exchange, the
+// failure handling and the round pattern over the learner's algorithm and codec.
+[[nodiscard]] node_links open_links(const run_config& c, int rank, const topology& topo, node_learner& learner,
+                                    run_log& log);
+
+}  // namespace qgossip

@@ -1,0 +1,136 @@
+#include "node/run/local_training.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "algorithms/mixing.hpp"
+#include "node/data/augment.hpp"
+
+namespace qgossip {
+
+namespace {
+
+bool all_finite(std::span<const float> v) {
+  return std::all_of(v.begin(), v.end(), [](float x) { return std::isfinite(x); });
+}
+
+}  // namespace
+
+local_training::local_training(const run_config& c, int rank, node_learner& learner, node_plan& plan,
+                               const dataset& shard)
+    : config_(c),
+      rank_(rank),
+      learner_(learner),
+      plan_(plan),
+      shard_(shard),
+      local_(learner.model->num_params(), c.train.momentum, c.train.weight_decay),
+      local_rounds_(plan.local_steps > 1 || !c.train.outer.is_identity()),
+      work_(local_rounds_ ? learner.model->num_params() : 0),
+      outer_(local_rounds_ ? learner.model->num_params() : 0, c.train.outer),
+      outer_after_round_(local_rounds_ && !c.train.outer.is_identity() && !learner.alg->adjustable_model().empty()),
+      delta_(outer_after_round_ ? learner.model->num_params() : 0),
+      grad_(learner.model->num_params()) {
+  const augment_spec& a = c.data.augment;
+  augmenting_ = a.crop_padding > 0 || a.flip;
+  if (augmenting_) {
+    const auto b = static_cast<std::size_t>(c.train.batch);
+    batch_ = shard.subset(std::vector<std::size_t>(b, 0));
+    batch_rows_.resize(b);
+    std::iota(batch_rows_.begin(), batch_rows_.end(), std::size_t{0});
+  }
+}
+
+// The step's examples: indices into the shard, or (augmenting) into batch_, which then holds the
+// step's examples augmented.
+std::span<const std::size_t> local_training::next_batch(std::uint64_t step) {
+  const std::span<const std::size_t> rows = plan_.sampler->next();
+  if (!augmenting_) return rows;
+  gather(shard_, rows, batch_.features, batch_.labels);
+  augment_batch(batch_, config_.data.augment, config_.seed, rank_, step);
+  return batch_rows_;
+}
+
+// Optimizer step `step` (1-based over the run; round t's steps are (t−1)·H+1 .. t·H): sets lr_, the
+// loss and grad_ at x, or says the node diverged.
+local_training::outcome local_training::gradient(std::uint64_t t, std::uint64_t step, std::span<const float> x) {
+  lr_ = plan_.schedule.lr_at(plan_.epoch_after(step - 1));
+  const auto batch = next_batch(step);
+  model& m = *learner_.model;
+  m.set_step_size(lr_);
+  const double loss = learner_.codec->loss_and_grad(m, x, augmenting_ ? batch_ : shard_, batch, grad_);
+  const double limit = config_.train.diverge_loss;
+  if (!std::isfinite(loss) || loss > limit || !all_finite(grad_))
+    return {"diverged at round " + std::to_string(t) +
+            (step != t ? " (local step " + std::to_string(step) + ")" : std::string()) + ": training loss " +
+            std::to_string(loss) +
+            (std::isfinite(loss) && loss > limit ? " > train.diverge_loss " + std::to_string(limit) : "")};
+  loss_sum_ += loss;
+  ++loss_count_;
+  return {};
+}
+
+// H local steps from x_t on work_ (see the top of local_training.hpp for where the outer step goes).
+local_training::outcome local_training::local_steps(std::uint64_t t, std::span<const float>& outgoing) {
+  algorithm& alg = *learner_.alg;
+  const std::span<const float> start = alg.model();
+  std::copy(start.begin(), start.end(), work_.begin());
+  for (std::uint64_t k = 1; k <= plan_.local_steps; ++k) {
+    if (outcome e = gradient(t, (t - 1) * plan_.local_steps + k, work_); !e) return e;
+    mixing::axpy(work_, -static_cast<float>(lr_), local_.apply(grad_, work_));
+  }
+  if (!outer_after_round_) {
+    outgoing = alg.outgoing(outer_.apply(start, work_), 1.0f, t);
+    return {};
+  }
+  mixing::sub(delta_, start, work_);
+  std::copy(start.begin(), start.end(), work_.begin());  // x_t, for finish_round
+  outgoing = alg.outgoing(delta_, 1.0f, t);
+  return {};
+}
+
+local_training::outcome local_training::round(std::uint64_t t, std::span<const float>& outgoing) {
+  if (local_rounds_) return local_steps(t, outgoing);
+  algorithm& alg = *learner_.alg;
+  if (outcome e = gradient(t, t, alg.model()); !e) return e;
+  outgoing = alg.outgoing(local_.apply(grad_, alg.model()), static_cast<float>(lr_), t);
+  return {};
+}
+
+// x_{t+1} = x_t − s(x_t − x'_{t+1}), x' the algorithm's result of the round (outer_after_round_ only).
+void local_training::finish_round() {
+  if (!outer_after_round_) return;
+  const std::span<float> x = learner_.alg->adjustable_model();
+  mixing::sub(x, work_, outer_.apply(work_, x));
+}
+
+double local_training::take_mean_loss(double previous) {
+  const double mean = loss_count_ ? loss_sum_ / static_cast<double>(loss_count_) : previous;
+  loss_sum_ = 0;
+  loss_count_ = 0;
+  return mean;
+}
+
+void local_training::save_steps(state_writer& local, state_writer& outer) const {
+  local_.save_state(local);
+  outer_.save_state(outer);
+}
+
+void local_training::load_steps(state_reader& local, state_reader& outer) {
+  local_.load_state(local);
+  outer_.load_state(outer);
+}
+
+void local_training::save_counters(state_writer& out) const {
+  out.put_f64("lr", lr_);
+  out.put_f64("loss_sum", loss_sum_);
+  out.put_u64("loss_count", loss_count_);
+}
+
+void local_training::load_counters(state_reader& in) {
+  lr_ = in.get_f64("lr");
+  loss_sum_ = in.get_f64("loss_sum");
+  loss_count_ = in.get_u64("loss_count");
+}
+
+}  // namespace qgossip

@@ -1,0 +1,86 @@
+#pragma once
+// A round's computation (the `compute` step of node/run/round_steps.hpp): from the algorithm's model
+// x_t, the vector it is to send. Two forms, fixed for a run:
+//   one step   (train.local_steps 1, no train.outer): a stochastic gradient at x_t, weight decay
+//              and momentum applied (node/optim/local_step.hpp), handed to the algorithm with the
+//              step size: the papers' rules, bit for bit;
+//   local steps (H > 1 or an outer optimizer; DiLoCo's inner loop): H steps on a copy of x_t, each
+//              on its own batch, then the outer step (node/optim/outer_step.hpp) of the change.
+//              Where the algorithm lets the node adjust its model after the round
+//              (algorithm::adjustable_model: choco, dpsgd, naive, the centralized ones) it gets the
+//              plain change and finish_round() applies the outer step to the whole round's change
+//              x_t − x_{t+1}; elsewhere (dcd, ecd, whose neighbours copy x from the messages) the
+//              outer step of the local change goes in place of γ·g. Either way the node average
+//              moves by the outer step of the mean change.
+// Each step's gradient comes from the learner's codec (a factor codec keeps that pass's factors),
+// on the plan's batches (augmented when data.augment asks), at the schedule's rate. Not
+// thread-safe: the node's one thread.
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/aligned.hpp"
+#include "core/state_io.hpp"
+#include "node/config/config.hpp"
+#include "node/data/dataset.hpp"
+#include "node/optim/local_step.hpp"
+#include "node/optim/outer_step.hpp"
+#include "node/run/learner.hpp"
+#include "node/run/plan.hpp"
+
+namespace qgossip {
+
+class local_training {
+ public:
+  // How a round's computation ended: empty, or why the node diverged ("diverged at round 7: ...").
+  struct outcome {
+    std::string diverged;
+    explicit operator bool() const { return diverged.empty(); }
+  };
+
+  local_training(const run_config& c, int rank, node_learner& learner, node_plan& plan, const dataset& shard);
+
+  // Round t's computation: the algorithm's outgoing vector (valid until the next call), or why not.
+  [[nodiscard]] outcome round(std::uint64_t t, std::span<const float>& outgoing);
+  // After the algorithm's finish(t): the outer step on the whole round's change, where it goes.
+  void finish_round();
+
+  // The step size of the latest step, and the mean training loss since the last take (0 steps: the
+  // value `previous` is kept).
+  [[nodiscard]] double lr() const { return lr_; }
+  [[nodiscard]] double take_mean_loss(double previous);
+
+  // Checkpoints: sections "local_step" and "outer_step", and the round's loss sum and rate (written
+  // by the round loop into its own section, in this order: lr, loss_sum, loss_count).
+  void save_steps(state_writer& local, state_writer& outer) const;
+  void load_steps(state_reader& local, state_reader& outer);
+  void save_counters(state_writer& out) const;
+  void load_counters(state_reader& in);
+
+ private:
+  [[nodiscard]] std::span<const std::size_t> next_batch(std::uint64_t step);
+  [[nodiscard]] outcome gradient(std::uint64_t t, std::uint64_t step, std::span<const float> x);
+  [[nodiscard]] outcome local_steps(std::uint64_t t, std::span<const float>& outgoing);
+
+  const run_config& config_;
+  const int rank_;
+  node_learner& learner_;
+  node_plan& plan_;
+  const dataset& shard_;
+  local_step local_;
+  const bool local_rounds_;  // H > 1 or an outer optimizer
+  float_vector work_;        // x_{t,k}, the model the local steps move (then x_t, for finish_round)
+  outer_step outer_;
+  const bool outer_after_round_;  // the outer step on the whole round's change (finish_round)
+  float_vector delta_;
+  float_vector grad_;
+  // Augmented training: each step's examples gathered into batch_ and augmented there.
+  bool augmenting_ = false;
+  dataset batch_;
+  std::vector<std::size_t> batch_rows_;
+  double lr_ = 0, loss_sum_ = 0;
+  std::uint64_t loss_count_ = 0;
+};
+
+}  // namespace qgossip

@@ -1,0 +1,61 @@
+#pragma once
+// What a node's train messages are made of: the learner's codec (DESIGN.md, "The round's parts").
+// Two kinds:
+//  - a compressor (algorithms/compress/) applied to the algorithm's outgoing vector: every codec of
+//    the `compressor:` section, identity included;
+//  - ISGQ's factors (`compressor: {name: isgq}`, all-gather only): the quantized inputs X and deltas
+//    Δ of each fully connected layer, from the same forward and backward pass as the step's
+//    gradient; the receiver rebuilds the gradient from them.
+// So the codec also takes the step's gradient (loss_and_grad): a factor codec needs the factors of
+// exactly that pass. The round pattern (node/run/round_pattern.hpp) asks it to encode and decode.
+// Contract of encode/decode as algorithms/compress/compressor.hpp (deterministic in (input, ctx);
+// decode validates and never trusts its input). Not thread-safe: one node's thread (a factor codec
+// keeps the last pass's factors; MCGQ keeps sender state).
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "algorithms/compress/compressor.hpp"
+#include "core/state_io.hpp"
+#include "core/status.hpp"
+#include "node/data/dataset.hpp"
+#include "node/models/model.hpp"
+
+namespace qgossip {
+
+class message_codec {
+ public:
+  virtual ~message_codec() = default;
+  // The wire header's codec fields (gossip/wire.hpp) and the largest payload encode() can write.
+  [[nodiscard]] virtual std::uint16_t id() const = 0;
+  [[nodiscard]] virtual std::uint32_t tag() const = 0;
+  [[nodiscard]] virtual std::size_t max_encoded_bytes() const = 0;
+  // "qsgd:levels=7,bucket=128,norm=max", for logs and run.json.
+  [[nodiscard]] virtual std::string describe() const = 0;
+  // alpha^2 of ALGORITHMS.md for the model's size (the DCD-PSGD condition in the start-up line).
+  [[nodiscard]] virtual double relative_error_bound() const = 0;
+  // The mean loss at x on the batch, and its gradient into grad (m.loss_and_grad by default).
+  [[nodiscard]] virtual double loss_and_grad(const model& m, std::span<const float> x, const dataset& d,
+                                             std::span<const std::size_t> batch, std::span<float> grad);
+  // Appends the message carrying v (the algorithm's outgoing vector; a factor codec sends the
+  // factors of its last loss_and_grad instead) to out.
+  virtual void encode(std::span<const float> v, const codec_context& ctx, std::vector<std::byte>& out) = 0;
+  // Decodes one message into out, every value written. errc::corrupt for bytes that are not one.
+  [[nodiscard]] virtual status decode(std::span<const std::byte> in, const codec_context& ctx,
+                                      std::span<float> out) const = 0;
+  // Checkpoints: the encoder's state that carries over to the next encode (MCGQ's), written
+  // whatever the codec (an empty section when there is none); load into a fresh codec of the same
+  // spec. Throws state_error for state of another codec.
+  virtual void save_state(state_writer& out) const = 0;
+  virtual void load_state(state_reader& in) = 0;
+};
+
+// The codec of `spec` for model m and batches of `batch` examples. Throws config_error for a factor
+// codec on a model without factors (a libtorch model; the config refuses it first).
+[[nodiscard]] std::unique_ptr<message_codec> make_message_codec(const codec_spec& spec, const model& m,
+                                                                std::size_t batch);
+
+}  // namespace qgossip

@@ -1,0 +1,38 @@
+#pragma once
+// The plan (DESIGN.md, "The round's parts"): how many rounds a node runs, how long a round is (H =
+// train.local_steps optimizer steps, each on one batch), when it evaluates, the learning-rate
+// schedule, and this node's own order of its own shard. Every node runs the same number of rounds,
+// derived from the smallest shard, which every node can compute (shards differ by at most one
+// example).
+#include <cstdint>
+#include <memory>
+
+#include "node/config/config.hpp"
+#include "node/data/batch_sampler.hpp"
+#include "node/data/load.hpp"
+#include "node/optim/lr_schedule.hpp"
+
+namespace qgossip {
+
+struct node_plan {
+  std::uint64_t steps_per_epoch = 0;  // batches of the smallest shard
+  std::uint64_t local_steps = 1;      // H: optimizer steps per round
+  std::uint64_t rounds = 0;
+  std::uint64_t eval_period = 0;      // rounds between evaluations (UINT64_MAX: only at the end)
+  lr_schedule schedule;
+  std::unique_ptr<batch_sampler> sampler;
+
+  // The epoch reached after `steps` optimizer steps (round t ends at step t·H).
+  [[nodiscard]] double epoch_after(std::uint64_t steps) const {
+    return static_cast<double>(steps) / static_cast<double>(steps_per_epoch);
+  }
+  [[nodiscard]] double rounds_per_epoch() const {
+    return static_cast<double>(steps_per_epoch) / static_cast<double>(local_steps);
+  }
+};
+
+// The plan of node `rank` of n, whose shard `data` holds (data.total_train examples in all). Throws
+// config_error when a batch is larger than a node's shard.
+[[nodiscard]] node_plan make_plan(const run_config& c, const data_split& data, int rank);
+
+}  // namespace qgossip

@@ -1,0 +1,35 @@
+#pragma once
+// The ring all-reduce (node/run/round_pattern.hpp): round t sums every node's outgoing vector, raw
+// float32, with gossip/ring_allreduce.hpp over 2(n−1) exchange iterations (left and right
+// neighbours on the ring of ranks), and hands the sum to the algorithm (absorb_own): allreduce,
+// the centralized full-precision baseline. Not thread-safe: the node's one thread.
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/aligned.hpp"
+#include "gossip/ring_allreduce.hpp"
+#include "node/run/round_pattern.hpp"
+
+namespace qgossip {
+
+class ring_round final : public round_pattern {
+ public:
+  explicit ring_round(const round_pattern_parts& parts);
+
+  void encode(std::span<const float> outgoing, std::uint64_t t) override;
+  [[nodiscard]] status exchange(std::uint64_t t) override;
+  void absorb(std::uint64_t t) override;
+  [[nodiscard]] std::string describe() const override;
+
+ private:
+  algorithm& alg_;
+  std::vector<int> peers_;
+  std::uint64_t steps_;
+  std::unique_ptr<ring_allreduce> reducer_;  // none for a single node
+  float_vector sum_;
+};
+
+}  // namespace qgossip

@@ -1,0 +1,67 @@
+#pragma once
+// How a round's messages travel (DESIGN.md, "The round's parts"), as an object the round is given:
+//   gossip_round   the algorithm's message, encoded by the learner's codec, to the graph's neighbours
+//                  and theirs back (every decentralized algorithm, and allgather, whose graph is
+//                  complete): node/run/gossip_round.hpp
+//   ring_round     the outgoing vectors summed by a ring all-reduce of raw floats (allreduce):
+//                  node/run/ring_round.hpp
+// A pattern owns the buffers of its steps. Round t calls encode, exchange, absorb, in that order,
+// between the algorithm's outgoing(t) and finish(t). Not thread-safe: the node's one thread.
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "algorithms/algorithm.hpp"
+#include "core/status.hpp"
+
+namespace qgossip {
+
+class exchange;
+class message_codec;
+class message_inbox;
+
+class round_pattern {
+ public:
+  virtual ~round_pattern() = default;
+  // The node's own message of round t: encoded, and what its receivers will decode applied to the
+  // algorithm (absorb_own), or kept for the sum.
+  virtual void encode(std::span<const float> outgoing, std::uint64_t t) = 0;
+  // Sends it and gathers what round t needs from the peers. Errors: the exchange's.
+  [[nodiscard]] virtual status exchange(std::uint64_t t) = 0;
+  // Hands what arrived to the algorithm.
+  virtual void absorb(std::uint64_t t) = 0;
+  // Whom the node's messages go to, for its start-up line: "sends to 1 7".
+  [[nodiscard]] virtual std::string describe() const = 0;
+};
+
+// What a pattern needs of the links, known before they are built: whom train messages go to and
+// come from, how many exchange iterations a round takes (probes are numbered after them), and how
+// far ahead of this node a peer's messages may come (the exchange's lookahead).
+struct pattern_shape {
+  std::vector<int> train_peers;
+  std::uint64_t iterations_per_round = 1;
+  std::uint64_t lookahead = 1;
+  bool gossip = true;  // train messages carry the learner's codec (an inbox decodes them)
+};
+// The shape of `pattern` for node rank of n whose algorithm mixes with row_neighbours.
+[[nodiscard]] pattern_shape shape_of(communication pattern, int rank, int n, const std::vector<int>& row_neighbours);
+
+// What a pattern is built from: the learner's algorithm and codec, and the links' exchange and
+// inbox (gossip), this node's rank among n, the run's seed, the peers its train messages go to.
+struct round_pattern_parts {
+  algorithm& alg;
+  message_codec& codec;
+  class exchange& ex;
+  message_inbox* inbox = nullptr;  // gossip only
+  int rank = 0, n = 1;
+  std::uint64_t seed = 0;
+  std::vector<int> train_peers;
+};
+
+// The pattern of `shape` (gossip: parts.inbox set).
+[[nodiscard]] std::unique_ptr<round_pattern> make_round_pattern(const pattern_shape& shape,
+                                                                const round_pattern_parts& parts);
+
+}  // namespace qgossip
