@@ -12,23 +12,31 @@
 
 namespace qgossip {
 
-std::unique_ptr<algorithm> make_algorithm(std::string_view name, const mixing_row& row, std::span<const float> x0,
+std::unique_ptr<algorithm> make_algorithm(algorithm_kind kind, const mixing_row& row, std::span<const float> x0,
                                           const algorithm_options& options) {
   QG_ENFORCE(row.neighbours.size() == row.weights.size());
   QG_ENFORCE(std::is_sorted(row.neighbours.begin(), row.neighbours.end()), "neighbours must be ascending");
-  if (name == "dpsgd") return std::make_unique<dpsgd>(row, x0, false);
-  if (name == "naive") return std::make_unique<dpsgd>(row, x0, true);
-  if (name == "dcd") return std::make_unique<dcd_psgd>(row, x0);
-  if (name == "ecd") return std::make_unique<ecd_psgd>(row, x0);
-  if (name == "choco") {
-    if (!(options.consensus_step > 0 && options.consensus_step <= 1))
-      throw config_error("algorithm.consensus_step must be in (0, 1], got " + std::to_string(options.consensus_step));
-    return std::make_unique<choco_sgd>(row, x0, options.consensus_step);
+  switch (kind) {
+    case algorithm_kind::dpsgd: return std::make_unique<dpsgd>(row, x0, false);
+    case algorithm_kind::naive: return std::make_unique<dpsgd>(row, x0, true);
+    case algorithm_kind::dcd: return std::make_unique<dcd_psgd>(row, x0);
+    case algorithm_kind::ecd: return std::make_unique<ecd_psgd>(row, x0);
+    case algorithm_kind::choco:
+      if (!(options.consensus_step > 0 && options.consensus_step <= 1))
+        throw config_error("algorithm.consensus_step must be in (0, 1], got " + std::to_string(options.consensus_step));
+      return std::make_unique<choco_sgd>(row, x0, options.consensus_step);
+    case algorithm_kind::allgather: return std::make_unique<allgather_sgd>(row, x0);
+    case algorithm_kind::allreduce: return std::make_unique<allreduce_sgd>(row, x0);
   }
-  if (name == "allgather") return std::make_unique<allgather_sgd>(row, x0);
-  if (name == "allreduce") return std::make_unique<allreduce_sgd>(row, x0);
-  throw config_error("unknown algorithm '" + std::string(name) +
-                     "'; expected one of dpsgd, naive, dcd, ecd, choco, allreduce, allgather");
+  throw invariant_error("algorithm_kind " + std::to_string(static_cast<int>(kind)));
+}
+
+std::unique_ptr<algorithm> make_algorithm(std::string_view name, const mixing_row& row, std::span<const float> x0,
+                                          const algorithm_options& options) {
+  const auto kind = parse_name<algorithm_kind>(name);
+  if (!kind)
+    throw config_error("unknown algorithm '" + std::string(name) + "'; expected one of " + name_list<algorithm_kind>());
+  return make_algorithm(*kind, row, x0, options);
 }
 
 mixing_row complete_mixing_row(int rank, int n) {
@@ -43,6 +51,6 @@ mixing_row complete_mixing_row(int rank, int n) {
   return row;
 }
 
-bool is_centralized(std::string_view name) { return name == "allreduce" || name == "allgather"; }
+bool is_centralized(algorithm_kind kind) { return kind == algorithm_kind::allreduce || kind == algorithm_kind::allgather; }
 
 }  // namespace qgossip

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "core/aligned.hpp"
+#include "core/names.hpp"
 #include "core/state_io.hpp"
 
 namespace qgossip {
@@ -128,13 +129,24 @@ struct algorithm_options {
 // algorithms' row, whatever the topology.
 mixing_row complete_mixing_row(int rank, int n);
 
-// Builds the named algorithm ("dpsgd", "naive", "dcd", "ecd", "choco", "allreduce", "allgather") for
-// node row.rank, starting at x0 (the same on every node). Throws config_error for an unknown name or
-// a bad option. For the centralized ones (is_centralized), row must list every other rank.
+// The algorithms (the run YAML's `algorithm:`), and their names.
+enum class algorithm_kind { dpsgd, naive, dcd, ecd, choco, allreduce, allgather };
+inline constexpr named<algorithm_kind> kAlgorithmNames[] = {
+    {algorithm_kind::dpsgd, "dpsgd"}, {algorithm_kind::naive, "naive"},         {algorithm_kind::dcd, "dcd"},
+    {algorithm_kind::ecd, "ecd"},     {algorithm_kind::choco, "choco"},         {algorithm_kind::allreduce, "allreduce"},
+    {algorithm_kind::allgather, "allgather"},
+};
+constexpr std::span<const named<algorithm_kind>> names_of(algorithm_kind) { return kAlgorithmNames; }
+
+// Builds the algorithm for node row.rank, starting at x0 (the same on every node). Throws
+// config_error for a bad option. For the centralized ones (is_centralized), row must list every
+// other rank. The second form takes the algorithm's name (config_error for an unknown one).
+std::unique_ptr<algorithm> make_algorithm(algorithm_kind kind, const mixing_row& row, std::span<const float> x0,
+                                          const algorithm_options& options = {});
 std::unique_ptr<algorithm> make_algorithm(std::string_view name, const mixing_row& row, std::span<const float> x0,
                                           const algorithm_options& options = {});
 
-// True for "allreduce" and "allgather": every node talks to every other, whatever the topology.
-bool is_centralized(std::string_view name);
+// True for allreduce and allgather: every node talks to every other, whatever the topology.
+bool is_centralized(algorithm_kind kind);
 
 }  // namespace qgossip

@@ -167,47 +167,16 @@ graph edge_list(int n, std::span<const edge> edges) {
   return graph(n, edges);
 }
 
-namespace {
-
-constexpr std::array<std::pair<graph_kind, std::string_view>, 7> kGraphKindNames{{
-    {graph_kind::ring, "ring"},
-    {graph_kind::torus, "torus"},
-    {graph_kind::complete, "complete"},
-    {graph_kind::star, "star"},
-    {graph_kind::hypercube, "hypercube"},
-    {graph_kind::exponential, "exponential"},
-    {graph_kind::edge_list, "edge_list"},
-}};
-
-}  // namespace
-
-std::string_view to_string(graph_kind kind) {
-  for (auto [k, name] : kGraphKindNames)
-    if (k == kind) return name;
-  QG_ENFORCE(false, "graph_kind " << static_cast<int>(kind));
-  return {};
-}
-
-std::optional<graph_kind> parse_graph_kind(std::string_view name) {
-  for (auto [k, known] : kGraphKindNames)
-    if (known == name) return k;
-  return std::nullopt;
-}
-
 graph make_graph(const graph_spec& spec) {
-  auto kind = parse_graph_kind(spec.kind);
-  if (!kind) {
-    std::string known;
-    for (auto [k, name] : kGraphKindNames) known += (known.empty() ? "" : ", ") + std::string(name);
-    throw config_error("unknown graph kind '" + spec.kind + "' (expected one of: " + known + ")");
-  }
+  const graph_kind kind = spec.kind;
+  const std::string name(name_of(kind));
   // Which fields this kind reads; any other that is set is a mistake worth reporting.
-  bool reads_n = *kind != graph_kind::torus && *kind != graph_kind::hypercube;
-  bool reads_grid = *kind == graph_kind::torus;
-  bool reads_dim = *kind == graph_kind::hypercube;
-  bool reads_edges = *kind == graph_kind::edge_list;
+  bool reads_n = kind != graph_kind::torus && kind != graph_kind::hypercube;
+  bool reads_grid = kind == graph_kind::torus;
+  bool reads_dim = kind == graph_kind::hypercube;
+  bool reads_edges = kind == graph_kind::edge_list;
   auto stray = [&](const char* field) {
-    throw config_error("graph kind '" + spec.kind + "' does not take '" + field + "'");
+    throw config_error("graph kind '" + name + "' does not take '" + field + "'");
   };
   if (!reads_grid && spec.rows != 0) stray("rows");
   if (!reads_grid && spec.cols != 0) stray("cols");
@@ -215,7 +184,7 @@ graph make_graph(const graph_spec& spec) {
   if (!reads_edges && !spec.edges.empty()) stray("edges");
 
   graph g;
-  switch (*kind) {
+  switch (kind) {
     case graph_kind::ring: g = ring(spec.n); break;
     case graph_kind::torus: g = torus(spec.rows, spec.cols); break;
     case graph_kind::complete: g = complete(spec.n); break;
@@ -226,7 +195,7 @@ graph make_graph(const graph_spec& spec) {
   }
   if (!reads_n && spec.n != 0 && spec.n != g.n()) {
     std::ostringstream os;
-    os << "graph kind '" << spec.kind << "' gives " << g.n() << " nodes but n = " << spec.n;
+    os << "graph kind '" << name << "' gives " << g.n() << " nodes but n = " << spec.n;
     throw config_error(os.str());
   }
   return g;

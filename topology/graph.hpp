@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/names.hpp"
+
 namespace qgossip {
 
 // W is stored dense (n x n doubles) on every node, so n is capped: 4096 nodes is 128 MiB.
@@ -57,10 +59,13 @@ graph exponential(int n);           // n >= 2; i ~ i±2^k mod n for every 2^k < 
 graph edge_list(int n, std::span<const edge> edges);
 
 enum class graph_kind { ring, torus, complete, star, hypercube, exponential, edge_list };
-
-std::string_view to_string(graph_kind kind);
-// "ring", "torus", "complete", "star", "hypercube", "exponential", "edge_list".
-std::optional<graph_kind> parse_graph_kind(std::string_view name);
+inline constexpr named<graph_kind> kGraphNames[] = {
+    {graph_kind::ring, "ring"},           {graph_kind::torus, "torus"},
+    {graph_kind::complete, "complete"},   {graph_kind::star, "star"},
+    {graph_kind::hypercube, "hypercube"}, {graph_kind::exponential, "exponential"},
+    {graph_kind::edge_list, "edge_list"},
+};
+constexpr std::span<const named<graph_kind>> names_of(graph_kind) { return kGraphNames; }
 
 // The graph part of a topology config, as the config loader fills it. Which fields a kind reads:
 //   ring, complete, star, exponential: n        torus: rows, cols        hypercube: dim
@@ -68,7 +73,7 @@ std::optional<graph_kind> parse_graph_kind(std::string_view name);
 // For torus and hypercube, n may be left 0 or set to the node count (the loader sets it from the
 // node list); a different value is an error. Fields a kind does not read must stay 0 / empty.
 struct graph_spec {
-  std::string kind;
+  graph_kind kind = graph_kind::ring;
   int n = 0;
   int rows = 0;
   int cols = 0;
@@ -76,8 +81,7 @@ struct graph_spec {
   std::vector<std::pair<int, int>> edges = {};  // "= {}" keeps -Wextra quiet on designated initializers
 };
 
-// Throws config_error for an unknown kind (listing the known ones), a missing or stray field,
-// or anything the builder rejects.
+// Throws config_error for a missing or stray field, or anything the builder rejects.
 graph make_graph(const graph_spec& spec);
 
 }  // namespace qgossip

@@ -8,22 +8,6 @@
 
 namespace qgossip {
 
-std::string_view to_string(weight_kind kind) {
-  switch (kind) {
-    case weight_kind::uniform: return "uniform";
-    case weight_kind::metropolis_hastings: return "metropolis_hastings";
-    case weight_kind::explicit_matrix: return "explicit";
-  }
-  QG_ENFORCE(false, "weight_kind " << static_cast<int>(kind));
-  return {};
-}
-
-std::optional<weight_kind> parse_weight_kind(std::string_view name) {
-  for (auto kind : {weight_kind::uniform, weight_kind::metropolis_hastings, weight_kind::explicit_matrix})
-    if (to_string(kind) == name) return kind;
-  return std::nullopt;
-}
-
 namespace {
 
 // Off-diagonal weights from `edge_weight(i, j)`, then each diagonal entry takes what its row lacks.
@@ -43,7 +27,7 @@ Eigen::MatrixXd fill(const graph& g, EdgeWeight edge_weight) {
 
 Eigen::MatrixXd make_weights(const graph& g, weight_kind kind, const Eigen::MatrixXd& explicit_matrix) {
   if (kind != weight_kind::explicit_matrix && explicit_matrix.size() != 0)
-    throw config_error("a weight matrix is given but weights are '" + std::string(to_string(kind)) +
+    throw config_error("a weight matrix is given but weights are '" + std::string(name_of(kind)) +
                        "' (use 'explicit' to apply it)");
   switch (kind) {
     case weight_kind::uniform: {

@@ -17,10 +17,12 @@
 namespace qgossip {
 
 enum class weight_kind { uniform, metropolis_hastings, explicit_matrix };
-
-// "uniform", "metropolis_hastings", "explicit".
-std::string_view to_string(weight_kind kind);
-std::optional<weight_kind> parse_weight_kind(std::string_view name);
+inline constexpr named<weight_kind> kWeightNames[] = {
+    {weight_kind::uniform, "uniform"},
+    {weight_kind::metropolis_hastings, "metropolis_hastings"},
+    {weight_kind::explicit_matrix, "explicit"},
+};
+constexpr std::span<const named<weight_kind>> names_of(weight_kind) { return kWeightNames; }
 
 // Throws config_error when kind is explicit_matrix and `explicit_matrix` is not n x n, or when a
 // non-empty matrix is given with another kind (it would be silently ignored).

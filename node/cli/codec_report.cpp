@@ -30,7 +30,7 @@ constexpr std::size_t kGradClasses = 10;
 // The model whose gradient --gen grad measures: an mlp 784-128-10.
 model_spec grad_model() {
   model_spec s;
-  s.kind = "mlp";
+  s.kind = model_kind::mlp;
   s.hidden = {128};
   return s;
 }

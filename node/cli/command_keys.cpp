@@ -39,9 +39,9 @@ void add_keys_command(CLI::App& app, int* exit_code) {
                 dir.c_str());
     std::printf("copy node-<r>.key to rank r's host only, and every node-*.pub to every host, into the directory "
                 "network.keys_dir names there (default <output.dir>/<name>/keys)\n");
-    if (c.network.security != "curve")
+    if (c.network.security != security_kind::curve)
       std::printf("note: %s sets network.security: %s, so its nodes will not use these keys\n", opt->config.c_str(),
-                  c.network.security.c_str());
+                  to_text(c.network.security).c_str());
     *exit_code = 0;
   });
 }

@@ -91,7 +91,7 @@ void add_launch_command(CLI::App& app, int* exit_code) {
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
     if (ec) throw config_error("cannot create " + dir.string() + ": " + ec.message());
-    if (c.network.security == "curve") {
+    if (c.network.security == security_kind::curve) {
       // Every node's keypair, before any node starts (docs/security.md); existing keys are kept.
       const std::filesystem::path keys = keys_directory(c);
       if (const int made = ensure_run_keys(keys, c.topology.n); made > 0)
@@ -127,7 +127,7 @@ void add_launch_command(CLI::App& app, int* exit_code) {
       p.stderr_log = (dir / ("node-" + std::to_string(r) + ".log")).string();
       nodes.push_back(std::move(p));
     }
-    std::fprintf(stderr, "launching %d nodes: %s, %s; logs in %s/\n", c.topology.n, c.algorithm.c_str(),
+    std::fprintf(stderr, "launching %d nodes: %s, %s; logs in %s/\n", c.topology.n, to_text(c.algorithm).c_str(),
                  c.compressor.name.c_str(), dir.c_str());
     // The plotter imports its libraries while the nodes train, and draws once they are done.
     std::unique_ptr<standby_process> plotter;
@@ -137,7 +137,7 @@ void add_launch_command(CLI::App& app, int* exit_code) {
           std::vector<std::string>{"/usr/bin/python3", plot_script, "--when-told", dir.string()});
     launch_options lo;
     if (opt->plain) lo.live = false;
-    lo.continue_on_failure = c.network.on_peer_failure == "continue";
+    lo.continue_on_failure = c.network.on_peer_failure == peer_failure_policy::train_on;
     launch_result result = launch(nodes, lo);
     for (const std::string& d : result.departures) std::fprintf(stderr, "qgossip launch: %s\n", d.c_str());
     if (result.exit_code != 0) {

@@ -85,9 +85,9 @@ void write_shards(const shards_options& o) {
       .field("name", c.name)
       .field("seed", c.seed)
       .field("n", n)
-      .field("dataset", c.data.dataset)
+      .field("dataset", to_text(c.data.dataset))
       .field("dir", c.data.dir)
-      .field("partition", c.data.partition)
+      .field("partition", to_text(c.data.partition))
       .field("skew", c.data.skew)
       .field("total_train", static_cast<std::uint64_t>(whole.total_train))
       .field("test_examples", static_cast<std::uint64_t>(whole.test.size))
@@ -97,7 +97,7 @@ void write_shards(const shards_options& o) {
       .field("steps_per_epoch", steps_per_epoch)
       .field("steps_written", steps)
       .field("epochs_written", epochs)
-      .field("model_kind", c.model.kind)
+      .field("model_kind", to_text(c.model.kind))
       .field("model_params", eigen_model_params(c.model, whole.train.dim, whole.train.classes))
       .field("standardize", c.data.standardize);
   j.key("channel_mean").begin_array();
@@ -125,7 +125,7 @@ void write_shards(const shards_options& o) {
   f << j.str() << "\n";
   if (!f) throw config_error((dir / "shards.json").string() + ": write failed");
   std::printf("wrote %d shards of %s (%zu training examples, %llu steps of %zu = %g epochs each) to %s/\n", n,
-              c.data.dataset.c_str(), whole.total_train, static_cast<unsigned long long>(steps), batch, epochs,
+              to_text(c.data.dataset).c_str(), whole.total_train, static_cast<unsigned long long>(steps), batch, epochs,
               dir.c_str());
 }
 

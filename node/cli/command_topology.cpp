@@ -16,15 +16,15 @@ namespace {
 // The topology section in the config's own format: `--set topology=<this>` (JSON is YAML) gives a
 // run exactly this topology, whatever file it came from. scripts/cluster.sh uses it to move nodes.
 void write_topology_section(json_writer& j, const topology_config& t) {
-  j.begin_object().field("graph", t.graph).field("n", t.n);
-  if (t.graph == "torus") j.field("rows", t.rows).field("cols", t.cols);
-  if (t.graph == "hypercube") j.field("dim", t.dim);
+  j.begin_object().field("graph", to_text(t.graph)).field("n", t.n);
+  if (t.graph == graph_kind::torus) j.field("rows", t.rows).field("cols", t.cols);
+  if (t.graph == graph_kind::hypercube) j.field("dim", t.dim);
   if (!t.edges.empty()) {
     j.key("edges").begin_array();
     for (auto [a, b] : t.edges) j.begin_array().value(a).value(b).end_array();
     j.end_array();
   }
-  j.field("weights", t.weights);
+  j.field("weights", to_text(t.weights));
   if (!t.matrix.empty()) {
     j.key("matrix").begin_array();
     for (const auto& row : t.matrix) {
@@ -45,8 +45,8 @@ std::string report_json(const std::string& file, const topology_config& tc, cons
   j.begin_object()
       .field("file", file)
       .field("n", tc.n)
-      .field("graph", tc.graph)
-      .field("weights", tc.weights)
+      .field("graph", to_text(tc.graph))
+      .field("weights", to_text(tc.weights))
       .field("valid", r.problems.empty())
       .field("edges", r.edges)
       .field("min_degree", r.min_degree)
@@ -97,8 +97,8 @@ void add_topology_command(CLI::App& app, int* exit_code) {
     if (opt->json) {
       std::fputs(report_json(opt->file, tc, report).c_str(), stdout);
     } else {
-      std::string header = "topology " + opt->file + ": " + tc.graph + ", n = " + std::to_string(tc.n) +
-                           ", weights " + tc.weights + "\n";
+      std::string header = "topology " + opt->file + ": " + to_text(tc.graph) + ", n = " + std::to_string(tc.n) +
+                           ", weights " + to_text(tc.weights) + "\n";
       std::fputs(header.c_str(), stdout);
       std::fputs(format_report(report).c_str(), stdout);
     }

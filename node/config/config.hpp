@@ -1,8 +1,10 @@
 #pragma once
 // The run configuration: one YAML file (configs/*.yaml) resolved into plain structs, every field
-// with its default documented here. YAML is read only by config.cpp (through yaml_reader); the
-// layers below receive these structs. Unknown keys, duplicate keys, wrong types and non-finite
-// numbers are config_errors with file:line:column. See docs/config.md for the full reference.
+// with its default documented here. YAML is read only in node/config (through yaml_reader): one
+// reader and one emitter per section (node/config/sections.hpp), then check_combinations; the
+// layers below receive these structs. Choices are enums with one name table each (core/names.hpp).
+// Unknown keys, duplicate keys, wrong types and non-finite numbers are config_errors with
+// file:line:column. See docs/config.md for the full reference.
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -14,8 +16,26 @@
 #include "node/optim/lr_schedule.hpp"
 #include "node/optim/outer_step.hpp"
 #include "node/models/model_factory.hpp"
+#include "topology/graph.hpp"
+#include "topology/weights.hpp"
 
 namespace qgossip {
+
+// network.transport: tcp, or ipc (/tmp sockets, single host, for tests).
+enum class transport_kind { tcp, ipc };
+inline constexpr named<transport_kind> kTransportNames[] = {{transport_kind::tcp, "tcp"}, {transport_kind::ipc, "ipc"}};
+constexpr std::span<const named<transport_kind>> names_of(transport_kind) { return kTransportNames; }
+
+// network.security: curve (CurveZMQ, docs/security.md) or none (plain text, an explicit opt-out).
+enum class security_kind { curve, none };
+inline constexpr named<security_kind> kSecurityNames[] = {{security_kind::curve, "curve"}, {security_kind::none, "none"}};
+constexpr std::span<const named<security_kind>> names_of(security_kind) { return kSecurityNames; }
+
+// network.on_peer_failure (docs/failures.md): stop, or continue (train on around the failed peer).
+enum class peer_failure_policy { stop, train_on };
+inline constexpr named<peer_failure_policy> kPeerFailureNames[] = {{peer_failure_policy::stop, "stop"},
+                                                                   {peer_failure_policy::train_on, "continue"}};
+constexpr std::span<const named<peer_failure_policy>> names_of(peer_failure_policy) { return kPeerFailureNames; }
 
 struct node_address {
   std::string host;  // where the node listens (and what neighbours connect to)
@@ -25,12 +45,12 @@ struct node_address {
 
 struct topology_config {
   std::string file;                        // where it was defined (for messages)
-  std::string graph = "ring";              // ring | torus | complete | star | hypercube | exponential | edge_list
+  graph_kind graph = graph_kind::ring;
   int n = 0;                               // number of nodes (required unless nodes: lists them)
   int rows = 0, cols = 0;                  // torus
   int dim = 0;                             // hypercube (n = 2^dim)
   std::vector<std::pair<int, int>> edges;  // graph: edge_list
-  std::string weights = "uniform";         // uniform | metropolis_hastings | explicit
+  weight_kind weights = weight_kind::uniform;
   std::vector<std::vector<double>> matrix; // weights: explicit (n rows of n)
   std::string host = "127.0.0.1";          // default host of every node
   int base_port = 29500;                   // node r listens on base_port + r unless nodes: says
@@ -66,7 +86,7 @@ struct train_config {
 };
 
 struct network_config {
-  std::string transport = "tcp";  // tcp | ipc (ipc: /tmp sockets, single host, for tests)
+  transport_kind transport = transport_kind::tcp;
   double start_timeout_s = 60;    // round 1: how long to wait for neighbours to come up
   double round_timeout_s = 30;    // later rounds: a neighbour silent this long is an error
   double linger_s = 10;           // at exit, how long unsent messages may still leave
@@ -81,10 +101,10 @@ struct network_config {
   // Free text recorded in run.json saying how the network was shaped outside qgossip (e.g. by
   // scripts/cluster.sh: "tc tbf rate 10mbit on each node's veth"). Empty = not shaped outside.
   std::string shaping;
-  // curve | none. curve: every link authenticated and encrypted with CurveZMQ, connections admitted
-  // only from the topology's neighbours' keys (docs/security.md). none: plain text, no
-  // authentication (an explicit opt-out; the node warns at start).
-  std::string security = "curve";
+  // curve: every link authenticated and encrypted with CurveZMQ, connections admitted only from the
+  // topology's neighbours' keys (docs/security.md). none: plain text, no authentication (an
+  // explicit opt-out; the node warns at start).
+  security_kind security = security_kind::curve;
   // Where the CURVE keys are: node-<r>.key (rank r's secret, mode 0600) and node-<r>.pub for every
   // rank. Empty = <output_dir>/<name>/keys, where `qgossip launch` generates them when absent
   // (node/run/node_network.hpp keys_directory). Not part of the run id: hosts may keep keys apart.
@@ -94,7 +114,7 @@ struct network_config {
   // rejected messages). stop: the node stops, naming it, and tells its neighbours, who stop too.
   // continue: the node drops it, re-weights its mixing row over the surviving neighbours and goes
   // on; the news spreads hop by hop. Decentralized algorithms only.
-  std::string on_peer_failure = "stop";
+  peer_failure_policy on_peer_failure = peer_failure_policy::stop;
   double heartbeat_s = 1.0;  // a link silent this long (ZeroMQ heartbeats, 4 per period) is lost; 0: off
   int max_rejected = 16;     // rejected messages on a neighbour's link before it counts as misbehaving; 0: never
 };
@@ -106,12 +126,12 @@ struct run_config {
   topology_config topology;
   // dpsgd | naive | dcd | ecd | choco (decentralized, over topology's graph) | allreduce | allgather
   // (centralized data-parallel baselines: every node talks to every other); or {name: choco, consensus_step: 0.3}
-  std::string algorithm = "dcd";
+  algorithm_kind algorithm = algorithm_kind::dcd;
   algorithm_options algorithm_params;
   codec_spec compressor{"identity", {}};
   // Where libtorch models compute: auto (a GPU when this libtorch has CUDA and one is visible, else
   // the CPU) | cpu | cuda. The launcher gives node r the GPU r mod G (CUDA_VISIBLE_DEVICES).
-  std::string device = "auto";
+  device_kind device = device_kind::automatic;
   model_spec model;                 // model: {kind, hidden, path, threads, buffers}; see model_factory.hpp
   data_spec data;                   // data: {dataset, dir, partition, skew, standardize, augment, synthetic}
   train_config train;
@@ -142,10 +162,5 @@ inline constexpr std::uint64_t kMaxModelParams = std::uint64_t{1} << 28;
 // from the config (every data set but npy); the node checks it again with the data it loaded.
 void check_model_size(const model_spec& m, std::uint64_t dim, std::uint64_t classes);
 
-// True for the model kinds the libtorch backend builds (lenet5, resnet20, torchscript).
-bool is_torch_model(const std::string& kind);
-
-// The names accepted for `algorithm:`.
-const std::vector<std::string>& algorithm_names();
 
 }  // namespace qgossip

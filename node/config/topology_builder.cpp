@@ -10,10 +10,9 @@ topology build_topology(const topology_config& c, bool validate) {
   try {
     graph_spec spec{.kind = c.graph, .n = c.n, .rows = c.rows, .cols = c.cols, .dim = c.dim, .edges = c.edges};
     graph g = make_graph(spec);  // also checks n against rows*cols (torus) or 2^dim (hypercube)
-    auto kind = parse_weight_kind(c.weights);
-    QG_ENFORCE(kind.has_value(), "config accepted weights '" << c.weights << "'");
+    const weight_kind kind = c.weights;
     Eigen::MatrixXd explicit_matrix;
-    if (*kind == weight_kind::explicit_matrix) {
+    if (kind == weight_kind::explicit_matrix) {
       explicit_matrix.resize(static_cast<Eigen::Index>(c.matrix.size()),
                              c.matrix.empty() ? 0 : static_cast<Eigen::Index>(c.matrix[0].size()));
       for (std::size_t i = 0; i < c.matrix.size(); ++i) {
@@ -24,8 +23,8 @@ topology build_topology(const topology_config& c, bool validate) {
           explicit_matrix(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j)) = c.matrix[i][j];
       }
     }
-    if (validate) return make_topology(std::move(g), *kind, explicit_matrix);
-    Eigen::MatrixXd w = make_weights(g, *kind, explicit_matrix);
+    if (validate) return make_topology(std::move(g), kind, explicit_matrix);
+    Eigen::MatrixXd w = make_weights(g, kind, explicit_matrix);
     return topology(std::move(g), std::move(w));
   } catch (const config_error& e) {
     if (e.has_position()) throw;

@@ -21,16 +21,16 @@ namespace fs = std::filesystem;
 
 // The files spec.dataset is decoded from, relative to spec.dir; empty for synthetic data.
 std::vector<std::string> source_files(const data_spec& spec) {
-  if (spec.dataset == "fashion-mnist")
+  if (spec.dataset == dataset_kind::fashion_mnist)
     return {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz", "t10k-images-idx3-ubyte.gz",
             "t10k-labels-idx1-ubyte.gz"};
-  if (spec.dataset == "cifar10") {
+  if (spec.dataset == dataset_kind::cifar10) {
     std::vector<std::string> files;
     for (int b = 1; b <= 5; ++b) files.push_back("data_batch_" + std::to_string(b) + ".bin");
     files.emplace_back("test_batch.bin");
     return files;
   }
-  if (spec.dataset == "npy") return {"train_images.npy", "train_labels.npy", "test_images.npy", "test_labels.npy"};
+  if (spec.dataset == dataset_kind::npy) return {"train_images.npy", "train_labels.npy", "test_images.npy", "test_labels.npy"};
   return {};
 }
 
@@ -92,7 +92,7 @@ std::optional<std::string> data_cache_key(const data_spec& spec) {
   const std::vector<std::string> files = source_files(spec);
   if (files.empty()) return std::nullopt;
   std::string key = "qgossip data cache format " + std::to_string(kDataCacheVersion) + "\ndataset " +
-                    spec.dataset + "\ndir " + absolute_dir(spec.dir) + "\n";
+                    std::string(name_of(spec.dataset)) + "\ndir " + absolute_dir(spec.dir) + "\n";
   for (const std::string& name : files) {
     struct stat st {};
     if (::stat((spec.dir + "/" + name).c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
@@ -104,7 +104,7 @@ std::optional<std::string> data_cache_key(const data_spec& spec) {
 
 std::string data_cache_path(const std::string& dir, const data_spec& spec) {
   const std::string hash = hex64(hash64(absolute_dir(spec.dir)));  // "0x" + 16 hex digits
-  return dir + "/" + spec.dataset + "-" + hash.substr(2) + ".qgdata";
+  return dir + "/" + std::string(name_of(spec.dataset)) + "-" + hash.substr(2) + ".qgdata";
 }
 
 whole_source load_whole_cached(const data_spec& spec, const whole_decoder& decode, const data_log& log,

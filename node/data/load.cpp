@@ -54,13 +54,16 @@ dataset rows_of(const whole_view& v, std::span<const float> features, std::span<
 // The whole training and test sets, before standardization and sharding.
 std::pair<dataset, dataset> load_whole(const data_spec& spec, std::uint64_t seed) {
   data_split out;
-  if (spec.dataset == "fashion-mnist") {
+  switch (spec.dataset) {
+  case dataset_kind::fashion_mnist:
     out.train = load_fashion_mnist(spec.dir, split::train);
     out.test = load_fashion_mnist(spec.dir, split::test);
-  } else if (spec.dataset == "cifar10") {
+    break;
+  case dataset_kind::cifar10:
     out.train = load_cifar10(spec.dir, split::train);
     out.test = load_cifar10(spec.dir, split::test);
-  } else if (spec.dataset == "npy") {
+    break;
+  case dataset_kind::npy:
     out.train = load_npy_images(spec.dir, split::train);
     out.test = load_npy_images(spec.dir, split::test);
     // Each file's class count is its largest label + 1; a model needs one count for both.
@@ -70,7 +73,8 @@ std::pair<dataset, dataset> load_whole(const data_spec& spec, std::uint64_t seed
                          "images are " + shape_text(out.test.shape) + ", train_images.npy's are " +
                              shape_text(out.train.shape));
     }
-  } else if (spec.dataset == "synthetic") {
+    break;
+  case dataset_kind::synthetic: {
     synthetic_options o;
     const auto train = static_cast<std::size_t>(spec.synthetic_train);
     o.size = train + static_cast<std::size_t>(spec.synthetic_test);
@@ -81,9 +85,8 @@ std::pair<dataset, dataset> load_whole(const data_spec& spec, std::uint64_t seed
     const dataset all = make_synthetic(o);
     out.train = all.subset(range(0, train));
     out.test = all.subset(range(train, o.size - train));
-  } else {
-    throw config_error("data.dataset: unknown data set '" + spec.dataset +
-                       "' (expected fashion-mnist, cifar10, npy or synthetic)");
+    break;
+  }
   }
   return {std::move(out.train), std::move(out.test)};
 }
@@ -113,7 +116,7 @@ data_split shard_of(const whole_view& v, const data_spec& spec, int n, int rank,
 
 std::vector<std::size_t> shard_indices(const data_spec& spec, const dataset& train, int n, int rank,
                                        std::uint64_t seed) {
-  return spec.partition == "iid" ? partition_iid(train.size, n, rank, seed)
+  return spec.partition == partition_kind::iid ? partition_iid(train.size, n, rank, seed)
                                  : partition_by_label(train.labels, train.classes, n, rank, seed, spec.skew);
 }
 
@@ -125,7 +128,7 @@ data_split load_shard(const data_spec& spec, int n, int rank, std::uint64_t seed
   };
   // The statistics come from the whole training set (the same on every node); only the shard this
   // node keeps and the test set are then standardized.
-  if (!spec.cache || spec.dataset == "synthetic") {
+  if (!spec.cache || spec.dataset == dataset_kind::synthetic) {
     auto [train, test] = decode();
     channel_stats stats = spec.standardize ? measure_channels(train) : channel_stats{};
     return shard_of(view_of(train, test, std::move(stats)), spec, n, rank, seed);

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "core/names.hpp"
 #include "node/data/dataset.hpp"
 
 namespace qgossip {
@@ -31,8 +32,8 @@ enum class init_kind {
   he,       // hidden layers He-normal N(0, 2/in), the output layer Glorot-normal N(0, 2/(in+out)), biases 0
   pytorch,  // torch.nn.Linear's default: weights and biases uniform on ±1/sqrt(in)
 };
-// "he" | "pytorch"; config_error listing the choices otherwise.
-[[nodiscard]] init_kind parse_init_kind(const std::string& name);
+inline constexpr named<init_kind> kInitNames[] = {{init_kind::he, "he"}, {init_kind::pytorch, "pytorch"}};
+constexpr std::span<const named<init_kind>> names_of(init_kind) { return kInitNames; }
 
 struct eval_result {
   double loss = 0.0;         // mean cross-entropy over the examples evaluated

@@ -15,10 +15,6 @@
 namespace qgossip {
 namespace {
 
-bool is_torch_kind(const std::string& kind) {
-  return kind == "lenet5" || kind == "resnet20" || kind == "torchscript";
-}
-
 // The plugin's entry points, loaded once per process; null where this build has no plugin.
 struct torch_plugin {
   torch_make_fn make = nullptr;
@@ -67,12 +63,13 @@ const torch_plugin& load_plugin() {
 std::unique_ptr<model> make_torch_model(const model_spec& spec, std::size_t dim, std::size_t classes,
                                         const image_shape& shape) {
   const torch_plugin& plugin = load_plugin();
-  if (!plugin.make) throw config_error("model kind " + spec.kind + " needs the libtorch backend: " + plugin.error);
+  if (!plugin.make)
+    throw config_error("model kind " + std::string(name_of(spec.kind)) + " needs the libtorch backend: " + plugin.error);
   model* out = nullptr;
   std::string error;
   const int rc = plugin.make(spec, dim, classes, shape, &out, &error);
   if (rc == kPluginConfigError) throw config_error(error);
-  if (rc != kPluginOk) throw std::runtime_error("model " + spec.kind + ": " + error);
+  if (rc != kPluginOk) throw std::runtime_error("model " + std::string(name_of(spec.kind)) + ": " + error);
   return std::unique_ptr<model>(out);
 }
 
@@ -80,31 +77,24 @@ std::unique_ptr<model> make_torch_model(const model_spec& spec, std::size_t dim,
 
 bool have_torch() { return load_plugin().make != nullptr; }
 
-std::string resolve_device(const std::string& device, const std::string& kind) {
-  if (!is_torch_kind(kind) || device == "cpu") return "cpu";
-  if (device == "cuda") return "cuda";
+device_kind resolve_device(device_kind device, model_kind kind) {
+  if (!is_torch(kind) || device == device_kind::cpu) return device_kind::cpu;
+  if (device == device_kind::cuda) return device_kind::cuda;
   const torch_plugin& plugin = load_plugin();
-  return plugin.cuda_available && plugin.cuda_available() ? "cuda" : "cpu";
-}
-
-init_kind parse_init_kind(const std::string& name) {
-  if (name == "he") return init_kind::he;
-  if (name == "pytorch") return init_kind::pytorch;
-  throw config_error("model.init: unknown value '" + name + "'; expected he or pytorch");
+  return plugin.cuda_available && plugin.cuda_available() ? device_kind::cuda : device_kind::cpu;
 }
 
 std::unique_ptr<model> make_model(const model_spec& spec, std::size_t dim, std::size_t classes,
                                   const image_shape& shape) {
-  if (spec.kind == "softmax") {
+  if (spec.kind == model_kind::softmax) {
     if (!spec.hidden.empty()) {
       throw config_error("model: softmax has no hidden layers, got " + std::to_string(spec.hidden.size()) +
                          " (use kind mlp)");
     }
-    return std::make_unique<softmax_regression>(dim, classes, parse_init_kind(spec.init));
+    return std::make_unique<softmax_regression>(dim, classes, spec.init);
   }
-  if (spec.kind == "mlp") return std::make_unique<mlp>(dim, spec.hidden, classes, parse_init_kind(spec.init));
-  if (is_torch_kind(spec.kind)) return make_torch_model(spec, dim, classes, shape);
-  throw config_error("model: unknown kind '" + spec.kind + "' (expected softmax, mlp, lenet5, resnet20 or torchscript)");
+  if (spec.kind == model_kind::mlp) return std::make_unique<mlp>(dim, spec.hidden, classes, spec.init);
+  return make_torch_model(spec, dim, classes, shape);
 }
 
 }  // namespace qgossip

@@ -10,24 +10,45 @@
 
 namespace qgossip {
 
+// The model kinds: mlp and softmax (Eigen, always built); lenet5, resnet20 and torchscript
+// (libtorch; built when CMake finds Torch, see node/models/torch/).
+enum class model_kind { mlp, softmax, lenet5, resnet20, torchscript };
+inline constexpr named<model_kind> kModelNames[] = {
+    {model_kind::mlp, "mlp"},           {model_kind::softmax, "softmax"},
+    {model_kind::lenet5, "lenet5"},     {model_kind::resnet20, "resnet20"},
+    {model_kind::torchscript, "torchscript"},
+};
+constexpr std::span<const named<model_kind>> names_of(model_kind) { return kModelNames; }
+// True for the kinds the libtorch backend builds.
+[[nodiscard]] constexpr bool is_torch(model_kind k) { return k != model_kind::mlp && k != model_kind::softmax; }
+
+// Where a libtorch model computes (the run YAML's `device:`): automatic = a GPU when this libtorch
+// has CUDA and one is visible, else the CPU.
+enum class device_kind { automatic, cpu, cuda };
+inline constexpr named<device_kind> kDeviceNames[] = {
+    {device_kind::automatic, "auto"}, {device_kind::cpu, "cpu"}, {device_kind::cuda, "cuda"}};
+constexpr std::span<const named<device_kind>> names_of(device_kind) { return kDeviceNames; }
+
+// What a libtorch model does with its buffers (BatchNorm running statistics): local keeps them on
+// each node; average makes them part of the flat vector the algorithm mixes (see torch_model.hpp).
+enum class buffers_kind { local, average };
+inline constexpr named<buffers_kind> kBuffersNames[] = {{buffers_kind::local, "local"}, {buffers_kind::average, "average"}};
+constexpr std::span<const named<buffers_kind>> names_of(buffers_kind) { return kBuffersNames; }
+
 struct model_spec {
-  // softmax | mlp (Eigen, always built) | lenet5 | resnet20 | torchscript (libtorch; built when
-  // CMake finds Torch, see node/models/torch/)
-  std::string kind = "mlp";
+  model_kind kind = model_kind::mlp;
   std::vector<std::size_t> hidden{128};  // mlp: hidden widths (>= 1 layer); softmax: none
   std::string path;                      // torchscript: the file torch.jit.save wrote
-  // libtorch models: where the model computes, "cpu" or "cuda" (the node resolves the run's
+  // libtorch models: where the model computes, cpu or cuda (the node resolves the run's
   // `device: auto` before building), and which CUDA device.
-  std::string device = "cpu";
+  device_kind device = device_kind::cpu;
   int gpu = 0;
   int threads = 1;                       // libtorch intra-op threads of this node
-  // libtorch models with buffers (BatchNorm running statistics): "local" keeps them on each node;
-  // "average" makes them part of the flat vector the algorithm mixes (see torch_model.hpp).
-  std::string buffers = "local";
-  // mlp and softmax: "he" (He-normal hidden layers, Glorot-normal output, zero biases) or "pytorch"
+  buffers_kind buffers = buffers_kind::local;
+  // mlp and softmax: he (He-normal hidden layers, Glorot-normal output, zero biases) or pytorch
   // (torch.nn.Linear's default: weights and biases uniform on ±1/sqrt(fan_in)). libtorch models
   // always use torch's own initialization.
-  std::string init = "pytorch";
+  init_kind init = init_kind::pytorch;
 };
 
 // Throws config_error naming the problem for an unknown kind, hidden layers given to softmax,
@@ -40,9 +61,9 @@ struct model_spec {
 // True iff this build has the libtorch backend.
 [[nodiscard]] bool have_torch();
 
-// The device a model of this kind computes on, given the run's `device:` (auto | cpu | cuda):
-// Eigen models always "cpu"; libtorch models "cuda" when asked, or with auto when this libtorch
-// has CUDA and a GPU is visible; else "cpu".
-[[nodiscard]] std::string resolve_device(const std::string& device, const std::string& kind);
+// The device a model of this kind computes on, given the run's `device:`: Eigen models always cpu;
+// libtorch models cuda when asked, or with auto when this libtorch has CUDA and a GPU is visible;
+// else cpu.
+[[nodiscard]] device_kind resolve_device(device_kind device, model_kind kind);
 
 }  // namespace qgossip

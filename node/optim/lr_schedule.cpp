@@ -19,28 +19,6 @@ namespace {
 
 }  // namespace
 
-lr_kind parse_lr_kind(const std::string& name) {
-  if (name == "constant") return lr_kind::constant;
-  if (name == "step") return lr_kind::step;
-  if (name == "multistep") return lr_kind::multistep;
-  if (name == "cosine") return lr_kind::cosine;
-  throw config_error("lr_schedule.kind: unknown '" + name + "' (expected constant, step, multistep or cosine)");
-}
-
-const char* to_string(lr_kind kind) {
-  switch (kind) {
-    case lr_kind::constant:
-      return "constant";
-    case lr_kind::step:
-      return "step";
-    case lr_kind::multistep:
-      return "multistep";
-    case lr_kind::cosine:
-      return "cosine";
-  }
-  return "?";
-}
-
 lr_schedule::lr_schedule(lr_schedule_spec spec) : spec_(std::move(spec)) {
   const lr_schedule_spec& s = spec_;
   if (!(s.lr > 0) || !std::isfinite(s.lr)) bad("lr", "> 0", s.lr);

@@ -7,16 +7,18 @@
 // then, for epoch < warmup_epochs, scaled by a linear warm-up from warmup_start to 1:
 //   factor = warmup_start + (1 − warmup_start) · epoch / warmup_epochs.
 // Warm-up is in epochs like the rest; a warm-up of w rounds is w / batches_per_epoch epochs.
+#include <span>
 #include <string>
+
+#include "core/names.hpp"
 #include <vector>
 
 namespace qgossip {
 
 enum class lr_kind { constant, step, multistep, cosine };
-
-// "constant" | "step" | "multistep" | "cosine"; config_error listing the choices otherwise.
-[[nodiscard]] lr_kind parse_lr_kind(const std::string& name);
-[[nodiscard]] const char* to_string(lr_kind kind);
+inline constexpr named<lr_kind> kScheduleNames[] = {
+    {lr_kind::constant, "constant"}, {lr_kind::step, "step"}, {lr_kind::multistep, "multistep"}, {lr_kind::cosine, "cosine"}};
+constexpr std::span<const named<lr_kind>> names_of(lr_kind) { return kScheduleNames; }
 
 struct lr_schedule_spec {
   lr_kind kind = lr_kind::constant;

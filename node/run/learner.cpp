@@ -21,7 +21,7 @@ std::unique_ptr<model> build_model(const run_config& c, const data_split& data, 
   }
   const std::uint64_t planned = eigen_model_params(spec, data.train.dim, data.train.classes);
   auto building = [&] {
-    return "building the model (" + spec.kind +
+    return "building the model (" + std::string(name_of(spec.kind)) +
            (planned ? ", " + std::to_string(planned) + " parameters, " + mib(planned) + " per copy" : std::string()) +
            ")";
   };
@@ -59,7 +59,7 @@ node_learner build_learner(const run_config& c, const data_split& data, const mi
       [&] { return make_message_codec(c.compressor, *l.model, static_cast<std::size_t>(c.train.batch)); });
   l.alg = allocating(
       [&] {
-        return "allocating the state of " + c.algorithm + " (" + std::to_string(params) + " parameters, " +
+        return "allocating the state of " + std::string(name_of(c.algorithm)) + " (" + std::to_string(params) + " parameters, " +
                mib(params) + " per vector, with copies for up to " + std::to_string(row.neighbours.size()) +
                " neighbours)";
       },

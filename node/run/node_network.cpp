@@ -109,7 +109,7 @@ bool is_local_address(const std::string& address) {
 
 void check_hosts(const run_config& c, int rank, const std::vector<int>& peers,
                  const std::function<void(const std::string&)>& warn) {
-  if (c.network.transport != "tcp") return;
+  if (c.network.transport != transport_kind::tcp) return;
   const auto& nodes = c.topology.nodes;
   const std::string& where = c.topology.file.empty() ? c.file : c.topology.file;
   auto field = [](int r) { return "topology.nodes[" + std::to_string(r) + "].host"; };
@@ -158,13 +158,13 @@ std::uint64_t unpaced_burst_bytes(double pace_mbit) {
 }
 
 std::string bind_endpoint(const run_config& c, int rank) {
-  if (c.network.transport == "ipc") return ipc_endpoint(c, rank);
+  if (c.network.transport == transport_kind::ipc) return ipc_endpoint(c, rank);
   const auto& a = c.topology.nodes[static_cast<std::size_t>(rank)];
   return "tcp://" + std::string(is_loopback(a.host) ? "127.0.0.1" : "*") + ":" + std::to_string(a.port);
 }
 
 std::string peer_endpoint(const run_config& c, int peer) {
-  if (c.network.transport == "ipc") return ipc_endpoint(c, peer);
+  if (c.network.transport == transport_kind::ipc) return ipc_endpoint(c, peer);
   const auto& a = c.topology.nodes[static_cast<std::size_t>(peer)];
   return "tcp://" + (a.host == "localhost" ? std::string("127.0.0.1") : a.host) + ":" + std::to_string(a.port);
 }
@@ -254,7 +254,7 @@ node_network::node_network(const run_config& c, int rank, const std::vector<int>
   }
   zo.pace_bytes_per_s = pace_bytes_per_s(c.network.pace_mbit);
   zo.unpaced_burst_bytes = unpaced_burst_bytes(c.network.pace_mbit);
-  if (c.network.security == "curve")
+  if (c.network.security == security_kind::curve)
     zo.curve = load_node_keys(c, rank, peers);
   else
     say(rank, "warning: network.security is none: links are neither authenticated nor encrypted, and any "

@@ -27,7 +27,8 @@ data_split data_of(const run_config& c, int rank) {
   start_up_step("loading the data");
   return allocating(
       [&] {
-        return "loading the data (" + c.data.dataset + (c.data.dataset == "synthetic" ? "" : " from " + c.data.dir) + ")";
+        return "loading the data (" + to_text(c.data.dataset) +
+               (c.data.dataset == dataset_kind::synthetic ? "" : " from " + c.data.dir) + ")";
       },
       [&] { return load_shard(c.data, c.topology.n, rank, c.seed); });
 }
@@ -93,7 +94,7 @@ node_setup::node_setup(const run_config& c, int r, const node_run_options& optio
                          : std::nullopt;
   log = std::make_unique<run_log>(std::filesystem::path(c.output_dir) / c.name, rank, options.progress_json, csv_at);
   if (rank == 0)
-    log->write_run_json(c.name, c.canonical, n, c.algorithm, learner.codec->describe(), learner.model->describe(),
+    log->write_run_json(c.name, c.canonical, n, to_text(c.algorithm), learner.codec->describe(), learner.model->describe(),
                         c.run_id, format_report(report), shaping_description(c.network), describe_data());
   links = open_links(c, rank, topo, learner, *log);
 }
@@ -125,7 +126,7 @@ std::string node_setup::describe() const {
      << plan.rounds << " rounds (" << plan.rounds_per_epoch() << " per epoch";
   if (plan.local_steps > 1) os << ", " << plan.local_steps << " local steps each";
   os << "); listening on " << bind_endpoint(config, rank);
-  if (rank == 0 && learner.alg->compresses() && config.algorithm == "dcd") {
+  if (rank == 0 && learner.alg->compresses() && config.algorithm == algorithm_kind::dcd) {
     const double alpha2 = learner.codec->relative_error_bound();
     os << "\nDCD-PSGD condition (1-rho)^2 - 4 mu^2 alpha^2 > 0: rho=" << report.rho << " mu=" << report.mu
        << " alpha^2<=" << alpha2 << " (bound " << report.dcd_alpha2_max << "): "

@@ -13,7 +13,7 @@ namespace qgossip {
 namespace {
 
 bool reweights(const run_config& c) {
-  return c.topology.weights == "uniform" || c.topology.weights == "metropolis_hastings";
+  return c.topology.weights == weight_kind::uniform || c.topology.weights == weight_kind::metropolis_hastings;
 }
 
 bool same_row(const mixing_row& a, const mixing_row& b) {
@@ -29,7 +29,7 @@ std::string list(const std::vector<int>& ranks) {
 }  // namespace
 
 peer_failures::peer_failures(const run_config& c, const topology& topo, int rank, std::vector<int> peers)
-    : rank_(rank), n_(topo.n()), continue_(c.network.on_peer_failure == "continue"), members_(topo, rank, reweights(c)),
+    : rank_(rank), n_(topo.n()), continue_(c.network.on_peer_failure == peer_failure_policy::train_on), members_(topo, rank, reweights(c)),
       peers_(std::move(peers)) {}
 
 void peer_failures::attach(exchange& ex, algorithm& alg, run_log& log) {

@@ -26,7 +26,7 @@ constexpr int kNodes = 4;
 constexpr std::size_t kDim = 40;
 
 mixing_row row_for(const std::string& name, int rank) {
-  return is_centralized(name) ? complete_mixing_row(rank, kNodes) : ring_row(rank, kNodes);
+  return is_centralized(*parse_name<algorithm_kind>(name)) ? complete_mixing_row(rank, kNodes) : ring_row(rank, kNodes);
 }
 
 // Stochastic rounding to 8 levels of max|v|, seeded by (rank, t): a deterministic lossy "codec", so

@@ -264,6 +264,6 @@ TEST_CASE("all-reduce SGD steps with the mean of the summed gradients and refuse
   for (float x : node->model()) CHECK(x == 1.0f - 0.25f * 8.0f / 4.0f);
   CHECK_THROWS_AS(node->absorb(1, sum, 1), invariant_error);
   CHECK_THROWS_AS(make_algorithm("allgather", ring_row(0, 8), x0), invariant_error);  // must list every rank
-  CHECK(is_centralized("allreduce"));
-  CHECK_FALSE(is_centralized("dcd"));
+  CHECK(is_centralized(algorithm_kind::allreduce));
+  CHECK_FALSE(is_centralized(algorithm_kind::dcd));
 }

@@ -70,10 +70,10 @@ TEST_CASE("explicit weights are taken as given, after a size check") {
 }
 
 TEST_CASE("weight kinds round-trip through their config names") {
-  CHECK(parse_weight_kind("uniform") == weight_kind::uniform);
-  CHECK(parse_weight_kind("metropolis_hastings") == weight_kind::metropolis_hastings);
-  CHECK(parse_weight_kind("explicit") == weight_kind::explicit_matrix);
-  CHECK_FALSE(parse_weight_kind("explicit_matrix").has_value());
+  CHECK(parse_name<weight_kind>("uniform") == weight_kind::uniform);
+  CHECK(parse_name<weight_kind>("metropolis_hastings") == weight_kind::metropolis_hastings);
+  CHECK(parse_name<weight_kind>("explicit") == weight_kind::explicit_matrix);
+  CHECK_FALSE(parse_name<weight_kind>("explicit_matrix").has_value());
 }
 
 }  // namespace

@@ -12,12 +12,11 @@ namespace {
 std::unique_ptr<qgossip::model> make(const qgossip::model_spec& spec, std::size_t dim, std::size_t classes,
                                      const qgossip::image_shape& shape) {
   using namespace qgossip;
-  if (spec.buffers != "local" && spec.buffers != "average")
-    throw config_error("model: buffers must be local or average, got '" + spec.buffers + "'");
-  const torch_options options{spec.device, spec.gpu, spec.threads, spec.buffers == "average"};
-  if (spec.kind == "lenet5") return make_lenet5(shape, classes, options);
-  if (spec.kind == "resnet20") return make_resnet20(shape, classes, options);
-  if (spec.kind != "torchscript") throw config_error("model: '" + spec.kind + "' is not a libtorch model kind");
+  const torch_options options{spec.device, spec.gpu, spec.threads, spec.buffers == buffers_kind::average};
+  if (spec.kind == model_kind::lenet5) return make_lenet5(shape, classes, options);
+  if (spec.kind == model_kind::resnet20) return make_resnet20(shape, classes, options);
+  if (spec.kind != model_kind::torchscript)
+    throw config_error("model: '" + std::string(name_of(spec.kind)) + "' is not a libtorch model kind");
   if (spec.path.empty()) throw config_error("model torchscript needs a path: the file torch.jit.save wrote");
   return load_torchscript(spec.path, dim, classes, shape, options);
 }

@@ -115,8 +115,9 @@ void check_arguments(const std::string& label, std::size_t dim, std::size_t clas
 }
 
 torch::Device resolve_device(const std::string& label, const torch_options& o) {
-  if (o.device == "cpu") return torch::Device(torch::kCPU);
-  if (o.device != "cuda") throw config_error(label + ": device must be cpu or cuda, got '" + o.device + "'");
+  if (o.device == device_kind::cpu) return torch::Device(torch::kCPU);
+  if (o.device != device_kind::cuda)
+    throw config_error(label + ": device must be cpu or cuda, got '" + std::string(name_of(o.device)) + "'");
   if (!torch::cuda::is_available()) {
     throw config_error(label +
                        ": device cuda, but this libtorch has no CUDA support or no GPU is visible "

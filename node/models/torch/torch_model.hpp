@@ -52,6 +52,7 @@
 
 #include "node/data/dataset.hpp"
 #include "node/models/model.hpp"
+#include "node/models/model_factory.hpp"
 
 namespace qgossip {
 
@@ -60,7 +61,7 @@ class module_adapter;  // module_adapter.hpp
 }  // namespace torch_backend
 
 struct torch_options {
-  std::string device = "cpu";    // "cpu" or "cuda" (config_error otherwise)
+  device_kind device = device_kind::cpu;  // cpu or cuda (config_error for automatic: resolve it first)
   int gpu = 0;                   // the CUDA device's index
   int threads = 1;               // intra-op threads (per process, see above)
   bool average_buffers = false;  // buffers "average" (true) or "local" (false), see above

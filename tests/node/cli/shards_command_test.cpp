@@ -103,7 +103,7 @@ TEST_CASE("qgossip shards: label-skewed shards equal partition_by_label; --epoch
                     "topology={graph: ring, n: 3}"}) == 0);
   // The labels the nodes see: the synthetic set as a node loads it (the same spec and seed).
   data_spec spec;
-  spec.dataset = "synthetic";
+  spec.dataset = dataset_kind::synthetic;
   spec.synthetic_train = 810;
   spec.synthetic_test = 100;
   spec.synthetic_dim = 8;

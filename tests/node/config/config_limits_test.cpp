@@ -91,7 +91,7 @@ TEST_CASE("node counts are computed in 64 bits and refused above the supported m
 
 TEST_CASE("model size: counted in 64 bits, refused above 2^28 parameters at load") {
   model_spec m;
-  m.kind = "mlp";
+  m.kind = model_kind::mlp;
   m.hidden = {1048576};
   CHECK(eigen_model_params(m, 784, 10) == 784ull * 1048576 + 1048576 + 1048576ull * 10 + 10);
   m.hidden = {1048576, 1048576, 1048576};
@@ -99,11 +99,11 @@ TEST_CASE("model size: counted in 64 bits, refused above 2^28 parameters at load
   // Past 2^64 (no config gets there, but the count must not wrap to something small): saturates.
   CHECK(eigen_model_params(m, std::uint64_t{1} << 62, 1024) == std::numeric_limits<std::uint64_t>::max());
   model_spec soft;
-  soft.kind = "softmax";
+  soft.kind = model_kind::softmax;
   soft.hidden.clear();
   CHECK(eigen_model_params(soft, 784, 10) == 7850);
   model_spec torch;
-  torch.kind = "resnet20";
+  torch.kind = model_kind::resnet20;
   CHECK(eigen_model_params(torch, 3072, 10) == 0);  // fixed architectures: not counted here
 
   scratch s;
@@ -160,10 +160,10 @@ TEST_CASE("network.on_peer_failure: continue only where every round can go on wi
   scratch s;
   std::string f = s.write("ok.yaml", "topology: {graph: ring, n: 4}\nnetwork: {on_peer_failure: continue, heartbeat_s: 2, max_rejected: 3}\n");
   const run_config c = load_run_config(f);
-  CHECK(c.network.on_peer_failure == "continue");
+  CHECK(c.network.on_peer_failure == peer_failure_policy::train_on);
   CHECK(c.network.heartbeat_s == 2.0);
   CHECK(c.network.max_rejected == 3);
-  CHECK(load_run_config(s.write("default.yaml", "topology: {graph: ring, n: 4}\n")).network.on_peer_failure == "stop");
+  CHECK(load_run_config(s.write("default.yaml", "topology: {graph: ring, n: 4}\n")).network.on_peer_failure == peer_failure_policy::stop);
   f = s.write("ar.yaml", "topology: {graph: ring, n: 4}\nalgorithm: allreduce\nnetwork: {on_peer_failure: continue}\n");
   CHECK(error_of(f).find("allreduce needs every node in every round") != std::string::npos);
   f = s.write("probe.yaml", "topology: {graph: ring, n: 4}\ntrain: {consensus_every: 5}\nnetwork: {on_peer_failure: continue}\n");

@@ -29,9 +29,9 @@ TEST_CASE("defaults fill everything a minimal config leaves out") {
   CHECK(c.topology.n == 4);
   CHECK(c.topology.nodes.size() == 4);
   CHECK(c.topology.nodes[3].port == 29503);
-  CHECK(c.algorithm == "dcd");
+  CHECK(c.algorithm == algorithm_kind::dcd);
   CHECK(c.compressor.name == "identity");
-  CHECK(c.model.kind == "mlp");
+  CHECK(c.model.kind == model_kind::mlp);
   CHECK(c.train.batch == 32);
   CHECK(c.run_id != 0);
 }
@@ -94,7 +94,7 @@ TEST_CASE("a topology file is found relative to the run config, and errors point
   scratch s;
   s.write("t.yaml", "graph: torus\nrows: 2\ncols: 3\nweights: metropolis_hastings\n");
   run_config c = load_run_config(s.write("run.yaml", "topology: t.yaml\n"));
-  CHECK(c.topology.graph == "torus");
+  CHECK(c.topology.graph == graph_kind::torus);
   CHECK(c.topology.n == 6);
   std::string bad = s.write("bad.yaml", "graph: ring\nn: 4\nweight: uniform\n");
   CHECK(error_of(s.write("run2.yaml", "topology: bad.yaml\n")) ==

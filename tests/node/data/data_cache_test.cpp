@@ -81,7 +81,7 @@ void write_npy_set(const temp_dir& dir) {
 
 data_spec npy_spec(const temp_dir& data, const temp_dir& cache) {
   data_spec spec;
-  spec.dataset = "npy";
+  spec.dataset = dataset_kind::npy;
   spec.dir = data.str();
   spec.cache_dir = cache.str();
   return spec;
@@ -100,7 +100,7 @@ TEST_CASE("data cache, npy: cached and uncached shards are identical; the second
   const temp_dir data("cache_npy"), cache("cache_npy_dir");
   write_npy_set(data);
   for (const bool standardize : {true, false}) {
-    for (const char* partition : {"iid", "label"}) {
+    for (const partition_kind partition : {partition_kind::iid, partition_kind::label}) {
       CAPTURE(standardize);
       CAPTURE(partition);
       data_spec spec = npy_spec(data, cache);
@@ -113,7 +113,7 @@ TEST_CASE("data cache, npy: cached and uncached shards are identical; the second
         const data_split without = load_shard(uncached(spec), 3, rank, kSeed, log.sink());
         check_same(with, without);
         // Only the very first call builds the file; all later ones map it.
-        CHECK(log.count("building") == (standardize && partition == std::string("iid") && rank == 0 ? 1 : 0));
+        CHECK(log.count("building") == (standardize && partition == partition_kind::iid && rank == 0 ? 1 : 0));
         CHECK(log.count("warning") == 0);
       }
     }
@@ -128,7 +128,7 @@ TEST_CASE("data cache, Fashion-MNIST from its Debian package: cached (built, the
   }
   const temp_dir cache("cache_fmnist");
   data_spec spec;
-  spec.dataset = "fashion-mnist";
+  spec.dataset = dataset_kind::fashion_mnist;
   spec.dir = kFashionMnistDir;
   spec.standardize = true;
   spec.cache_dir = cache.str();
@@ -228,7 +228,7 @@ TEST_CASE("data cache: nodes starting at once build it once; the others wait and
 TEST_CASE("data cache: synthetic data are never cached; a missing source file is the decoder's error") {
   const temp_dir cache("cache_synthetic");
   data_spec spec;
-  spec.dataset = "synthetic";
+  spec.dataset = dataset_kind::synthetic;
   spec.cache_dir = cache.str();
   log_lines log;
   check_same(load_shard(spec, 2, 0, kSeed, log.sink()), load_shard(uncached(spec), 2, 0, kSeed));

@@ -13,7 +13,7 @@ TEST_CASE("model kinds lenet5, resnet20 and torchscript need the libtorch backen
   for (const char* kind : {"lenet5", "resnet20", "torchscript"}) {
     CAPTURE(kind);
     model_spec spec;
-    spec.kind = kind;
+    spec.kind = *parse_name<model_kind>(kind);
     spec.path = "/nonexistent/model.pt";
     if (have_torch()) {
       // Built with libtorch: the kinds are known; here each refuses its input for its own reason.
@@ -31,7 +31,7 @@ TEST_CASE("model kinds lenet5, resnet20 and torchscript need the libtorch backen
 
 TEST_CASE("set_step_size is a no-op for the Eigen models") {
   model_spec spec;
-  spec.kind = "softmax";
+  spec.kind = model_kind::softmax;
   spec.hidden.clear();
   const auto m = make_model(spec, 4, 3);
   m->set_step_size(0.5);  // the default: nothing to do

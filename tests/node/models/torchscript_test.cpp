@@ -89,7 +89,7 @@ dataset images(std::size_t n, std::size_t classes, std::uint64_t seed) {
 
 std::string error_of(const std::string& path, std::size_t classes, const image_shape& shape = kShape) {
   model_spec spec;
-  spec.kind = "torchscript";
+  spec.kind = model_kind::torchscript;
   spec.path = path;
   try {
     (void)make_model(spec, shape.size(), classes, shape);

@@ -71,7 +71,7 @@ TEST_CASE("checkpoint_keep: 1 + ceil(rounds apart / every), at least 2") {
 TEST_CASE("graph_diameter: ring, complete, star, torus") {
   auto diameter = [](const std::string& graph, int n, int rows = 0, int cols = 0) {
     topology_config t;
-    t.graph = graph;
+    t.graph = *parse_name<graph_kind>(graph);
     t.n = n;
     t.rows = rows;
     t.cols = cols;

@@ -108,7 +108,7 @@ TEST_CASE("a host name that does not resolve is an error at once, naming the hos
   // Node 2 does not talk to node 1 in this call: only the hosts a node uses are resolved.
   CHECK(error_of([&] { check_hosts(c, 2, {0}, warn); }) == "(no error)");
   // The same run over ipc names no hosts.
-  c.network.transport = "ipc";
+  c.network.transport = transport_kind::ipc;
   CHECK(error_of([&] { check_hosts(c, 0, {1, 2}, warn); }) == "(no error)");
   CHECK(warnings.empty());
 }

@@ -1,0 +1,85 @@
+// check_combinations (node/config/sections.hpp): the rules that span sections.
+#include "node/config/sections.hpp"
+
+namespace qgossip {
+
+namespace {
+
+void check_codec(yaml_reader& r, const run_config& c) {
+  const bool isgq = c.compressor.name == "isgq";
+  if (c.algorithm == algorithm_kind::dpsgd && c.compressor.name != "identity")
+    throw r.error("algorithm: dpsgd is the full-precision reference and sends raw floats; remove 'compressor' "
+                  "or use naive, dcd or ecd to compress");
+  if (isgq && c.algorithm != algorithm_kind::allgather)
+    throw r.error("compressor: isgq sends each node's gradient factors to every node; use algorithm: allgather");
+  if (isgq && (c.train.momentum > 0 || c.train.weight_decay > 0))
+    throw r.error("compressor: isgq encodes the raw loss gradient's factors, so train.momentum and "
+                  "train.weight_decay cannot be applied before sending; set them to 0");
+  if (isgq && (c.train.local_steps > 1 || !c.train.outer.is_identity()))
+    throw r.error("compressor: isgq encodes one gradient's factors; train.local_steps > 1 and train.outer send a "
+                  "change of several steps, which has no such factors; use another codec");
+  if (c.algorithm == algorithm_kind::allreduce && c.compressor.name != "identity")
+    throw r.error("algorithm: allreduce sums full-precision gradients with a ring all-reduce; remove 'compressor' "
+                  "or use allgather to send compressed gradients to every node");
+}
+
+void check_model(yaml_reader& r, const run_config& c) {
+  const model_spec& m = c.model;
+  const std::string kind(name_of(m.kind));
+  if (!is_torch(m.kind)) {
+    if (c.device == device_kind::cuda)
+      throw r.error("device: cuda trains the libtorch models (lenet5, resnet20, torchscript); " + kind +
+                    " runs on the CPU (use device: auto or cpu)");
+    return;
+  }
+  if (c.compressor.name == "isgq")
+    throw r.error("compressor: isgq needs the gradient factors of a fully connected Eigen model (mlp or softmax); " +
+                  kind + " is a libtorch model");
+  if ((m.kind == model_kind::lenet5 || m.kind == model_kind::resnet20) && c.data.dataset == dataset_kind::synthetic)
+    throw r.error("model: " + kind + " takes images; data.dataset synthetic has none (use fashion-mnist, cifar10 or npy)");
+  if (c.train.checkpoint_every > 0 && m.buffers == buffers_kind::local && m.kind != model_kind::lenet5)
+    throw r.error("train.checkpoint_every: " + kind + " with model.buffers: local keeps BatchNorm running statistics "
+                  "inside the module, which checkpoints do not hold yet; use buffers: average (they then travel with "
+                  "the model and are checkpointed), or no checkpoints");
+  if (m.buffers == buffers_kind::average && (c.train.momentum > 0 || c.train.weight_decay > 0))
+    throw r.error("model.buffers: average sends BatchNorm statistics as part of the model, stepped by plain SGD; set "
+                  "train.momentum and train.weight_decay to 0, or keep buffers local");
+}
+
+void check_failures(yaml_reader& r, const run_config& c) {
+  if (c.network.on_peer_failure != peer_failure_policy::train_on) return;
+  if (is_centralized(c.algorithm))
+    throw r.error("network.on_peer_failure: continue trains on around a failed neighbour on the graph; " +
+                  std::string(name_of(c.algorithm)) +
+                  " needs every node in every round: use stop, or a decentralized algorithm (dpsgd, naive, dcd, ecd, "
+                  "choco)");
+  if (c.train.consensus_every > 0)
+    throw r.error("network.on_peer_failure: continue cannot be combined with train.consensus_every: the consensus "
+                  "probe gathers every node's model and would wait for one that left; set consensus_every: 0");
+}
+
+// The model's size, where the data's shape is known without reading it (npy: at node start).
+void check_size(const run_config& c, const YAML::Node& model_at, yaml_reader& r) {
+  const data_spec& d = c.data;
+  if (d.dataset == dataset_kind::npy) return;
+  const std::uint64_t dim = d.dataset == dataset_kind::fashion_mnist ? 784
+                            : d.dataset == dataset_kind::cifar10     ? 3072
+                                                                     : static_cast<std::uint64_t>(d.synthetic_dim);
+  const std::uint64_t classes = d.dataset == dataset_kind::synthetic ? static_cast<std::uint64_t>(d.synthetic_classes) : 10;
+  try {
+    check_model_size(c.model, dim, classes);
+  } catch (const config_error& e) {
+    throw r.error_at(model_at, e.message());
+  }
+}
+
+}  // namespace
+
+void check_combinations(yaml_reader& r, const run_config& c, const YAML::Node& model_at) {
+  check_codec(r, c);
+  check_model(r, c);
+  check_failures(r, c);
+  check_size(c, model_at, r);
+}
+
+}  // namespace qgossip

@@ -1,0 +1,62 @@
+// The network: and output: sections (node/config/sections.hpp).
+#include "node/config/config_fields.hpp"
+#include "node/config/sections.hpp"
+
+namespace qgossip {
+
+namespace {
+
+void read_timeouts(yaml_reader& n, network_config& nw) {
+  nw.start_timeout_s = get_positive_double(n, "start_timeout_s", nw.start_timeout_s, 0.01, 86400, "the start time-out");
+  nw.round_timeout_s = get_positive_double(n, "round_timeout_s", nw.round_timeout_s, 0.01, 86400, "the round time-out");
+  nw.linger_s = get_double_in(n, "linger_s", nw.linger_s, 0.0, 3600);
+  if (auto e = n.map("emulate")) {
+    nw.emulate_rate_mbit = get_double_in(*e, "rate_mbit", nw.emulate_rate_mbit, 0.0, 1e6);
+    nw.emulate_delay_ms = get_double_in(*e, "delay_ms", nw.emulate_delay_ms, 0.0, 3.6e6);
+    e->finish();
+  }
+  nw.pace_mbit = get_double_in(n, "pace_mbit", nw.pace_mbit, 0.0, 1e6);
+}
+
+void read_failures(yaml_reader& n, network_config& nw) {
+  nw.on_peer_failure = get_choice(n, "on_peer_failure", nw.on_peer_failure);
+  nw.heartbeat_s = get_double_in(n, "heartbeat_s", nw.heartbeat_s, 0.0, 3600);
+  if (nw.heartbeat_s > 0 && nw.heartbeat_s < 0.05)
+    throw n.error_at(*n.child("heartbeat_s"), n.key_path("heartbeat_s") + ": expected 0 (off) or at least 0.05 s, received " +
+                                                  std::to_string(nw.heartbeat_s));
+  nw.max_rejected = get_int_in(n, "max_rejected", nw.max_rejected, 0, 1 << 30);
+}
+
+}  // namespace
+
+void read_network(yaml_reader& r, run_config& c) {
+  if (auto n = r.map("network")) {
+    network_config& nw = c.network;
+    nw.transport = get_choice(*n, "transport", nw.transport);
+    read_timeouts(*n, nw);
+    nw.shaping = n->get_string("shaping", nw.shaping);
+    nw.security = get_choice(*n, "security", nw.security);
+    nw.keys_dir = n->get_string("keys_dir", nw.keys_dir);
+    read_failures(*n, nw);
+    n->finish();
+  }
+  if (auto o = r.map("output")) {
+    c.output_dir = o->get_string("dir", c.output_dir);
+    o->finish();
+  }
+}
+
+// keys_dir is host-local (hosts may keep their keys apart): not in the canonical config.
+void emit_network(YAML::Emitter& y, const network_config& nw) {
+  y << YAML::BeginMap << YAML::Key << "transport" << YAML::Value << std::string(name_of(nw.transport)) << YAML::Key
+    << "start_timeout_s" << YAML::Value << nw.start_timeout_s << YAML::Key << "round_timeout_s" << YAML::Value
+    << nw.round_timeout_s << YAML::Key << "linger_s" << YAML::Value << nw.linger_s << YAML::Key << "emulate"
+    << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "rate_mbit" << YAML::Value << nw.emulate_rate_mbit
+    << YAML::Key << "delay_ms" << YAML::Value << nw.emulate_delay_ms << YAML::EndMap << YAML::Key << "pace_mbit"
+    << YAML::Value << nw.pace_mbit << YAML::Key << "shaping" << YAML::Value << nw.shaping << YAML::Key << "security"
+    << YAML::Value << std::string(name_of(nw.security)) << YAML::Key << "on_peer_failure" << YAML::Value
+    << std::string(name_of(nw.on_peer_failure)) << YAML::Key << "heartbeat_s" << YAML::Value << nw.heartbeat_s
+    << YAML::Key << "max_rejected" << YAML::Value << nw.max_rejected << YAML::EndMap;
+}
+
+}  // namespace qgossip

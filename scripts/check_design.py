@@ -1,0 +1,169 @@
+#!/usr/bin/python3
+"""Checks the rules of the house that a reader should not have to take on trust (docs/design.md):
+
+  layers     an include never runs from a lower layer up to a higher one (LAYERS below, lowest
+             first; areas in one layer may include each other);
+  cycles     no two files include each other, directly or through others;
+  length     no function in node/run or node/config is longer than 80 lines.
+
+Usage: scripts/check_design.py [REPO_ROOT]     (exit 0: all hold; 1: each breach listed, file:line)
+
+What it reads: the #include "..." lines of every .hpp/.cpp/.cu/.cuh under the source folders
+(system headers <...> are not the project's). A function's length is counted from the line of its
+opening brace to its closing one, for every block at namespace scope whose header has a parameter
+list (free functions, out-of-class members, constructors with their initializer lists); members
+defined inside a class body are not counted.
+"""
+import os
+import re
+import sys
+
+SOURCE_DIRS = ("core", "kernels", "algorithms", "topology", "gossip", "node")
+SUFFIXES = (".hpp", ".cpp", ".cu", ".cuh", ".h")
+# Lowest first. Generated headers (build/.../qgossip/...) sit below everything.
+LAYERS = [
+    ["qgossip", "core"],
+    ["kernels/cpu"],
+    ["kernels/cuda"],
+    ["algorithms/compress", "topology", "gossip"],
+    ["algorithms", "gossip/zmq", "gossip/inproc"],
+    ["node/data", "node/optim"],
+    ["node/models"],
+    ["node/config"],
+    ["node/membership"],
+    ["node/checkpoint", "node/log"],
+    ["node/run"],
+    ["node/launch"],
+    ["node/cli"],
+]
+LENGTH_LIMIT = 80
+LENGTH_DIRS = ("node/run", "node/config")
+INCLUDE = re.compile(r'\s*#\s*include\s+"([^"]+)"')
+
+
+def area(path):
+    parts = path.split("/")
+    if len(parts) > 2 and (parts[0] in ("node", "gossip", "kernels") or (parts[0], parts[1]) == ("algorithms", "compress")):
+        return parts[0] + "/" + parts[1]
+    return parts[0]
+
+
+def level(a):
+    for i, layer in enumerate(LAYERS):
+        if a in layer:
+            return i
+    return None
+
+
+def sources(root):
+    for d in SOURCE_DIRS:
+        for dirpath, _, files in os.walk(os.path.join(root, d)):
+            for f in sorted(files):
+                if f.endswith(SUFFIXES):
+                    yield os.path.relpath(os.path.join(dirpath, f), root)
+
+
+def includes(root, path):
+    with open(os.path.join(root, path), errors="replace") as f:
+        for number, line in enumerate(f, 1):
+            m = INCLUDE.match(line)
+            if m and "/" in m.group(1):
+                yield number, m.group(1)
+
+
+def check_layers(root, files, problems):
+    for path in files:
+        here = area(path)
+        for number, target in includes(root, path):
+            there = area(target)
+            lo, hi = level(here), level(there)
+            if lo is None:
+                problems.append(f"{path}:{number}: area '{here}' is in no layer of scripts/check_design.py")
+            elif hi is None:
+                problems.append(f"{path}:{number}: includes {target}, whose area '{there}' is in no layer")
+            elif hi > lo:
+                problems.append(f"{path}:{number}: {here} (layer {lo}) includes {target} from the higher {there} (layer {hi})")
+
+
+def check_cycles(root, files, problems):
+    graph = {p: [t for _, t in includes(root, p) if os.path.exists(os.path.join(root, t))] for p in files}
+    state, stack = {}, []
+
+    def visit(p):
+        state[p] = "open"
+        stack.append(p)
+        for q in graph.get(p, []):
+            if state.get(q) == "open":
+                problems.append("include cycle: " + " -> ".join(stack[stack.index(q):] + [q]))
+            elif q not in state:
+                visit(q)
+        stack.pop()
+        state[p] = "done"
+
+    sys.setrecursionlimit(10000)
+    for p in files:
+        if p not in state:
+            visit(p)
+
+
+STRIP = re.compile(r'"(\\.|[^"\\])*"|\'(\\.|[^\'\\])*\'|//.*$')
+
+
+def blocks(lines):
+    """(first line, last line, header text) of every brace block opened at namespace depth: functions,
+    and also namespaces and classes, which the caller tells apart by their header."""
+    depth, namespaces, start, header = 0, 0, None, []
+    for i, raw in enumerate(lines):
+        line = STRIP.sub('""', raw)
+        if depth == namespaces and start is None:
+            header = (header + [line])[-6:]
+        for ch in line:
+            if ch == "{":
+                if depth == namespaces and start is None:
+                    text = " ".join(header)
+                    if re.search(r"\bnamespace\b[^;()]*$", text):
+                        namespaces += 1
+                    else:
+                        start = i
+                        head = text
+                depth += 1
+            elif ch == "}":
+                depth -= 1
+                if depth < namespaces:
+                    namespaces = depth
+                if start is not None and depth == namespaces:
+                    yield start, i, head
+                    start, header = None, []
+        if line.strip().endswith((";", "}")) and start is None:
+            header = []
+
+
+def check_lengths(root, files, problems):
+    for path in files:
+        if not path.startswith(LENGTH_DIRS) or not path.endswith(".cpp"):
+            continue
+        with open(os.path.join(root, path), errors="replace") as f:
+            lines = f.read().split("\n")
+        for first, last, head in blocks(lines):
+            if "(" not in head or re.search(r"\b(struct|class|enum|union)\b[^(]*\{", head):
+                continue  # a type, an array or an initializer, not a function
+            length = last - first + 1
+            if length > LENGTH_LIMIT:
+                problems.append(f"{path}:{first + 1}: a function of {length} lines (at most {LENGTH_LIMIT})")
+
+
+def main(argv):
+    root = argv[1] if len(argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+    files = list(sources(root))
+    problems = []
+    check_layers(root, files, problems)
+    check_cycles(root, files, problems)
+    check_lengths(root, files, problems)
+    for p in problems:
+        print(p)
+    print(f"check_design: {len(files)} files, {len(problems)} problem(s)")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
