@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Tests for scripts/scenario.py (the scenario files of scripts/cluster.sh --scenario): the format,
-every kind of bad input with its FILE:LINE:COL message, the CPU quota arithmetic, the command line
-and the committed configs/scenarios/.
+every kind of bad input with its FILE:LINE:COL message, the CPU quota arithmetic, the command line,
+the committed configs/scenarios/, and cluster.sh's refusals before it creates anything (no root
+needed: validation comes before the root check, and the root check is tested as an unprivileged user).
 
 Run: python3 tests/scripts/test_scenario.py
 """
@@ -18,6 +19,7 @@ sys.path.insert(0, os.path.join(ROOT, "scripts"))
 import scenario  # noqa: E402
 
 SCENARIO_PY = os.path.join(ROOT, "scripts", "scenario.py")
+CLUSTER = os.path.join(ROOT, "scripts", "cluster.sh")
 COMMITTED = os.path.join(ROOT, "configs", "scenarios")
 
 
@@ -228,6 +230,72 @@ class CommandLine(FileCase):
         r = self.run_py("--help")
         self.assertEqual(r.returncode, 0)
         self.assertIn("cpu_share", r.stdout)
+
+
+class ClusterRefusals(FileCase):
+    """cluster.sh --scenario stops with exit 2 before creating any namespace or cgroup."""
+
+    def setUp(self):
+        super().setUp()
+        if not (shutil.which("ip") and shutil.which("tc")):
+            self.skipTest("cluster.sh needs iproute2 (ip, tc)")
+        self.prefix = f"qgu{os.getpid()}x"
+
+    def cluster(self, *args, user=None):
+        argv = ["bash", CLUSTER, "--prefix", self.prefix, *args]
+        if user is not None:
+            argv = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups", "--inh-caps=-all", *argv]
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=60, cwd=self.tmp)
+        self.assertFalse(self.left_behind(), "cluster.sh created something before refusing")
+        return r
+
+    def left_behind(self):
+        names = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split()
+        return [n for n in names if n.startswith(self.prefix)] + \
+            [d for d in ("/sys/fs/cgroup/cpu/" + self.prefix + "-cpu",) if os.path.exists(d)]
+
+    def test_not_with_rate_or_latency(self):
+        path = self.write("default: {rate: 10mbit}\n")
+        for opt in (["--rate", "1mbit"], ["--latency", "5ms"]):
+            r = self.cluster("--scenario", path, *opt, "--ranks", "2", "--", "true")
+            self.assertEqual(r.returncode, 2)
+            self.assertIn("--scenario sets each node's rate and delay itself", r.stderr)
+
+    def test_a_bad_scenario_is_reported_at_its_line(self):
+        path = self.write("default: {rate: 10mbit}\nnodes:\n  2: {cpu_share: 2}\n")
+        r = self.cluster("--scenario", path, "--ranks", "4", "--", "true")
+        self.assertEqual((r.returncode, r.stderr), (2, f"{path}:3:18: cpu_share 2: expected at most 1 (1 = the node's "
+                                                       "whole fair share of the CPUs, online CPUs / n nodes)\n"))
+        r = self.cluster("--scenario", path.replace("s.yaml", "none.yaml"), "--ranks", "4", "--", "true")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--scenario: no such file", r.stderr)
+
+    def test_a_rank_beyond_the_ranks(self):
+        path = self.write("nodes:\n  3: {cpu_share: 0.2}\n")
+        r = self.cluster("--scenario", path, "--ranks", "3", "--", "true")
+        self.assertEqual((r.returncode, r.stderr), (2, f"{path}:2:3: rank 3 does not exist in this run: expected a "
+                                                       "rank in 0..2 (the run has 3 nodes)\n"))
+
+    def test_a_rank_beyond_the_launchs_topology(self):
+        # The launch form takes n from `qgossip topology RUN_YAML --json`; a stand-in answers for it.
+        fake = self.write('#!/bin/sh\necho \'{"n": 2, "topology": {"graph": "ring", "n": 2, '
+                          '"nodes": [{"host": "127.0.0.1", "port": 1}, {"host": "127.0.0.1", "port": 2}]}}\'\n',
+                          "qgossip")
+        os.chmod(fake, 0o755)
+        run_yaml = self.write("name: x\n", "run.yaml")
+        path = self.write("default: {rate: 10mbit}\nnodes:\n  2: {rate: 1mbit}\n")
+        r = self.cluster("--scenario", path, "--qgossip", fake, run_yaml)
+        self.assertEqual((r.returncode, r.stderr), (2, f"{path}:3:3: rank 2 does not exist in this run: expected a "
+                                                       "rank in 0..1 (the run has 2 nodes)\n"))
+
+    @unittest.skipUnless(shutil.which("setpriv"), "no setpriv (util-linux) to run as an unprivileged user")
+    def test_without_root_it_says_so_before_anything_starts(self):
+        path = self.write("nodes: {1: {cpu_share: 0.5}}\n")
+        user = None if os.geteuid() != 0 else 65534  # nobody
+        r = self.cluster("--scenario", path, "--ranks", "2", "--", "true", user=user)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("cluster.sh: needs root: creating network namespaces takes CAP_NET_ADMIN and CAP_SYS_ADMIN, "
+                      f"as do the scenario's tc qdiscs and cgroup cpu quotas ({path})", r.stderr)
 
 
 if __name__ == "__main__":
