@@ -40,7 +40,8 @@ Options:
                       nodes: {2: {rate: 1mbit}, 3: {cpu_share: 0.2}}       # per rank, over the default
                     rate: tc tbf on the node's veth; delay: as --latency below, per node; cpu_share in
                     (0, 1]: a cgroup v1 cpu quota of cpu_share x (online CPUs / n) CPUs on the node's
-                    processes (cpu.cfs_quota_us / cpu.cfs_period_us). Checked before anything is created
+                    processes (cpu.cfs_quota_us / cpu.cfs_period_us; then every node gets its own
+                    cgroup PREFIX-cpu/<rank>, removed at teardown). Checked before anything is created
                     (exit 2, FILE:LINE:COL). Not with --rate or --latency. With --pace, every node's
                     rate must be the same. Under transport emulation (no netem) every node's delay
                     must be the same, and --ranks refuses a delay.
@@ -49,7 +50,7 @@ Options:
   --latency DELAY   one-way delay added to each node's egress: 50ms, 500us, 1s. tc netem when this
                     kernel has it; otherwise the node's transport emulates it
                     (--set network.emulate.delay_ms). Default: none.
-  --pace            with --rate: the nodes pace their own sending at the rate (--set
+  --pace            with --rate (or a scenario with one rate for all): the nodes pace their own sending at the rate (--set
                     network.pace_mbit=RATE in Mbit/s; docs/cluster.md, "Pacing under tc tbf"), so a
                     round of large messages streams through tbf instead of queueing as a burst.
                     Not with --ranks. Default: unpaced.
