@@ -666,8 +666,8 @@ def write_figures(sweep, out, groups):
                                       ("accuracy_vs_training_time", True, "training time")):
         try:
             tta_metrics.draw_figure(groups, os.path.join(figures, f"{name}.png"),
-                                    f"{sweep['name']}: test accuracy vs {what}\n(each cell's middle run of its "
-                                    "repeats; bold: each system's best cell, faint: the rest of its grid)",
+                                    f"{sweep['name']}: test accuracy vs {what}\neach cell's middle run of its "
+                                    "repeats\n(bold: each system's best cell; faint: the rest of its grid)",
                                     sweep["targets"], training_only)
             md += [f"![accuracy vs {what}](figures/{name}.png)", ""]
         except ImportError as e:

@@ -382,7 +382,10 @@ def draw_figure(groups, path, title, targets, training_only=False):
     labels = list(dict.fromkeys(r["label"] for runs in groups.values() for r in runs))
     cmap = plt.get_cmap("tab10" if len(labels) <= 10 else "tab20")
     colours = {label: cmap(i % cmap.N) for i, label in enumerate(labels)}
-    lo = min((p[2] for runs in groups.values() for r in runs for p in r["m"]["points"]), default=0.7)
+    accs = [p[2] for runs in groups.values() for r in runs for p in r["m"]["points"]]
+    # From a little below the lowest target (or the lowest point, when higher) to above every point.
+    bottom = min(max(min(accs, default=0.7), min(targets) - 0.12), min(targets) - 0.02)
+    top = max(accs + list(targets)) + 0.01
     for i, n in enumerate(ns):
         for j, link in enumerate(links):
             ax = axs[i][j]
@@ -400,7 +403,7 @@ def draw_figure(groups, path, title, targets, training_only=False):
             ax.set_xlabel("training time: from the last rank's first round (s)" if training_only else
                           "wall time from launch (s)")
             ax.set_ylabel("test accuracy (global model; qgossip: mean of nodes)")
-            ax.set_ylim(max(lo, min(targets) - 0.12), max(targets) + 0.02)
+            ax.set_ylim(bottom, top)
             ax.grid(True, alpha=0.3)
             handles, _ = ax.get_legend_handles_labels()
             if handles:
