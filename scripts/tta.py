@@ -711,8 +711,9 @@ def write_report(sweep, out, rows):
 
 def print_plan(sweep, qgossip, out, todo, local, problems):
     cells = len({run["cell"] for run, _, _ in todo})
-    print(f"tta {sweep['name']}: {len(todo)} runs ({cells} cells × up to {sweep['repeats']} repeats, the whole plan "
-          f"once per repeat) into {out}/ ({'local' if local else 'scripts/cluster.sh'})")
+    repeats = f"{sweep['repeats']} repeat" + ("s, the whole plan once per repeat" if sweep["repeats"] > 1 else "")
+    print(f"tta {sweep['name']}: {len(todo)} runs ({cells} cells × {repeats}) into {out}/ "
+          f"({'local' if local else 'scripts/cluster.sh'})")
     for problem in problems:
         print(f"NOTE: cannot run yet: {problem}")
     for n in sweep["nodes"]:
