@@ -15,42 +15,55 @@ The sweep file (YAML; see configs/tta/):
   links:                              # scripts/cluster.sh --rate (tc tbf on every node's egress); a link
     - {label: unshaped}               #   without rate is the same namespaces, unshaped
     - {label: 10 Mbit/s, rate: 10mbit, cap_s: 600}   # cap_s: this link's own time cap
+    - {label: straggler, scenario: ../scenarios/straggler.yaml}  # cluster.sh --scenario FILE (per-node
+                                      #   CPU quota, rate, delay); not with a rate
+  scenario: ../scenarios/far.yaml     # optional: the scenario of every link that names none
   targets: [0.84, 0.86, 0.88]         # the accuracies timed
   stop_at: 0.88                       # a run stops when it reaches this (default: the largest target)
   cap_s: 300                          # ... or at this many seconds from its launch
   epochs: 12                          # ... or after this many epochs
+  repeats: 3                          # runs per cell (default 3): tables give the median and the range
   prefix: tta                         # scripts/cluster.sh --prefix and --subnet of every run (defaults
   subnet: 10.79.0                     #   tta, 10.79.0): names no other cluster on the machine uses
   systems:
-    - {label: DDP, kind: ddp, lr: [0.1, 0.2], momentum: 0}          # a list makes a grid: one run each
+    - {label: DDP, kind: ddp, lr: [0.1, 0.2], momentum: 0}          # a list makes a grid: one cell each
     - {label: DDP Nesterov, kind: ddp, lr: [0.05, 0.1], momentum: 0.9, nesterov: true}
-    - {label: DiLoCo, kind: diloco, H: [16, 32, 64], lr: [0.1, 0.2], outer_lr: 0.7, outer_momentum: 0.9}
+    - {label: DiLoCo, kind: diloco, H: [16, 32], lr: 0.2, schedule: cosine, epochs: 10,
+       outer_lr: [0.5, 0.7, 1.0], outer_momentum: [0.8, 0.9]}
     - {label: qgossip ECD 8-bit, kind: qgossip, config: ../demo.yaml, set: [train.lr=0.2]}
-Any system may say `links: [unshaped]` (link labels) to run on those links only. Peer keys: lr, momentum, nesterov, weight_decay; DiLoCo also H, outer_lr, outer_momentum,
-outer_nesterov (default true). A qgossip entry gets the sweep's `set`, then its own, then topology.n,
-train.epochs, train.eval_every=1, train.eval_examples=0 (all 10,000 test images), output paths; its
-shards are checked to be identical to the base's (same seed, partition, batch and files).
+Any system may say `links: [unshaped]` (link labels) to run on those links only. Peer keys: lr, momentum,
+nesterov, weight_decay, schedule (constant or cosine: bench/peers/train.py --schedule, qgossip's formula),
+epochs (the entry's own run length, and its cosine's, as a qgossip entry's train.epochs; at most the
+sweep's epochs); DiLoCo also H, outer_lr, outer_momentum, outer_nesterov (default true). A qgossip entry
+gets the sweep's `set`, then its own, then topology.n, train.epochs, train.eval_every=1,
+train.eval_examples=0 (all 10,000 test images), its own `set` again, output paths; its shards are checked
+to be identical to the base's (same seed, partition, batch and files).
 
-Order: for each node count, for each link, every system in turn (interleaved: load from other work
-on the machine hits all systems alike). Each run is OUT/<name>/<system>-<link>-n<N>/ and is resumable:
-a run that ended (target, time cap or epochs) with the same command is skipped; any other is run again.
+Order: the whole plan once per repeat (round-robin: repeat 1 of every cell, then repeat 2, ...); within
+it, for each node count, for each link, every system in turn (interleaved: load from other work on the
+machine hits all systems alike). A cell is a system on a link at a node count; its first run is
+OUT/<name>/<system>-<link>-n<N>/, repeat k > 1 is that name with -r<k>. Runs are resumable: a run that
+ended (target, time cap or epochs) with the same command is skipped; any other is run again.
 
-Time to a target is measured from the launch (scripts/cluster.sh's launch time; start-up included):
-peers from rank 0's evaluations of the global model; qgossip from the mean over nodes of the test
-accuracy at each evaluation, at the time the last node logged it (scripts/tta_metrics.py says how
-node clocks are put on the launch's).
+Two times to each target (scripts/tta_metrics.py): from launch (scripts/cluster.sh's launch time;
+start-up included), and training only: from the start of training, when the LAST rank began its first
+round (peers: the largest first_step_s of the ranks' summaries, each after the gloo rendezvous; qgossip:
+the last node's start of round 1, its first CSV row's wall_s less the round time spent until then).
+Start-up is launch to that start. Accuracy: peers from rank 0's evaluations of the global model; qgossip
+the mean over nodes of the test accuracy at each evaluation, at the time the last node logged it.
 
-Start-up (launch to training): peers, rank 0's first step (after every rank's rendezvous); qgossip,
-the last node's start of round 1 (its first CSV row's wall_s less the round time spent until then).
-
-Writes into OUT/<name>/: runs.csv (one row per run: times and epochs to each target, start-up, epoch
-time, bytes per rank per epoch counted by the algorithm and on the wire, parameters, the machine's
-1-minute load average as the run started and ended), curves.csv (every
-evaluation of every run, on the launch clock), tta.md (a table per node count and link, with ratios
-to DDP's and DiLoCo's best run at each target) and figures/accuracy_vs_time.png (one panel per link).
+Writes into OUT/<name>/: runs.csv (one row per run: times from launch and training only and epochs to
+each target, start-up, epoch time, bytes per rank per epoch counted by the algorithm and on the wire,
+parameters, the machine's 1-minute load average as the run started and ended), cells.csv (a row per
+cell: the median, range and count of reaching runs per target), curves.csv (every evaluation of every
+run, from launch and from the start of training), tta.md (a table per node count and link, a row per
+cell, with ratios to DDP's and DiLoCo's best cell at each target) and figures/accuracy_vs_time.png and
+accuracy_vs_training_time.png (one panel per link; each cell's middle run).
 
 Needs root for scripts/cluster.sh (network namespaces); --local runs everything on this host's
-loopback instead (no shaping: links with a rate are refused), for tests and quick checks.
+loopback instead (no shaping: links with a rate or a scenario are refused), for tests and quick checks.
+A sweep with scenarios needs scripts/cluster.sh's --scenario; without it (or the file) tta.py refuses
+to run, and --dry-run prints the plan with a note.
 Exit: 0 every run ended, 1 some run failed, 2 bad sweep file or arguments, 130 interrupted.
 """
 import argparse
@@ -80,12 +93,13 @@ PYTHON = "/usr/bin/python3"  # Debian's: python3-torch, numpy, yaml, matplotlib
 TRAINER = os.path.join(ROOT, "bench", "peers", "train.py")
 CLUSTER = os.path.join(HERE, "cluster.sh")
 SWEEP_KEYS = ("name", "description", "base", "set", "nodes", "links", "targets", "stop_at", "cap_s", "epochs",
-              "systems", "prefix", "subnet")
+              "systems", "prefix", "subnet", "repeats", "scenario")
 PEER_KEYS = {"lr": "--lr", "momentum": "--momentum", "nesterov": "--nesterov", "weight_decay": "--weight-decay",
-             "H": "--local-steps", "outer_lr": "--outer-lr", "outer_momentum": "--outer-momentum",
-             "outer_nesterov": "--no-outer-nesterov"}
-DDP_KEYS = ("lr", "momentum", "nesterov", "weight_decay")
-ENDED = ("target", "time_cap", "epochs")
+             "schedule": "--schedule", "epochs": "--epochs", "H": "--local-steps", "outer_lr": "--outer-lr",
+             "outer_momentum": "--outer-momentum", "outer_nesterov": "--no-outer-nesterov"}
+DDP_KEYS = ("lr", "momentum", "nesterov", "weight_decay", "schedule", "epochs")
+SCHEDULES = ("constant", "cosine")  # bench/peers/schedule.py KINDS
+ENDED = tta_metrics.ENDED
 SHARD_FIELDS = ("seed", "n", "dataset", "dir", "partition", "skew", "total_train", "batch", "steps_per_epoch",
                 "standardize", "channel_mean", "channel_stddev", "shard_sizes", "model_params")
 
@@ -120,6 +134,19 @@ def fmt_value(v):
     return ("on" if v else "off") if isinstance(v, bool) else f"{v:g}" if isinstance(v, float) else str(v)
 
 
+def peer_value_ok(key, v):
+    number = isinstance(v, (int, float)) and not isinstance(v, bool)
+    if key in ("nesterov", "outer_nesterov"):
+        return isinstance(v, bool)
+    if key == "H":
+        return isinstance(v, int) and not isinstance(v, bool) and v >= 1
+    if key == "schedule":
+        return v in SCHEDULES
+    if key == "epochs":
+        return number and v > 0
+    return number
+
+
 def expand_system(entry, where):
     """One system entry -> its runs' settings: a grid over every key given as a list."""
     kind = entry.get("kind")
@@ -147,10 +174,9 @@ def expand_system(entry, where):
     grid = {k: as_list(entry[k]) for k in entry if k in keys}  # in the entry's order
     for k, values in grid.items():
         for v in values:
-            ok = isinstance(v, bool) if k in ("nesterov", "outer_nesterov") else \
-                isinstance(v, int) and v >= 1 if k == "H" else isinstance(v, (int, float)) and not isinstance(v, bool)
-            if not ok:
-                raise SweepError(f"{where}: {k}: {v!r} is not a valid value")
+            if not peer_value_ok(k, v):
+                raise SweepError(f"{where}: {k}: {v!r} is not a valid value" +
+                                 (f" (expected {' or '.join(SCHEDULES)})" if k == "schedule" else ""))
     varying = [k for k, values in grid.items() if len(values) > 1]
     out = []
     for combo in itertools.product(*grid.values()):
@@ -171,20 +197,10 @@ def load_sweep(path):
     nodes = as_list(doc.get("nodes", [8]))
     if not nodes or not all(isinstance(n, int) and 1 <= n <= 253 for n in nodes):
         raise SweepError(f"{path}: nodes: expected node counts 1..253, e.g. [8, 16]")
-    links = doc.get("links") or [{"label": "unshaped"}]
-    if not isinstance(links, list):
-        raise SweepError(f"{path}: links: expected a list of {{label, rate}}")
-    for i, link in enumerate(links):
-        if not isinstance(link, dict) or not str(link.get("label") or "").strip():
-            raise SweepError(f"{path}: links[{i}]: expected a mapping with a label (and a rate such as 10mbit)")
-        for k in link:
-            if k not in ("label", "rate", "cap_s"):
-                raise SweepError(f"{path}: links[{i}]: unknown key '{k}' (expected label, rate, cap_s)")
-        if "cap_s" in link and not (isinstance(link["cap_s"], (int, float)) and link["cap_s"] > 0):
-            raise SweepError(f"{path}: links[{i}]: cap_s must be a number of seconds > 0")
-        if link.get("rate") is not None and not re.fullmatch(r"[0-9]+(\.[0-9]+)?(bit|kbit|mbit|gbit)",
-                                                               str(link["rate"])):
-            raise SweepError(f"{path}: links[{i}]: rate '{link['rate']}': expected e.g. 10mbit or 100mbit")
+    links = check_links(path, doc.get("links") or [{"label": "unshaped"}], doc.get("scenario"))
+    repeats = doc.get("repeats", 3)
+    if not isinstance(repeats, int) or isinstance(repeats, bool) or repeats < 1:
+        raise SweepError(f"{path}: repeats: expected a whole number of runs per cell >= 1, not {repeats!r}")
     targets = sorted(float(t) for t in as_list(doc.get("targets", [0.84, 0.86, 0.88])))
     if not targets or not all(0 < t <= 1 for t in targets):
         raise SweepError(f"{path}: targets: expected accuracies in (0, 1]")
@@ -209,6 +225,10 @@ def load_sweep(path):
                 raise SweepError(f"{path}: system '{s['label']}': links: expected a list of link labels "
                                  f"({', '.join(link_labels)}), got {s['links']!r}")
             s["links"] = [str(l) for l in s["links"]]
+    for s in systems:
+        if s["kind"] != "qgossip" and s["options"].get("epochs", 0) > epochs:
+            raise SweepError(f"{path}: system '{s['label']}': epochs {s['options']['epochs']:g} is more than the "
+                             f"sweep's epochs {epochs:g} (the shards hold that many epochs of batches)")
     labels = [s["label"] for s in systems]
     dup = {l for l in labels if labels.count(l) > 1}
     if dup:
@@ -217,7 +237,41 @@ def load_sweep(path):
     return {"name": name, "description": str(doc.get("description") or "").strip(), "file": os.path.abspath(path),
             "base": resolve(str(doc["base"]), path), "set": sets, "nodes": nodes, "links": links,
             "targets": targets, "stop_at": stop_at, "cap_s": cap_s, "epochs": epochs, "systems": systems,
-            "prefix": prefix, "subnet": str(doc.get("subnet", "10.79.0"))}
+            "prefix": prefix, "subnet": str(doc.get("subnet", "10.79.0")), "repeats": repeats}
+
+
+def check_links(path, links, scenario):
+    """The sweep's links, checked; each gets the sweep's `scenario` unless it names its own, resolved
+    against the sweep file's directory or the repository (a file not there yet is kept, with
+    missing_scenario set: --dry-run shows the plan, a real run refuses it)."""
+    if not isinstance(links, list):
+        raise SweepError(f"{path}: links: expected a list of {{label, rate}}")
+    for i, link in enumerate(links):
+        where = f"{path}: links[{i}]"
+        if not isinstance(link, dict) or not str(link.get("label") or "").strip():
+            raise SweepError(f"{where}: expected a mapping with a label (and a rate such as 10mbit)")
+        for k in link:
+            if k not in ("label", "rate", "cap_s", "scenario"):
+                raise SweepError(f"{where}: unknown key '{k}' (expected label, rate, cap_s, scenario)")
+        if "cap_s" in link and not (isinstance(link["cap_s"], (int, float)) and link["cap_s"] > 0):
+            raise SweepError(f"{where}: cap_s must be a number of seconds > 0")
+        if link.get("rate") is not None and not re.fullmatch(r"[0-9]+(\.[0-9]+)?(bit|kbit|mbit|gbit)",
+                                                               str(link["rate"])):
+            raise SweepError(f"{where}: rate '{link['rate']}': expected e.g. 10mbit or 100mbit")
+        if link.get("scenario", scenario) is not None:
+            link["scenario"], link["missing_scenario"] = scenario_path(str(link.get("scenario", scenario)), path)
+            if link.get("rate") is not None:
+                raise SweepError(f"{where}: a rate and a scenario ({link['scenario']}): the scenario sets each "
+                                 "node's rate; give one of them")
+    return links
+
+
+def scenario_path(name, sweep_path):
+    """(absolute path, whether it is missing) of a scenario file named in a sweep."""
+    try:
+        return resolve(name, sweep_path), False
+    except SweepError:
+        return os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(sweep_path)), name)), True
 
 
 # ---- planning -------------------------------------------------------------------------------------
@@ -228,14 +282,20 @@ def cap_of(sweep, link):
 
 
 def plan_runs(sweep, out):
+    """Every run, in the order they run: the whole plan (node counts, links, systems) once per repeat,
+    so that a cell's repeats are spread over the sweep's time (round-robin). A cell's first run keeps
+    the cell's name; repeat k > 1 is <cell>-r<k>."""
     runs = []
-    for n in sweep["nodes"]:
-        for link in sweep["links"]:
-            for s in sweep["systems"]:
-                if s["links"] is not None and str(link["label"]) not in s["links"]:
-                    continue
-                d = sanitize(f"{s['label']}-{link['label']}-n{n}")
-                runs.append({"system": s, "link": link, "n": n, "dir": os.path.join(out, d), "name": d})
+    for repeat in range(1, sweep["repeats"] + 1):
+        for n in sweep["nodes"]:
+            for link in sweep["links"]:
+                for s in sweep["systems"]:
+                    if s["links"] is not None and str(link["label"]) not in s["links"]:
+                        continue
+                    cell = sanitize(f"{s['label']}-{link['label']}-n{n}")
+                    d = cell if repeat == 1 else f"{cell}-r{repeat}"
+                    runs.append({"system": s, "link": link, "n": n, "dir": os.path.join(out, d), "name": d,
+                                 "cell": cell, "repeat": repeat})
     return runs
 
 
@@ -292,14 +352,17 @@ def shards_command(qgossip, config, sets, out_dir, epochs):
 
 def peer_args(sweep, run, shards, local_port=None):
     s = run["system"]
+    epochs = s["options"].get("epochs", sweep["epochs"])  # an entry's own: its cosine's length, as for qgossip
     args = [PYTHON, TRAINER, "--mode", s["kind"], "--shards", shards, "--out", run["dir"],
-            "--epochs", f"{sweep['epochs']:g}", "--target", f"{sweep['stop_at']:g}", "--time-cap",
+            "--epochs", f"{epochs:g}", "--target", f"{sweep['stop_at']:g}", "--time-cap",
             f"{cap_of(sweep, run['link']):g}", "--report-targets", ",".join(f"{t:g}" for t in sweep["targets"])]
     for k, v in s["options"].items():
         if k == "nesterov":
             args += ["--nesterov"] if v else []
         elif k == "outer_nesterov":
             args += [] if v else ["--no-outer-nesterov"]
+        elif k == "epochs":
+            continue
         else:
             args += [PEER_KEYS[k], f"{v:g}" if isinstance(v, float) else str(v)]
     if local_port:
@@ -312,7 +375,25 @@ def cluster_prefix(sweep, run):
             "--stats", os.path.join(run["dir"], "cluster.json")]
     if run["link"].get("rate"):
         args += ["--rate", str(run["link"]["rate"])]
+    if run["link"].get("scenario"):
+        args += ["--scenario", run["link"]["scenario"]]
     return args
+
+
+def cluster_takes_scenario():
+    """Whether scripts/cluster.sh has --scenario (network scenarios: per-node CPU quota, rate, delay)."""
+    p = subprocess.run(["bash", CLUSTER, "--help"], capture_output=True, text=True)
+    return "--scenario" in p.stdout
+
+
+def scenario_problems(runs):
+    """Why these runs' scenarios cannot run here: files not there, or a cluster.sh without --scenario."""
+    links = {r["link"]["scenario"]: r["link"] for r in runs if r["link"].get("scenario")}
+    problems = [f"scenario file {p} does not exist" for p, l in links.items() if l.get("missing_scenario")]
+    if links and not cluster_takes_scenario():
+        problems.append(f"{CLUSTER} has no --scenario option (network scenarios come with another branch): "
+                        "merge it, or drop scenario: from the sweep")
+    return problems
 
 
 def run_command(sweep, run, qgossip, out, local):
@@ -466,91 +547,184 @@ def collect(sweep, runs):
     return out
 
 
-def family_best(rows, targets):
-    """Per family (a grid's runs): the label of its best run, by the highest target reached first."""
-    best = {}
+def cells_of(sweep, rows):
+    """The cells (a system on a link at a node count), in plan order, each with its runs and their
+    medians (tta_metrics.cell_metrics)."""
+    cells = {}
     for r in rows:
-        key = tuple(1 if r["m"]["ttas"].get(t) is None else 0 for t in reversed(targets))  # reached first
-        times = tuple(r["m"]["ttas"][t][0] if r["m"]["ttas"].get(t) else math.inf for t in reversed(targets))
-        score = (key, times)
-        fam = r["system"]["family"]
+        c = cells.setdefault(r["cell"], {"cell": r["cell"], "label": r["label"], "kind": r["kind"],
+                                         "system": r["system"], "link": r["link"], "n": r["n"], "runs": []})
+        c["runs"].append(r)
+    for c in cells.values():
+        c["m"] = tta_metrics.cell_metrics([r["m"] for r in c["runs"]], sweep["targets"], sweep["repeats"])
+    return list(cells.values())
+
+
+def family_best(cells, targets):
+    """Per family (a grid's cells): the label of its best cell, by the median time to the highest
+    target, then the next (a target missed counts as infinitely late)."""
+    best = {}
+    for c in cells:
+        score = tuple(c["m"]["ttas"][t]["median"] if c["m"]["runs"] else math.inf for t in reversed(targets))
+        fam = c["system"]["family"]
         if fam not in best or score < best[fam][0]:
-            best[fam] = (score, r["label"])
+            best[fam] = (score, c["label"])
     return {f: b[1] for f, b in best.items()}
 
 
-def write_report(sweep, out, rows):
+def csv_value(v):
+    return "" if v is None else f"{v:.10g}" if isinstance(v, float) else v
+
+
+def write_runs_csv(path, sweep, rows):
     targets = sweep["targets"]
-    with open(os.path.join(out, "runs.csv"), "w", newline="") as f:
+    with open(path, "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["run", "system", "kind", "family", "link", "rate", "nodes", "status", "error"] +
-                   [x for t in targets for x in (f"time_to_{t:g}_s", f"epoch_to_{t:g}")] +
+        w.writerow(["run", "cell", "repeat", "system", "kind", "family", "link", "rate", "scenario", "nodes", "status",
+                    "error"] + [x for t in targets for x in (f"time_to_{t:g}_s", f"epoch_to_{t:g}",
+                                                             f"train_time_to_{t:g}_s")] +
                    ["startup_s", "epoch_time_s", "bytes_per_rank_per_epoch", "wire_bytes_per_rank_per_epoch",
                     "tbf_dropped", "params", "last_acc", "epochs_run", "load1_start", "load1_end"])
         for r in rows:
             m = r["m"]
-            cells = [r["name"], r["label"], r["kind"], r["system"]["family"], r["link"]["label"],
-                     r["link"].get("rate", ""), r["n"], m["status"], m["error"]]
+            cells = [r["name"], r["cell"], r["repeat"], r["label"], r["kind"], r["system"]["family"],
+                     r["link"]["label"], r["link"].get("rate", ""), r["link"].get("scenario", ""), r["n"], m["status"],
+                     m["error"]]
             for t in targets:
-                tta = m["ttas"].get(t)
+                tta, train = m["ttas"].get(t), (m["train_ttas"] or {}).get(t)
                 cells += [f"{tta[0]:.3f}", f"{tta[1]:.4g}"] if tta else ["", ""]
-            cells += ["" if m.get(k) is None else (f"{m[k]:.10g}" if isinstance(m[k], float) else m[k])
-                      for k in ("startup_s", "epoch_time_s", "bytes_per_epoch", "wire_bytes_per_epoch",
-                                "tbf_dropped", "params", "final_acc", "epoch_last")]
+                cells.append(f"{train[0]:.3f}" if train else "")
+            cells += [csv_value(m.get(k)) for k in ("startup_s", "epoch_time_s", "bytes_per_epoch",
+                                                    "wire_bytes_per_epoch", "tbf_dropped", "params", "final_acc",
+                                                    "epoch_last")]
             cells += ["" if m["load"][k] is None else f"{m['load'][k]:.2f}" for k in ("start", "end")]
             w.writerow(cells)
-    with open(os.path.join(out, "curves.csv"), "w", newline="") as f:
+
+
+def write_cells_csv(path, sweep, cells):
+    """A row per cell: the median over its ended runs, the range of those that reached each target."""
+    targets = sweep["targets"]
+    spread_columns = ("median", "lo", "hi", "reached")
+    with open(path, "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["run", "system", "link", "nodes", "time_from_launch_s", "epoch", "test_acc", "iteration"])
+        w.writerow(["cell", "system", "kind", "family", "link", "scenario", "nodes", "runs_ended", "repeats"] +
+                   [f"{p}time_to_{t:g}_s_{x}" for t in targets for p in ("", "train_") for x in spread_columns] +
+                   [f"epoch_to_{t:g}" for t in targets] +
+                   ["startup_s", "epoch_time_s", "bytes_per_rank_per_epoch", "wire_bytes_per_rank_per_epoch",
+                    "params", "last_acc"])
+        for c in cells:
+            m = c["m"]
+            row = [c["cell"], c["label"], c["kind"], c["system"]["family"], c["link"]["label"],
+                   c["link"].get("scenario", ""), c["n"], m["runs"], m["repeats"]]
+            for t in targets:
+                for key in ("ttas", "train_ttas"):
+                    sp = m[key][t]
+                    row += [csv_value(sp[x] if sp["runs"] and sp[x] != math.inf else None) for x in spread_columns[:3]]
+                    row.append(sp["reached"] if sp["runs"] else "")
+            row += [csv_value(m["ttas"][t]["epoch"]) for t in targets]
+            row += [csv_value(m.get(k)) for k in ("startup_s", "epoch_time_s", "bytes_per_epoch",
+                                                  "wire_bytes_per_epoch", "params", "final_acc")]
+            w.writerow(row)
+
+
+def write_curves_csv(path, rows):
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["run", "cell", "repeat", "system", "link", "nodes", "time_from_launch_s", "training_time_s",
+                    "epoch", "test_acc", "iteration"])
         for r in rows:
+            start = r["m"].get("startup_s")
             for t, epoch, acc, it in r["m"]["points"]:
-                w.writerow([r["name"], r["label"], r["link"]["label"], r["n"], f"{t:.3f}",
-                            "" if epoch is None else f"{epoch:.4g}", f"{acc:.6g}", it])
+                w.writerow([r["name"], r["cell"], r["repeat"], r["label"], r["link"]["label"], r["n"], f"{t:.3f}",
+                            "" if start is None else f"{t - start:.3f}", "" if epoch is None else f"{epoch:.4g}",
+                            f"{acc:.6g}", it])
+
+
+def report_preface(sweep):
+    return [f"Each cell (a system on a link) ran {sweep['repeats']} time(s), interleaved (the whole plan once, "
+            "then again); each time is the median over the cell's ended runs (a run that missed the target "
+            "counts as slower than any that reached it), in brackets the range of the runs that reached it "
+            "and the median epoch of that evaluation. Stop at "
+            f"{sweep['stop_at']:g}, {sweep['cap_s']:g} s (unless a link says otherwise) or {sweep['epochs']:g} epochs. "
+            "Two times to each target: from launch (start-up included) and training only, from the start of "
+            "training: when the last rank began its first round (peers: its first optimizer step, after the "
+            "gloo rendezvous; qgossip: its start of round 1); start-up is launch to that. ÷ columns: this "
+            "cell's median over the best DDP / DiLoCo cell's median to the same target on the same link. "
+            "MB/rank/epoch (algorithm): bytes the training messages hold (peers: ring all-reduce, 2(n−1)/n·4d per "
+            "all-reduce; qgossip: its bytes_sent); (wire): the rank's veth tx bytes from scripts/cluster.sh "
+            "(headers, ACKs, start-up), mean over ranks.", ""]
+
+
+def write_figures(sweep, out, groups):
+    """The two figures (from launch, training only); the markdown lines that show them."""
+    if not groups:
+        return ["(no runs yet: no figure)", ""]
+    figures = os.path.join(out, "figures")
+    os.makedirs(figures, exist_ok=True)
+    md = []
+    for name, training_only, what in (("accuracy_vs_time", False, "wall time from launch"),
+                                      ("accuracy_vs_training_time", True, "training time")):
+        try:
+            tta_metrics.draw_figure(groups, os.path.join(figures, f"{name}.png"),
+                                    f"{sweep['name']}: test accuracy vs {what}\neach cell's middle run of its "
+                                    "repeats\n(bold: each system's best cell; faint: the rest of its grid)",
+                                    sweep["targets"], training_only)
+            md += [f"![accuracy vs {what}](figures/{name}.png)", ""]
+        except ImportError as e:
+            return [f"(no figure: {e})", ""]
+    return md
+
+
+def write_report(sweep, out, rows):
+    targets = sweep["targets"]
+    write_runs_csv(os.path.join(out, "runs.csv"), sweep, rows)
+    write_curves_csv(os.path.join(out, "curves.csv"), rows)
+    cells = cells_of(sweep, rows)
+    write_cells_csv(os.path.join(out, "cells.csv"), sweep, cells)
     groups = {}
-    for r in rows:
-        groups.setdefault((r["n"], r["link"]["label"]), []).append(r)
+    for c in cells:
+        groups.setdefault((c["n"], c["link"]["label"]), []).append(c)
     md = [f"## Time to accuracy: {sweep['name']}", ""]
     if sweep["description"]:
         md += [sweep["description"], ""]
-    md += [f"Stop at {sweep['stop_at']:g}, {sweep['cap_s']:g} s (unless a link says otherwise) or {sweep['epochs']:g} "
-           "epochs; times from the launch "
-           "(start-up included); epoch = the epoch of the evaluation that first reached the target. Start-up: launch "
-           "to training (peers: rank 0's first step, after the rendezvous; qgossip: the last node's start of round "
-           "1). ÷ columns: "
-           "this run's time over the best DDP / DiLoCo run's time to the same target on the same link. "
-           "MB/rank/epoch (algorithm): bytes the training messages hold (peers: ring all-reduce, 2(n−1)/n·4d per "
-           "all-reduce; qgossip: its bytes_sent); (wire): the rank's veth tx bytes from scripts/cluster.sh "
-           "(headers, ACKs, start-up), mean over ranks.", ""]
-    figures = os.path.join(out, "figures")
-    os.makedirs(figures, exist_ok=True)
+    md += report_preface(sweep)
     for (n, link), its in groups.items():
         cap = cap_of(sweep, its[0]["link"])
-        md += [f"### {link}, n = {n}", "", f"Time cap {cap:g} s." + tta_metrics.load_note(its), "",
-               tta_metrics.table(its, targets, cap)]
-        notes = sorted({f"{r['label']}: {x}" for r in its for x in r["m"]["notes"]})
+        scenario = its[0]["link"].get("scenario")
+        md += [f"### {link}, n = {n}", "", f"Time cap {cap:g} s." +
+               (f" Scenario {os.path.relpath(scenario, ROOT)}." if scenario else "") +
+               tta_metrics.load_note([r for c in its for r in c["runs"]]), "", tta_metrics.table(its, targets, cap)]
+        notes = sorted({f"{c['label']}: {x}" for c in its for x in c["m"]["notes"]})
         if notes:
             md += ["Notes: " + "; ".join(notes), ""]
-    for rs in groups.values():
-        best = family_best(rs, targets)
-        for r in rs:
-            fam = r["system"]["family"]
-            r["highlight"] = r["kind"] == "qgossip" or best.get(fam) == r["label"]
-    fig_path = os.path.join(figures, "accuracy_vs_time.png")
-    if not groups:
-        md += ["(no runs yet: no figure)", ""]
-    else:
-        try:
-            tta_metrics.draw_figure(groups, fig_path, f"{sweep['name']}: test accuracy vs wall time from launch\n"
-                                    "(bold: each system's best run; faint: the rest of its grid)", targets)
-            md += ["![accuracy vs wall time](figures/accuracy_vs_time.png)", ""]
-        except ImportError as e:
-            md += [f"(no figure: {e})", ""]
+        best = family_best(its, targets)
+        for c in its:
+            c["highlight"] = c["kind"] == "qgossip" or best.get(c["system"]["family"]) == c["label"]
+    md += write_figures(sweep, out, groups)
     with open(os.path.join(out, "tta.md"), "w") as f:
         f.write("\n".join(md))
     return os.path.join(out, "tta.md")
 
 
 # ---- main -----------------------------------------------------------------------------------------
+
+
+def print_plan(sweep, qgossip, out, todo, local, problems):
+    cells = len({run["cell"] for run, _, _ in todo})
+    repeats = f"{sweep['repeats']} repeat" + ("s, the whole plan once per repeat" if sweep["repeats"] > 1 else "")
+    print(f"tta {sweep['name']}: {len(todo)} runs ({cells} cells × {repeats}) into {out}/ "
+          f"({'local' if local else 'scripts/cluster.sh'})")
+    for problem in problems:
+        print(f"NOTE: cannot run yet: {problem}")
+    for n in sweep["nodes"]:
+        sets = base_sets(sweep, qgossip, n) if os.access(qgossip, os.X_OK) else sweep["set"]
+        print(f"shards n={n}: " + shlex.join(shards_command(qgossip, sweep["base"], sets, shards_dir(out, n),
+                                                              sweep["epochs"])))
+    for i, (run, cmd, done) in enumerate(todo, 1):
+        print(f"[{i}/{len(todo)}] {run['name']} (repeat {run['repeat']}): {'skip (done)' if done else 'run'}")
+        if not done:
+            print("    " + shlex.join(cmd) + (f"   (x{run['n']} ranks)" if local and
+                                              run["system"]["kind"] != "qgossip" else ""))
 
 
 def main(argv):
@@ -572,8 +746,9 @@ def main(argv):
     try:
         sweep = load_sweep(args.sweep)
         pattern = re.compile(args.only) if args.only else None
-        if args.local and any(l.get("rate") for l in sweep["links"]):
-            raise SweepError("--local cannot shape links: drop the links with a rate (or run as root without --local)")
+        if args.local and any(l.get("rate") or l.get("scenario") for l in sweep["links"]):
+            raise SweepError("--local cannot shape links: drop the links with a rate or a scenario (or run as root "
+                             "without --local)")
     except SweepError as e:
         print(f"tta.py: {e}", file=sys.stderr)
         return 2
@@ -599,18 +774,13 @@ def main(argv):
     except SweepError as e:
         print(f"tta.py: {e}", file=sys.stderr)
         return 2
+    problems = [] if args.report_only else scenario_problems([run for run, _, done in todo if not done])
     if args.dry_run:
-        print(f"tta {sweep['name']}: {len(todo)} runs into {out}/ ({'local' if args.local else 'scripts/cluster.sh'})")
-        for n in sweep["nodes"]:
-            sets = base_sets(sweep, qgossip, n) if os.access(qgossip, os.X_OK) else sweep["set"]
-            print(f"shards n={n}: " + shlex.join(shards_command(qgossip, sweep["base"], sets, shards_dir(out, n),
-                                                                  sweep["epochs"])))
-        for i, (run, cmd, done) in enumerate(todo, 1):
-            print(f"[{i}/{len(todo)}] {run['name']}: {'skip (done)' if done else 'run'}")
-            if not done:
-                print("    " + shlex.join(cmd) + (f"   (x{run['n']} ranks)" if args.local and
-                                                  run["system"]["kind"] != "qgossip" else ""))
+        print_plan(sweep, qgossip, out, todo, args.local, problems)
         return 0
+    if problems:
+        print(f"tta.py: {args.sweep}: " + "; ".join(problems), file=sys.stderr)
+        return 2
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "tta.json"), "w") as f:
         json.dump(sweep, f, indent=2)
@@ -665,7 +835,8 @@ def main(argv):
             return 2
     rows = collect(sweep, [r for r in runs if os.path.isdir(r["dir"])])
     path = write_report(sweep, out, rows)
-    print(f"collected {len(rows)} runs: {path}, {os.path.join(out, 'runs.csv')}, {os.path.join(out, 'curves.csv')}")
+    print(f"collected {len(rows)} runs: {path}, " + ", ".join(os.path.join(out, f) for f in
+                                                               ("runs.csv", "cells.csv", "curves.csv")))
     if interrupted:
         print("tta.py: interrupted; finished runs are kept, run the same command again to resume", file=sys.stderr)
         return 130

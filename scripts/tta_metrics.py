@@ -11,7 +11,17 @@ the node started at end_unix_s - wall_s (Unix seconds) and a row's time from the
 The accuracy. Peers: rank 0's evaluation of the global model. qgossip: at each evaluated iteration
 that every node has logged, the mean over the nodes of their test accuracies; its time is that of the
 LAST node to log the row. Time to a target: the first evaluation whose accuracy is >= the target.
+
+Two times to each target, the same definitions for every system:
+  from launch    the evaluation's time on the launch clock (start-up included);
+  training only  that time less the start of training: when the LAST rank began its first round (its
+                 first optimizer step), after its start-up and the meeting of the ranks. Peers: the
+                 largest first_step_s of the ranks' summaries; qgossip: qgossip_startup below.
+A cell (a system on a link at a node count) is run `repeats` times; it reports the median over its
+ended runs (a run that did not reach a target counts as slower than any that did) and the range of
+the runs that reached it.
 """
+import collections
 import csv
 import json
 import math
@@ -128,6 +138,14 @@ def qgossip_startup(run_dir, launch_unix):
     return max(starts) if starts else None
 
 
+def peer_startup(run_dir):
+    """Seconds from the launch until the LAST rank began its first optimizer step: the largest
+    first_step_s of the ranks' summaries (each written after the rank's data, the gloo rendezvous and,
+    for DDP, the broadcast of the initial model); None unless every rank's summary has it."""
+    starts = [_num((read_json(j) or {}).get("first_step_s")) for _, (_, j) in node_files(run_dir).items()]
+    return max(starts) if starts and None not in starts else None
+
+
 def curve_peer(run_dir):
     """Rank 0's evaluations: [(time from launch, epoch, accuracy, step)]."""
     path = os.path.join(run_dir, "node-0.csv")
@@ -180,9 +198,11 @@ def run_metrics(kind, run_dir, targets, cap_s, params_hint=None):
     s0 = next((s for s in summaries if s.get("rank") == 0), None) or {}
     if kind != "qgossip":
         m["params"] = s0.get("params") or params_hint
-    # Start-up: launch to the first training step (peers: rank 0's first_step_s, after the rendezvous of
-    # all ranks); qgossip: launch to the last node's start of round 1, from the nodes' first CSV rows.
-    m["startup_s"] = _num(s0.get("first_step_s")) if kind != "qgossip" else qgossip_startup(run_dir, launch)
+    # Start-up: launch to the start of training, the last rank's first round (peers: its first optimizer
+    # step; qgossip: its start of round 1, from the nodes' first CSV rows); training only = the rest.
+    m["startup_s"] = peer_startup(run_dir) if kind != "qgossip" else qgossip_startup(run_dir, launch)
+    m["train_ttas"] = None if m["startup_s"] is None else \
+        {t: None if tta is None else (tta[0] - m["startup_s"], tta[1]) for t, tta in m["ttas"].items()}
     # Epoch time, the same way for every system: between the first and the last evaluation.
     first, last = (points[0], points[-1]) if len(points) >= 2 else (None, None)
     m["epoch_time_s"] = ((last[0] - first[0]) / (last[1] - first[1])
@@ -194,40 +214,108 @@ def run_metrics(kind, run_dir, targets, cap_s, params_hint=None):
     return m
 
 
+# ---- a cell: the repeats of one system on one link at one node count -----------------------------
+
+ENDED = ("target", "time_cap", "epochs")
+NAMES = {"ddp": "DDP", "diloco": "DiLoCo"}
+
+
+def median(values):
+    """The median of a list of numbers (math.inf allowed), None when it is empty."""
+    v = sorted(values)
+    if not v:
+        return None
+    mid = len(v) // 2
+    return v[mid] if len(v) % 2 else (v[mid - 1] + v[mid]) / 2
+
+
+def spread(ttas):
+    """One (time, epoch) or None per run -> the median time (a run that missed the target counts as
+    slower than any that reached it: math.inf), the range and number of the runs that reached it, and
+    their median epoch."""
+    hits = [t for t in ttas if t]
+    return {"median": median([t[0] if t else math.inf for t in ttas]), "runs": len(ttas), "reached": len(hits),
+            "lo": min((t[0] for t in hits), default=None), "hi": max((t[0] for t in hits), default=None),
+            "epoch": median([t[1] for t in hits if t[1] is not None])}
+
+
+def representative(ms, targets):
+    """The run in the middle of a cell, ranked by time to the highest target, then to the next."""
+    def key(m):
+        return tuple(m["ttas"][t][0] if m["ttas"].get(t) else math.inf for t in reversed(targets))
+
+    ranked = sorted(ms, key=key)
+    return ranked[(len(ranked) - 1) // 2] if ranked else None
+
+
+def cell_metrics(ms, targets, repeats):
+    """A cell's figures from its runs' run_metrics: medians over the runs that ended (target, time cap
+    or epochs); a failed run is counted in `statuses` and its error kept, not timed."""
+    done = [m for m in ms if m["status"] in ENDED]
+    timed = [m for m in done if m.get("train_ttas") is not None]  # those whose start of training is known
+    mid = representative(done, targets) or {}
+    c = {"runs": len(done), "repeats": repeats, "statuses": collections.Counter(m["status"] for m in ms),
+         "ttas": {t: spread([m["ttas"].get(t) for m in done]) for t in targets},
+         "train_ttas": {t: spread([m["train_ttas"].get(t) for m in timed]) for t in targets},
+         "points": mid.get("points", []), "points_startup_s": mid.get("startup_s"),
+         "params": next((m["params"] for m in ms if m.get("params")), None),
+         "errors": sorted({m["error"] for m in ms if m.get("error")}),
+         "notes": sorted({n for m in ms for n in m["notes"]}),
+         "all_epochs": bool(done) and all(m["status"] == "epochs" for m in done)}
+    for k in ("startup_s", "epoch_time_s", "bytes_per_epoch", "wire_bytes_per_epoch", "final_acc", "epoch_last"):
+        c[k] = median([m[k] for m in done if m.get(k) is not None])
+    return c
+
+
 # ---- the comparison --------------------------------------------------------------------------
 
 
-def best_of(runs, kind, target):
-    """(time, label) of the fastest run of this kind to reach target, or None."""
-    hits = [(r["m"]["ttas"][target][0], r["label"]) for r in runs if r["kind"] == kind and r["m"]["ttas"].get(target)]
+def best_of(cells, kind, target, key="ttas"):
+    """(median time, label) of the cell of this kind fastest to the target (key: ttas from the launch,
+    train_ttas training only), or None."""
+    hits = [(c["m"][key][target]["median"], c["label"]) for c in cells
+            if c["kind"] == kind and c["m"][key][target]["runs"] and c["m"][key][target]["median"] != math.inf]
     return min(hits) if hits else None
 
 
+def fmt_num(s):
+    return f"{s:.1f}" if s < 100 else f"{s:.0f}"
+
+
 def fmt_s(s):
-    if s is None:
+    return "–" if s is None else fmt_num(s) + " s"
+
+
+def fmt_spread(sp, c, cap_s, with_epoch=True):
+    """'12.3 s (11.8–14.0, ep 7)': the median, the range of the runs that reached the target, how many
+    did when not all, the median epoch; or why the target was missed: the cap, or every epoch run."""
+    if not sp["runs"]:
         return "–"
-    return f"{s:.1f} s" if s < 100 else f"{s:.0f} s"
+    if sp["median"] == math.inf:
+        missed = (f"not in {c['epoch_last']:.3g} ep" if c["all_epochs"] and c.get("epoch_last") else
+                  f"> {cap_s:g} s" if cap_s else "not reached")
+        return missed + (f" ({sp['reached']} of {sp['runs']} reached)" if sp["reached"] else "")
+    inner = [f"{fmt_num(sp['lo'])}–{fmt_num(sp['hi'])}"] if sp["runs"] > 1 else []
+    if sp["reached"] < sp["runs"]:
+        inner.append(f"{sp['reached']} of {sp['runs']}")
+    if with_epoch and sp["epoch"] is not None:
+        inner.append(f"ep {sp['epoch']:.3g}")
+    return fmt_s(sp["median"]) + (f" ({', '.join(inner)})" if inner else "")
 
 
-def fmt_tta(tta, cap_s, m=None):
-    """'12.3 s (ep 4)', or why the target was not reached: the cap, or all epochs run without it."""
-    if tta is None:
-        if m and m.get("status") == "epochs" and m.get("epoch_last"):
-            return f"not in {m['epoch_last']:.3g} ep"
-        if m and m.get("status") in ("failed", "not run"):
-            return "–"
-        return f"> {cap_s:g} s" if cap_s else "not reached"
-    return f"{fmt_s(tta[0])} (ep {tta[1]:.3g})"
-
-
-def fmt_ratio(tta, best):
-    if tta is None or best is None:
+def fmt_ratio(sp, best):
+    if not sp["runs"] or sp["median"] == math.inf or best is None:
         return "–"
-    return f"{tta[0] / best[0]:.2f}"
+    return f"{sp['median'] / best[0]:.2f}"
 
 
 def fmt_mb(b):
     return "–" if b is None else f"{b / 1e6:.2f}"
+
+
+def fmt_stopped(c):
+    counts = ", ".join(f"{s} ×{k}" if k > 1 else s for s, k in c["statuses"].items())
+    return counts + (f": {'; '.join(c['errors'])[:60]}" if c["errors"] else "")
 
 
 def load_note(runs):
@@ -235,40 +323,53 @@ def load_note(runs):
     loads = sorted(r["m"]["load"]["start"] for r in runs if r["m"].get("load", {}).get("start") is not None)
     if not loads:
         return ""
-    mid = len(loads) // 2
-    median = loads[mid] if len(loads) % 2 else (loads[mid - 1] + loads[mid]) / 2
-    return f" Load average (1 min) as the runs started: median {median:.1f} ({loads[0]:.1f}–{loads[-1]:.1f})."
+    return f" Load average (1 min) as the runs started: median {median(loads):.1f} ({loads[0]:.1f}–{loads[-1]:.1f})."
 
 
-def table(runs, targets, cap_s):
-    """Markdown table of one (link, node count): runs = [{label, kind, m}]."""
-    best = {(k, t): best_of(runs, k, t) for k in ("ddp", "diloco") for t in targets}
+def table_head(targets, kinds):
     tt = " / ".join(f"{t:g}" for t in targets)
-    head = (["system"] + [f"time to {t:g} (epoch)" for t in targets] +
-            [f"÷ DDP best ({tt})", f"÷ DiLoCo best ({tt})", "start-up", "epoch time",
-             "MB/rank/epoch (algorithm)", "MB/rank/epoch (wire)", "params", "last acc", "stopped"])
+    head = ["system", "runs"] + [f"to {t:g}, from launch" for t in targets] + \
+        [f"to {t:g}, training only" for t in targets]
+    for k in kinds:
+        head += [f"÷ {NAMES[k]} best, from launch ({tt})", f"÷ {NAMES[k]} best, training only ({tt})"]
+    return head + ["start-up", "epoch time", "MB/rank/epoch (algorithm)", "MB/rank/epoch (wire)", "params",
+                   "last acc", "stopped"]
+
+
+def table_row(cell, targets, cap_s, best, kinds):
+    m = cell["m"]
+    cells = [cell["label"].replace("|", "\\|"), f"{m['runs']}/{m['repeats']}"]
+    cells += [fmt_spread(m["ttas"][t], m, cap_s) for t in targets]
+    cells += [fmt_spread(m["train_ttas"][t], m, cap_s, with_epoch=False) for t in targets]
+    for k in kinds:
+        for key in ("ttas", "train_ttas"):
+            cells.append(" / ".join(fmt_ratio(m[key][t], best[(k, key, t)]) for t in targets))
+    return cells + [fmt_s(m.get("startup_s")), fmt_s(m.get("epoch_time_s")), fmt_mb(m.get("bytes_per_epoch")),
+                    fmt_mb(m.get("wire_bytes_per_epoch")), f"{m['params']:,}" if m.get("params") else "–",
+                    f"{m['final_acc']:.4f}" if m.get("final_acc") is not None else "–", fmt_stopped(m)]
+
+
+def table(cells, targets, cap_s):
+    """Markdown table of one (link, node count): cells = [{label, kind, m: cell_metrics}], a row each,
+    with ratios to the best DDP and DiLoCo cells (medians) where the table has such cells."""
+    best = {(k, key, t): best_of(cells, k, t, key) for k in NAMES for key in ("ttas", "train_ttas") for t in targets}
+    kinds = [k for k in NAMES if any(best[(k, "ttas", t)] for t in targets)]
+    head = table_head(targets, kinds)
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for r in runs:
-        m = r["m"]
-        cells = [r["label"].replace("|", "\\|")]
-        cells += [fmt_tta(m["ttas"].get(t), cap_s, m) for t in targets]
-        for k in ("ddp", "diloco"):
-            cells.append(" / ".join(fmt_ratio(m["ttas"].get(t), best[(k, t)]) for t in targets))
-        cells += [fmt_s(m.get("startup_s")), fmt_s(m.get("epoch_time_s")), fmt_mb(m.get("bytes_per_epoch")),
-                  fmt_mb(m.get("wire_bytes_per_epoch")), f"{m['params']:,}" if m.get("params") else "–",
-                  f"{m['final_acc']:.4f}" if m.get("final_acc") is not None else "–",
-                  m.get("status", "") + (f": {m['error'][:60]}" if m.get("error") else "")]
-        out.append("| " + " | ".join(cells) + " |")
+    out += ["| " + " | ".join(table_row(c, targets, cap_s, best, kinds)) + " |" for c in cells]
     lines = []
-    for k, name in (("ddp", "DDP"), ("diloco", "DiLoCo")):
-        bests = [f"{t:g}: {b[1]} ({fmt_s(b[0])})" for t in targets if (b := best[(k, t)])]
-        if bests:
-            lines.append(f"{name} best per target — " + "; ".join(bests) + ".")
+    for k in kinds:
+        for key, how in (("ttas", "from launch"), ("train_ttas", "training only")):
+            bests = [f"{t:g}: {b[1]} ({fmt_s(b[0])})" for t in targets if (b := best[(k, key, t)])]
+            if bests:
+                lines.append(f"{NAMES[k]} best per target (median), {how} — " + "; ".join(bests) + ".")
     return "\n".join(out) + "\n\n" + ("\n".join(lines) + "\n" if lines else "")
 
 
-def draw_figure(groups, path, title, targets):
-    """groups: {(n, link label): [{label, kind, m, highlight}]}; one panel per link, a row per n."""
+def draw_figure(groups, path, title, targets, training_only=False):
+    """groups: {(n, link label): [{label, kind, m: cell_metrics, highlight}]}; one panel per link, a row
+    per n; each cell's middle run (m["points"]), from the launch or (training_only) from the start of
+    training of that run (a run whose start is not known is left out)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -281,24 +382,28 @@ def draw_figure(groups, path, title, targets):
     labels = list(dict.fromkeys(r["label"] for runs in groups.values() for r in runs))
     cmap = plt.get_cmap("tab10" if len(labels) <= 10 else "tab20")
     colours = {label: cmap(i % cmap.N) for i, label in enumerate(labels)}
-    lo = min((p[2] for runs in groups.values() for r in runs for p in r["m"]["points"]), default=0.7)
+    accs = [p[2] for runs in groups.values() for r in runs for p in r["m"]["points"]]
+    # From a little below the lowest target (or the lowest point, when higher) to above every point.
+    bottom = min(max(min(accs, default=0.7), min(targets) - 0.12), min(targets) - 0.02)
+    top = max(accs + list(targets)) + 0.01
     for i, n in enumerate(ns):
         for j, link in enumerate(links):
             ax = axs[i][j]
             for r in groups.get((n, link), []):
-                pts = r["m"]["points"]
-                if not pts:
+                pts, shift = r["m"]["points"], r["m"].get("points_startup_s") if training_only else 0.0
+                if not pts or shift is None:
                     continue
                 strong = r.get("highlight", True)
-                ax.plot([p[0] for p in pts], [p[2] for p in pts], marker="." if strong else None,
+                ax.plot([p[0] - shift for p in pts], [p[2] for p in pts], marker="." if strong else None,
                         linewidth=1.8 if strong else 0.8, alpha=1.0 if strong else 0.35, color=colours[r["label"]],
                         label=r["label"] if strong else None)
             for t in targets:
                 ax.axhline(t, color="grey", linewidth=0.6, linestyle=":")
             ax.set_title(f"{link}, n = {n}")
-            ax.set_xlabel("wall time from launch (s)")
+            ax.set_xlabel("training time: from the last rank's first round (s)" if training_only else
+                          "wall time from launch (s)")
             ax.set_ylabel("test accuracy (global model; qgossip: mean of nodes)")
-            ax.set_ylim(max(lo, min(targets) - 0.12), max(targets) + 0.02)
+            ax.set_ylim(bottom, top)
             ax.grid(True, alpha=0.3)
             handles, _ = ax.get_legend_handles_labels()
             if handles:

@@ -17,6 +17,10 @@ on every rank). One process per rank, torch.distributed with gloo, torch.set_num
           θ_global − θ_local and an outer SGD step on θ_global with --outer-lr, --outer-momentum
           (Nesterov unless --no-outer-nesterov); every rank restarts from θ_global.
 
+Learning rate (DDP's, DiLoCo's inner): --schedule constant (--lr throughout) or cosine (from --lr to 0
+over --epochs), qgossip's formula step for step (bench/peers/schedule.py): step s takes the rate at
+epoch (s − 1)/steps_per_epoch, as a node with train.schedule {kind: cosine} over train.epochs does.
+
 Evaluation: after every --eval-every epochs (and at the end) rank 0 evaluates the global model (DDP:
 the model; DiLoCo: θ_global, i.e. as of the last outer step) on all test images; the time it takes is
 part of wall time (the other ranks wait for it, as they would for a qgossip node's evaluation). Then
@@ -37,7 +41,8 @@ counters (IP headers, TCP ACKs, the rendezvous and the stop broadcasts included)
 its own interface, as in scripts/cluster.sh's namespaces, else empty; comm_s = seconds in DiLoCo's
 all-reduce, empty for DDP, whose all-reduce overlaps the backward pass) and OUT/node-<rank>.json (the
 summary: status, stop_reason, the epoch and time each of --report-targets was first reached, bytes
-per epoch, parameter count, start-up time, libraries).
+per epoch, parameter count, the start-up times (first_step_s: this rank's first optimizer step, after its
+data and the rendezvous), the learning-rate schedule, libraries).
 
 Exit: 0 done (target, cap or epochs), 1 run-time failure, 2 bad input, 130/143 interrupted.
 """
@@ -52,6 +57,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+import schedule  # noqa: E402
 
 CSV_COLUMNS = ["iteration", "epoch", "wall_s", "lr", "train_loss", "test_loss", "test_acc", "bytes_sent",
                "bytes_recv", "wire_bytes_sent", "wire_bytes_recv", "comm_s", "eval_s"]
@@ -129,6 +135,9 @@ def parse_args(argv):
                    "$QG_LAUNCH_UNIX, else this process's start)")
     p.add_argument("--seed", type=int, help="model initialization seed (default: shards.json's seed)")
     p.add_argument("--lr", type=float, default=0.1, help="learning rate (DiLoCo: of the inner steps)")
+    p.add_argument("--schedule", choices=schedule.KINDS, default="constant",
+                   help="the learning rate over the run: constant, or cosine from --lr to 0 over --epochs "
+                   "(qgossip's train.schedule: {kind: cosine}; default %(default)s)")
     p.add_argument("--momentum", type=float, default=0.0, help="SGD momentum (DiLoCo: inner)")
     p.add_argument("--nesterov", action="store_true", help="Nesterov momentum (DiLoCo: inner)")
     p.add_argument("--weight-decay", type=float, default=0.0)
@@ -264,13 +273,20 @@ def train(args, launch_unix, log, summary):
     reached = {}
     stop_reason = "epochs"
     stop_flag = torch.zeros(1, dtype=torch.int32)
+    summary["schedule"] = schedule.describe(args.schedule, args.lr, args.epochs)
+
+    def rate_of(s):  # the learning rate of optimizer step s (1-based), qgossip's formula
+        return schedule.lr_of_step(s, steps_per_epoch, args.lr, args.schedule, args.epochs)
+
+    # The system's first round: every rank's data loaded, the rendezvous (and DDP's broadcast of the
+    # initial model) done; the harness takes the last rank's as the start of training (docs/tta.md).
     summary["first_step_s"] = wall()
 
     def record(step, test=None):
         nonlocal loss_sum, loss_count
         tx, rx = interface_bytes(iface)
         log.row({"iteration": step, "epoch": step / steps_per_epoch, "wall_s": round(wall(), 6),
-                 "lr": args.lr, "train_loss": loss_sum / loss_count if loss_count else None,
+                 "lr": rate_of(step), "train_loss": loss_sum / loss_count if loss_count else None,
                  "test_loss": test[0] if test else None, "test_acc": test[1] if test else None,
                  "bytes_sent": round(allreduces * per_allreduce), "bytes_recv": round(allreduces * per_allreduce),
                  "wire_bytes_sent": tx, "wire_bytes_recv": rx,
@@ -286,6 +302,8 @@ def train(args, launch_unix, log, summary):
         loss = F.cross_entropy(out, train_y[idx])
         opt.zero_grad(set_to_none=True)
         loss.backward()
+        for group in opt.param_groups:
+            group["lr"] = rate_of(step + 1)
         opt.step()
         step += 1
         loss_sum += loss.item()

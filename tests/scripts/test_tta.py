@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
-"""Tests for scripts/tta.py, scripts/tta_metrics.py and bench/peers/: the sweep file's checks and grid
-expansion, the launch clock and time-to-accuracy arithmetic on hand-made run directories, and a tiny
-end-to-end run (--local: 2 ranks on loopback, no root) of DDP, DiLoCo and a qgossip entry on
-Fashion-MNIST, whose outputs are checked.
+"""Tests for scripts/tta.py, scripts/tta_metrics.py and bench/peers/: the sweep file's checks, grid
+expansion, repeats and scenarios, the peers' learning-rate schedule against qgossip's formula, the
+launch clock, the two times to a target and the medians of a cell on hand-made run directories, and a
+tiny end-to-end run (--local: 2 ranks on loopback, no root) of DDP, DiLoCo and a qgossip entry on
+Fashion-MNIST, whose outputs are checked (the cosine rates the peer and qgossip logged included).
 
 Run: python3 tests/scripts/test_tta.py BUILD_DIR     (BUILD_DIR holds the qgossip binary)
 """
 import csv
 import json
+import math
 import os
 import subprocess
 import sys
@@ -16,6 +18,8 @@ import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
+sys.path.insert(0, os.path.join(ROOT, "bench", "peers"))
+import schedule  # noqa: E402
 import tta  # noqa: E402
 import tta_metrics  # noqa: E402
 
@@ -63,11 +67,16 @@ class SweepFile(unittest.TestCase):
                                   "DiLoCo H=32 lr=0.2", "DDP"])
         self.assertEqual(s["systems"][0]["options"], {"H": 16, "lr": 0.1, "outer_lr": 0.7})
         runs = tta.plan_runs(s, "/out")
-        # 4 DiLoCo runs on both links, DDP on the slow one only; interleaved by link.
+        # 4 DiLoCo cells on both links, DDP on the slow one only; interleaved by link; the whole plan once
+        # per repeat (default 3), a cell's later repeats named -r<k>.
         self.assertEqual([r["name"] for r in runs][:5], ["diloco-h-16-lr-0.1-unshaped-n8", "diloco-h-16-lr-0.2-unshaped-n8",
                                                          "diloco-h-32-lr-0.1-unshaped-n8", "diloco-h-32-lr-0.2-unshaped-n8",
                                                          "diloco-h-16-lr-0.1-slow-n8"])
-        self.assertEqual(len(runs), 9)
+        self.assertEqual(len(runs), 27)
+        self.assertEqual([(r["name"], r["repeat"]) for r in runs[8:10]], [("ddp-slow-n8", 1),
+                                                                          ("diloco-h-16-lr-0.1-unshaped-n8-r2", 2)])
+        self.assertEqual(runs[9]["cell"], "diloco-h-16-lr-0.1-unshaped-n8")
+        self.assertEqual(runs[-1]["name"], "ddp-slow-n8-r3")
         self.assertEqual(s["stop_at"], 0.88)
         args = tta.peer_args(s, runs[-1], "/shards")
         self.assertIn("--nesterov", args)
@@ -90,6 +99,122 @@ class SweepFile(unittest.TestCase):
         self.assertIn("needs config", self.error("name: x\nsystems: [{label: Q, kind: qgossip}]\n"))
         self.assertIn("cap_s must be", self.error("name: x\nlinks: [{label: a, cap_s: -1}]\n"
                                                   "systems: [{label: D, kind: ddp}]\n"))
+        self.assertIn("repeats: expected a whole number", self.error("name: x\nrepeats: 0\n"
+                                                                     "systems: [{label: D, kind: ddp}]\n"))
+        self.assertIn("schedule: 'linear' is not a valid value (expected constant or cosine)",
+                      self.error("name: x\nsystems: [{label: D, kind: ddp, schedule: linear}]\n"))
+        self.assertIn("epochs 20 is more than the sweep's epochs 12",
+                      self.error("name: x\nsystems: [{label: D, kind: diloco, epochs: 20}]\n"))
+        write(os.path.join(self.tmp.name, "slow.yaml"), "{}\n")
+        self.assertIn("a rate and a scenario", self.error("name: x\nlinks: [{label: a, rate: 10mbit, scenario: "
+                                                          "slow.yaml}]\nsystems: [{label: D, kind: ddp}]\n"))
+
+    def test_peer_schedule_and_epochs_reach_the_trainer(self):
+        s = self.load("name: c\nepochs: 12\nsystems:\n  - {label: D, kind: diloco, schedule: cosine, epochs: 10, "
+                      "outer_lr: [0.5, 1.0]}\n")
+        self.assertEqual([x["label"] for x in s["systems"]], ["D outer_lr=0.5", "D outer_lr=1"])
+        args = tta.peer_args(s, tta.plan_runs(s, "/out")[0], "/shards")
+        self.assertEqual(args[args.index("--schedule") + 1], "cosine")
+        self.assertEqual(args.count("--epochs"), 1)  # the entry's, in place of the sweep's
+        self.assertEqual(args[args.index("--epochs") + 1], "10")
+
+
+class Scenarios(unittest.TestCase):
+    """scenario: (the sweep's, or a link's own) goes to every scripts/cluster.sh call, and a real run
+    refuses a missing file or a cluster.sh without --scenario."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.base = write(os.path.join(self.tmp.name, "base.yaml"), f"""\
+name: b
+topology: {{graph: ring, n: 2}}
+algorithm: dpsgd
+model: {{kind: mlp, hidden: [128]}}
+data: {{dataset: fashion-mnist, dir: {FASHION}, partition: iid}}
+""")
+        self.slow = write(os.path.join(self.tmp.name, "scen", "slow.yaml"), "{}\n")
+        self.cluster = tta.CLUSTER
+
+    def tearDown(self):
+        tta.CLUSTER = self.cluster
+        self.tmp.cleanup()
+
+    def sweep(self):
+        return tta.load_sweep(write(os.path.join(self.tmp.name, "s.yaml"), """\
+name: s
+base: base.yaml
+nodes: [2]
+scenario: scen/slow.yaml
+links: [{label: every}, {label: own, scenario: scen/far.yaml}]
+systems: [{label: D, kind: diloco}, {label: Q, kind: qgossip, config: base.yaml}]
+"""))
+
+    def fake_cluster(self, help_text):
+        tta.CLUSTER = write(os.path.join(self.tmp.name, "cluster.sh"), f"echo '{help_text}'\n")
+
+    def test_every_cluster_call_gets_its_links_scenario(self):
+        s = self.sweep()
+        every, own = s["links"]
+        self.assertEqual((every["scenario"], every["missing_scenario"]), (self.slow, False))
+        self.assertEqual((own["scenario"], own["missing_scenario"]), (os.path.join(self.tmp.name, "scen", "far.yaml"),
+                                                                       True))
+        runs = tta.plan_runs(s, "/out")
+        for run in runs:
+            args = tta.cluster_prefix(s, run)
+            self.assertEqual(args[args.index("--scenario") + 1], run["link"]["scenario"])
+        peer = tta.run_command(s, runs[0], "/q", "/out", local=False)
+        self.assertLess(peer.index("--scenario"), peer.index("--ranks"))
+        self.fake_cluster("  --scenario FILE  per-node CPU quota, rate and delay")
+        self.assertEqual(tta.scenario_problems(runs[:1]), [])
+        self.assertIn("far.yaml does not exist", tta.scenario_problems(runs)[0])
+        self.fake_cluster("  --rate RATE")
+        self.assertIn("has no --scenario option", tta.scenario_problems(runs[:1])[0])
+        self.assertEqual(tta.scenario_problems([]), [])  # no scenario: cluster.sh is not asked
+
+    def test_a_run_refuses_what_a_dry_run_notes(self):
+        self.sweep()
+        argv = [tta.PYTHON, os.path.join(ROOT, "scripts", "tta.py"), os.path.join(self.tmp.name, "s.yaml"),
+                "--build", BUILD, "--out", os.path.join(self.tmp.name, "out")]
+        # far.yaml is missing: --dry-run prints the whole plan and a note; a run refuses (exit 2), runs nothing.
+        dry = subprocess.run(argv + ["--dry-run"], capture_output=True, text=True, timeout=60)
+        self.assertEqual(dry.returncode, 0, dry.stderr)
+        self.assertIn("NOTE: cannot run yet: scenario file", dry.stdout)
+        self.assertIn("--scenario " + self.slow, dry.stdout)
+        self.assertIn("[12/12] q-own-n2-r3 (repeat 3): run", dry.stdout)
+        real = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+        self.assertEqual(real.returncode, 2, real.stdout + real.stderr)
+        self.assertIn("far.yaml does not exist", real.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.tmp.name, "out")))
+        local = subprocess.run(argv + ["--local"], capture_output=True, text=True, timeout=60)
+        self.assertEqual(local.returncode, 2)
+        self.assertIn("--local cannot shape links", local.stderr)
+
+
+class Schedule(unittest.TestCase):
+    """The peers' learning rate is qgossip's (node/optim/lr_schedule.cpp), written out here again."""
+
+    @staticmethod
+    def qgossip_cosine(epoch, lr, total, final=0.0, warmup=0.0, start=0.1):
+        factor = final + (1 - final) * 0.5 * (1 + math.cos(math.pi * min(max(epoch, 0), total) / total))
+        return lr * factor * ((start + (1 - start) * epoch / warmup) if epoch < warmup else 1.0)
+
+    def test_cosine_matches_qgossip_step_for_step(self):
+        spe = 117  # 8 ranks, batch 64
+        for step, expected in [(1, 0.2), (586, 0.1), (1171, 0.0), (1500, 0.0)]:  # epochs 0, 5, 10, past the end
+            self.assertAlmostEqual(schedule.lr_of_step(step, spe, 0.2, "cosine", 10.0), expected, places=12)
+        for step in (1, 2, 117, 118, 500, 1000, 1170):
+            epoch = (step - 1) / spe  # node_plan::epoch_after(step - 1)
+            self.assertEqual(schedule.lr_of_step(step, spe, 0.2, "cosine", 10.0), self.qgossip_cosine(epoch, 0.2, 10.0))
+            self.assertEqual(schedule.lr_of_step(step, spe, 0.2, "constant", 10.0), 0.2)
+        # final_factor and warm-up (qgossip's defaults: 0, none from 0.1).
+        for epoch in (0.0, 0.5, 2.0, 9.0):
+            self.assertAlmostEqual(schedule.lr_at(epoch, 0.2, "cosine", 10.0, final_factor=0.1, warmup_epochs=1.0),
+                                   self.qgossip_cosine(epoch, 0.2, 10.0, 0.1, 1.0), places=15)
+        self.assertEqual(schedule.describe("cosine", 0.2, 10.0), {"kind": "cosine", "lr": 0.2, "total_epochs": 10.0,
+                                                                   "final_factor": 0.0, "warmup_epochs": 0.0,
+                                                                   "warmup_start": 0.1})
+        with self.assertRaises(ValueError):
+            schedule.lr_at(1.0, 0.1, "linear")
 
 
 class Clock(unittest.TestCase):
@@ -145,7 +270,12 @@ class Clock(unittest.TestCase):
         write(os.path.join(self.d, "tta-run.json"), json.dumps({"launch_unix_s": launch, "status": "target"}))
         m = tta_metrics.run_metrics("qgossip", self.d, [0.8], cap_s=100)
         self.assertAlmostEqual(m["startup_s"], 3.5)
-        self.assertIn("| 3.5 s |", tta_metrics.table([{"label": "q", "kind": "qgossip", "m": m}], [0.8], 100))
+        # Node 0 reached 0.8 at 2 + 6 = 8 s, node 1 at 1 + 6 = 7 s: the mean at 8 s, 4.5 s of training.
+        self.assertAlmostEqual(m["ttas"][0.8][0], 8.0)
+        self.assertAlmostEqual(m["train_ttas"][0.8][0], 4.5)
+        cell = {"label": "q", "kind": "qgossip", "m": tta_metrics.cell_metrics([m], [0.8], 1)}
+        row = tta_metrics.table([cell], [0.8], 100).splitlines()[2]
+        self.assertEqual(row.split(" | ")[1:5], ["1/1", "8.0 s (ep 1)", "4.5 s", "3.5 s"])
         self.assertEqual(m["load"], {"start": None, "end": None})
         self.assertEqual(tta_metrics.load_note([{"m": m}]), "")
         # The load averages the harness records around a run: the 1-minute figure, and their median.
@@ -175,17 +305,56 @@ class Clock(unittest.TestCase):
             os.makedirs(d)
             write_rows(os.path.join(d, "node-0.csv"), rows)
             write_rows(os.path.join(d, "node-1.csv"), [(r[0], r[1], r[2], None) for r in rows])
-            write(os.path.join(d, "node-0.json"), json.dumps({"rank": 0, "params": 101770, "first_step_s": 5.0,
-                                                              "epoch": 2.0, "bytes_sent": 4e6}))
-            runs.append({"label": label, "kind": kind, "m": tta_metrics.run_metrics(kind, d, [0.84, 0.86], 300)})
-        self.assertEqual(runs[0]["m"]["ttas"], {0.84: (40.0, 1.0), 0.86: (80.0, 2.0)})
+            # The start of training is the LAST rank's first step: rank 1's, 6 s after the launch.
+            for rank, first in ((0, 5.0), (1, 6.0)):
+                write(os.path.join(d, f"node-{rank}.json"), json.dumps({"rank": rank, "params": 101770,
+                                                                        "first_step_s": first, "epoch": 2.0,
+                                                                        "bytes_sent": 4e6}))
+            write(os.path.join(d, "tta-run.json"), json.dumps({"status": "target"}))
+            m = tta_metrics.run_metrics(kind, d, [0.84, 0.86], 300)
+            runs.append({"label": label, "kind": kind, "m": tta_metrics.cell_metrics([m], [0.84, 0.86], 1)})
+        self.assertEqual(tta_metrics.peer_startup(os.path.join(self.d, "DiLoCo")), 6.0)
+        self.assertEqual(runs[0]["m"]["ttas"][0.84]["median"], 40.0)
+        self.assertEqual(runs[2]["m"]["train_ttas"][0.86]["median"], 9.0)
         self.assertEqual(tta_metrics.best_of(runs, "ddp", 0.84), (30.0, "DDP b"))
+        self.assertEqual(tta_metrics.best_of(runs, "ddp", 0.84, "train_ttas"), (24.0, "DDP b"))
         text = tta_metrics.table(runs, [0.84, 0.86], 300)
         row = next(l for l in text.splitlines() if l.startswith("| DiLoCo"))
-        # 10/30 and 15/30 against DDP's best; 1 against itself.
-        self.assertIn("| 0.33 / 0.50 | 1.00 / 1.00 |", row)
+        # DDP's best is DDP b at both targets (30 s): from launch 10/30 and 15/30; training only (6 s less)
+        # 4/24 and 9/24; 1 against itself.
+        self.assertIn("| 0.33 / 0.50 | 0.17 / 0.38 | 1.00 / 1.00 | 1.00 / 1.00 |", row)
+        self.assertIn("| 10.0 s (ep 1) | 15.0 s (ep 2) | 4.0 s | 9.0 s |", row)
         self.assertIn("40.0 s (ep 1)", text)
         self.assertIn("101,770", row)
+        self.assertIn("DiLoCo best per target (median), training only — 0.84: DiLoCo (4.0 s)", text)
+
+    def test_a_cell_is_the_median_of_its_runs(self):
+        def run(t84, t88, status="target", start=2.0):
+            ttas = {0.84: t84 and (t84, 2.0), 0.88: t88 and (t88, 7.0)}
+            return {"status": status, "error": "", "notes": [], "points": [(t84 or 1.0, 1.0, 0.5, 1)], "params": 5,
+                    "ttas": ttas, "startup_s": start, "epoch_last": 7.0, "final_acc": 0.88,
+                    "train_ttas": {t: v and (v[0] - start, v[1]) for t, v in ttas.items()}}
+        runs = [run(10.0, 30.0), run(12.0, None, "time_cap", 3.0), run(11.0, 20.0, start=3.0),
+                dict(run(None, None, "failed"), error="exit 1")]
+        c = tta_metrics.cell_metrics(runs, [0.84, 0.88], 4)
+        self.assertEqual((c["runs"], c["repeats"]), (3, 4))  # the failed run is not timed
+        self.assertEqual(c["ttas"][0.84], {"median": 11.0, "runs": 3, "reached": 3, "lo": 10.0, "hi": 12.0,
+                                           "epoch": 2.0})
+        # A run that missed 0.88 counts as slower than those that reached it: the median is 30 s.
+        self.assertEqual((c["ttas"][0.88]["median"], c["ttas"][0.88]["reached"]), (30.0, 2))
+        self.assertEqual(c["train_ttas"][0.88]["median"], 28.0)  # 30 − 2, 20 − 3 and one missed
+        self.assertEqual(c["startup_s"], 3.0)
+        self.assertEqual(c["points"], [(10.0, 1.0, 0.5, 1)])  # the middle run by time to 0.88: 30 s
+        m = {"label": "x", "kind": "diloco", "m": c}
+        row = tta_metrics.table([m], [0.84, 0.88], 100).splitlines()[2]
+        self.assertIn("| 3/4 | 11.0 s (10.0–12.0, ep 2) | 30.0 s (20.0–30.0, 2 of 3, ep 7) | 8.0 s (8.0–9.0) | "
+                      "28.0 s (17.0–28.0, 2 of 3) |", row)
+        self.assertIn("target ×2, time_cap, failed: exit 1", row)
+        # Two of three missing it: the median is missed, and the table says how many reached it.
+        c = tta_metrics.cell_metrics([run(10.0, None, "epochs"), run(11.0, None, "epochs"), run(12.0, 25.0)],
+                                     [0.84, 0.88], 3)
+        self.assertEqual(tta_metrics.fmt_spread(c["ttas"][0.88], c, 100), "> 100 s (1 of 3 reached)")
+        self.assertEqual(tta_metrics.median([3.0, 1.0, math.inf, 2.0]), 2.5)
 
 
 @unittest.skipUnless(os.path.isdir(FASHION), f"no Fashion-MNIST in {FASHION} (apt-get install dataset-fashion-mnist)")
@@ -214,16 +383,17 @@ targets: [0.5, 0.99]
 stop_at: 0.99
 cap_s: 200
 epochs: 0.1
+repeats: 1
 systems:
   - {label: DDP, kind: ddp, lr: 0.1}
-  - {label: DiLoCo, kind: diloco, H: 8, lr: 0.1}
-  - {label: qgossip D-PSGD, kind: qgossip, config: base.yaml}
+  - {label: DiLoCo, kind: diloco, H: 8, lr: 0.1, schedule: cosine}
+  - {label: qgossip D-PSGD, kind: qgossip, config: base.yaml, set: ["train.schedule={kind: cosine}"]}
 """)
             out = os.path.join(tmp, "out")
             dry = subprocess.run([tta.PYTHON, os.path.join(ROOT, "scripts", "tta.py"), sweep, "--build", BUILD,
                                   "--out", out, "--local", "--dry-run"], capture_output=True, text=True, timeout=60)
             self.assertEqual(dry.returncode, 0, dry.stderr)
-            self.assertIn("[3/3] qgossip-d-psgd-loopback-n2: run", dry.stdout)
+            self.assertIn("[3/3] qgossip-d-psgd-loopback-n2 (repeat 1): run", dry.stdout)
             p = subprocess.run([tta.PYTHON, os.path.join(ROOT, "scripts", "tta.py"), sweep, "--build", BUILD,
                                 "--out", out, "--local"], capture_output=True, text=True, timeout=600)
             self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
@@ -241,6 +411,12 @@ systems:
             self.assertAlmostEqual(float(rows["DDP"]["bytes_per_rank_per_epoch"]), 407080 * 468, delta=1)
             # DiLoCo with H = 8: 5 all-reduces in 47 steps.
             self.assertAlmostEqual(float(rows["DiLoCo"]["bytes_per_rank_per_epoch"]), 407080 * 5 / (47 / 468), delta=1)
+            # Training only = from launch less the start of training (the last rank's first round), on both.
+            for name, r in rows.items():
+                launch, startup = float(r["time_to_0.5_s"]), float(r["startup_s"])
+                self.assertAlmostEqual(float(r["train_time_to_0.5_s"]), launch - startup, delta=2e-3, msg=name)
+                self.assertGreater(float(r["startup_s"]), 0, name)
+            self.check_cosine(os.path.join(out, "tiny"))
             ddp = json.load(open(os.path.join(out, "tiny", "ddp-loopback-n2", "node-1.json")))
             self.assertEqual(ddp["status"], "ok")
             self.assertEqual(ddp["threads"], 1)
@@ -248,12 +424,35 @@ systems:
             # Same shards: the harness checked the qgossip entry's; the table and figure exist.
             md = open(os.path.join(out, "tiny", "tta.md")).read()
             self.assertIn("### loopback, n = 2", md)
-            self.assertTrue(os.path.getsize(os.path.join(out, "tiny", "figures", "accuracy_vs_time.png")) > 1000)
+            for fig in ("accuracy_vs_time", "accuracy_vs_training_time"):
+                self.assertTrue(os.path.getsize(os.path.join(out, "tiny", "figures", f"{fig}.png")) > 1000)
+            with open(os.path.join(out, "tiny", "cells.csv"), newline="") as f:
+                cells = {r["system"]: r for r in csv.DictReader(f)}
+            self.assertAlmostEqual(float(cells["DDP"]["time_to_0.5_s_median"]), float(rows["DDP"]["time_to_0.5_s"]),
+                                   delta=1e-3)
+            self.assertEqual(cells["DDP"]["runs_ended"], "1")
             # Resumable: a second invocation runs nothing.
             again = subprocess.run([tta.PYTHON, os.path.join(ROOT, "scripts", "tta.py"), sweep, "--build", BUILD,
                                     "--out", out, "--local"], capture_output=True, text=True, timeout=120)
             self.assertEqual(again.returncode, 0, again.stderr)
             self.assertEqual(again.stdout.count("skipped (done)"), 3, again.stdout)
+
+    def check_cosine(self, out):
+        """Both logged the cosine over the 0.1 epoch (468 steps per epoch) at the rate qgossip's formula
+        gives each step: the qgossip binary's rows, and the peer's last, at the same step."""
+        rates = {}
+        for run, rank in (("qgossip-d-psgd-loopback-n2", 1), ("diloco-loopback-n2", 0)):
+            with open(os.path.join(out, run, f"node-{rank}.csv"), newline="") as f:
+                rates[run] = {int(r["iteration"]): r["lr"] for r in csv.DictReader(f)}
+        qgossip, peer = rates["qgossip-d-psgd-loopback-n2"], rates["diloco-loopback-n2"]
+        self.assertGreaterEqual(len(qgossip), 3)
+        for step, lr in qgossip.items():  # D-PSGD: one step per round
+            self.assertEqual(lr, f"{schedule.lr_of_step(step, 468, 0.1, 'cosine', 0.1):.6g}", step)
+        self.assertEqual(peer[47], qgossip[47])
+        self.assertLess(float(peer[47]), 0.001)
+        summary = json.load(open(os.path.join(out, "diloco-loopback-n2", "node-0.json")))
+        self.assertEqual(summary["schedule"]["kind"], "cosine")
+        self.assertEqual(summary["schedule"]["total_epochs"], 0.1)
 
 
 if __name__ == "__main__":
