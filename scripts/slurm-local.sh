@@ -33,7 +33,9 @@
 #   threads that `slurmd -C` reports. A larger count than the real one marks the node invalid; run more
 #   tasks than CPUs with `srun -n 8 --overcommit`. No RealMemory (1 MB): memory is not a resource here.
 # - ClusterName=qgossip-local; one partition, `local`, default, no time limit.
-# - MpiDefault=none: Debian's default would load the PMIx plugin, which fails without libpmix.
+# - MpiDefault=none, written out although it is 22.05's default too: steps never load the PMIx plugin,
+#   which fails here without libpmix (`srun --mpi=pmix` says "can not load PMIx library"). The daemons
+#   still log that error once at start, probing their plugins: harmless.
 # - ProctrackType=proctrack/linuxproc, TaskPlugin=task/none: no cgroups, so that it also runs in
 #   containers without a writable cgroup tree (the price: no CPU binding, and processes are tracked
 #   by parentage, which a task that daemonizes escapes).
