@@ -2,7 +2,10 @@
 # Installs the Debian packages qgossip needs, only those missing. Idempotent; silent when nothing is missing.
 # libtorch-dev is the libtorch model backend (LeNet-5, ResNet-20, TorchScript; CPU), with OpenBLAS as the
 # BLAS it loads (libopenblas0-pthread takes the libblas.so.3 alternative); python3-torch writes the
-# TorchScript files the tests train and is the peer baseline.
+# TorchScript files the tests train and is the peer baseline. slurm-wlm (slurmctld, slurmd, the client
+# commands) and munge are the one-machine Slurm of scripts/slurm-local.sh and tests/integration/slurm_test.sh;
+# where systemd runs, installing them starts a system munged, and Debian's slurmctld/slurmd units wait
+# for an /etc/slurm/slurm.conf that nothing here writes (docs/slurm.md).
 # Usage: scripts/setup.sh            (as root, or with sudo available)
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config git
@@ -10,7 +13,8 @@ pkgs=(build-essential cmake ninja-build pkg-config git
       libcli11-dev libbenchmark-dev libsodium-dev python3 python3-matplotlib python3-yaml dataset-fashion-mnist
       iproute2 iputils-ping
       libtorch-dev libopenblas0-pthread python3-torch
-      clang libclang-rt-14-dev)
+      clang libclang-rt-14-dev
+      slurm-wlm munge)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

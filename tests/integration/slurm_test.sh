@@ -1,0 +1,225 @@
+#!/usr/bin/env bash
+# qgossip under a real Slurm of one machine (scripts/slurm-local.sh: munged, slurmctld, slurmd of a
+# temporary cluster of its own, torn down at exit):
+#  1. `srun -n 8 --overcommit qgossip run --config RUN.yaml`: every task takes its rank from
+#     SLURM_PROCID, the run finishes and `qgossip verify` finds every copy equal;
+#  2. one task of a running step SIGKILLed (scancel signals a whole job or step, never one task: its
+#     pid comes from `scontrol listpids JOB.STEP`): every other rank exits 1 by itself, naming it
+#     (network.on_peer_failure: stop), and srun reports it;
+#  3. configs/slurm/train.sbatch under sbatch: one rank killed once every node has a checkpoint, the
+#     job requeues itself, resumes from the checkpoints (`qgossip run --resume`) and completes, every
+#     copy equal.
+# Usage: bash tests/integration/slurm_test.sh QGOSSIP_BINARY   (or QGOSSIP=... in the environment)
+# Exit 77 (CTest: skipped) when Slurm cannot run here: not root, or slurm-wlm / munge not installed
+# (scripts/setup.sh installs them). Once they are there, a cluster that does not start is a failure.
+set -euo pipefail
+
+qgossip="${1:-${QGOSSIP:-}}"
+export PATH="$PATH:/usr/sbin:/sbin"  # munged, slurmctld and slurmd live there
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+
+skip() { echo "slurm_test: SKIPPED: $*"; exit 77; }
+fail() { echo "slurm_test: FAILED: $*" >&2; exit 1; }
+elapsed() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}'; }
+
+[[ -n "$qgossip" && -x "$qgossip" ]] || fail "no qgossip binary given (argument 1 or QGOSSIP)"
+qgossip="$(realpath "$qgossip")"
+[[ "$(id -u)" -eq 0 ]] || skip "not root: slurmd starts tasks as their user and must run as root"
+for c in munged mungekey slurmctld slurmd slurmstepd srun sbatch squeue scontrol python3; do
+  command -v "$c" >/dev/null || skip "no '$c' here: apt-get install slurm-wlm munge (scripts/setup.sh does)"
+done
+# Inside someone's Slurm job, srun would join that job's allocation on that cluster: forget it.
+while read -r v; do unset "$v"; done < <(compgen -e | grep '^SLURM_' || true)
+
+# A base port with COUNT free ports from it, outside the ephemeral range.
+free_ports() {
+  python3 - "$1" <<'EOF'
+import random, socket, sys
+n = int(sys.argv[1])
+for _ in range(200):
+    base = random.randrange(20000, 32000 - n)
+    socks, ok = [], True
+    try:
+        for p in range(base, base + n):
+            s = socket.socket()
+            socks.append(s)
+            s.bind(("", p))
+    except OSError:
+        ok = False
+    for s in socks:
+        s.close()
+    if ok:
+        print(base)
+        sys.exit(0)
+sys.exit("no range of free ports found")
+EOF
+}
+
+tmp=$(mktemp -d /tmp/qgossip-slurm-test.XXXXXX)
+chmod 0755 "$tmp"
+cluster=(bash "$repo/scripts/slurm-local.sh" --dir "$tmp/slurm" --port "$(free_ports 2)")
+cleanup() {
+  local rc=$?
+  trap - EXIT INT TERM
+  local t0
+  t0=$(date +%s.%N)
+  if ! "${cluster[@]}" stop >"$tmp/stop.txt" 2>&1; then
+    cat "$tmp/stop.txt" >&2
+    echo "slurm_test: FAILED: scripts/slurm-local.sh stop failed (above); processes may be left" >&2
+    rc=1
+  fi
+  local took
+  took=$(elapsed "$t0")
+  rm -rf "$tmp"
+  ((rc != 0)) || echo "slurm_test: cluster stopped in $took s"
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+t0=$(date +%s.%N)
+timeout 90 "${cluster[@]}" start || fail "scripts/slurm-local.sh start failed (above)"
+echo "slurm_test: cluster started in $(elapsed "$t0") s"
+export SLURM_CONF="$tmp/slurm/slurm.conf"
+cd "$tmp"
+
+# The run's YAML: 8 ranks in a ring, 256 synthetic examples each (16 rounds per epoch).
+# Where the nodes listen is the placement line: written by hand as 127.0.0.1 for now; when the
+# topology takes its hosts from the Slurm step, it becomes
+#   placement="nodes: {from: slurm, base_port: $base}"
+write_config() {  # NAME EPOCHS [", more: train keys"]
+  local name="$1" epochs="$2" train_more="${3:-}" base
+  base=$(free_ports 8)
+  local placement="host: 127.0.0.1, base_port: $base"
+  cat >"$tmp/$name.yaml" <<EOF
+name: $name
+seed: 5
+topology: {graph: ring, n: 8, $placement}
+algorithm: dcd
+compressor: {name: qsgd, bits: 4, bucket: 64}
+model: {kind: mlp, hidden: [32]}
+data:
+  dataset: synthetic
+  synthetic: {train: 2048, test: 500, dim: 32, classes: 4, noise: 3.0}
+train: {epochs: $epochs, batch: 16, lr: 0.05, log_every: 4, eval_every: 0, eval_examples: 0$train_more}
+network: {round_timeout_s: 20, start_timeout_s: 30, linger_s: 2}
+output: {dir: $tmp/runs}
+EOF
+  "$qgossip" keys --config "$tmp/$name.yaml" >/dev/null || fail "qgossip keys --config $name.yaml failed"
+  mkdir -p "$tmp/logs/$name"
+}
+
+# srun of one run (ended by SIGTERM after SECONDS), each task's stdout and stderr in
+# logs/NAME/node-<task>.{events,log}.
+srun_run() {  # NAME SECONDS
+  local name="$1"
+  timeout "$2" srun -n 8 --overcommit --kill-on-bad-exit=0 --job-name="qg-$name" \
+    --output="$tmp/logs/$name/node-%t.events" --error="$tmp/logs/$name/node-%t.log" \
+    "$qgossip" run --config "$tmp/$name.yaml"
+}
+show_logs() {  # NAME: the last lines of every rank's log, for a failure
+  local f
+  for f in "$tmp/logs/$1"/node-*.log; do echo "--- $f"; tail -n 3 "$f"; done
+}
+rows() { [[ -f "$1" ]] && wc -l <"$1" || echo 0; }
+# True when every rank of run NAME has logged rows after its CSV header (the run is under way).
+all_training() {
+  local r
+  for r in {0..7}; do (($(rows "$tmp/runs/$1/node-$r.csv") >= 3)) || return 1; done
+}
+# True when every rank of run NAME has written a checkpoint.
+all_checkpointed() {
+  local r
+  for r in {0..7}; do compgen -G "$tmp/runs/$1/checkpoints/node-$r/ckpt-*.bin" >/dev/null || return 1; done
+}
+wait_until() {  # SECONDS CONDITION...: polls every 0.1 s
+  local end=$(($(date +%s) + $1))
+  shift
+  until "$@"; do
+    (($(date +%s) < end)) || return 1
+    sleep 0.1
+  done
+}
+# The pid of global task RANK of step JOB.STEP on this node (scontrol listpids: PID JOBID STEPID
+# LOCALID GLOBALID), empty when it is not there.
+task_pid() { scontrol listpids "$1" 2>/dev/null | awk -v r="$2" 'NR > 1 && $5 == r {print $1}'; }
+job_of() { squeue -h --name="$1" -o '%A' | head -n1; }
+summary_field() {  # RUN RANK FIELD
+  python3 -c 'import json, sys; print(json.load(open(sys.argv[1])).get(sys.argv[2], ""))' \
+    "$tmp/runs/$1/node-$2.json" "$3"
+}
+
+# ---- 1. srun: 8 ranks from SLURM_PROCID, every copy equal -------------------------------------
+write_config whole 4
+t0=$(date +%s.%N)
+rc=0
+srun_run whole 60 2>"$tmp/srun-whole.txt" || rc=$?
+cat "$tmp/srun-whole.txt"
+((rc == 0)) || { show_logs whole; fail "srun of 8 ranks exited $rc (above)"; }
+for r in {0..7}; do  # task r ran rank r: its log opens with "[node r]"
+  head -n1 "$tmp/logs/whole/node-$r.log" | grep -q "^\[node $r\]" ||
+    fail "task $r's log does not open as rank $r's: $(head -n1 "$tmp/logs/whole/node-$r.log")"
+done
+verify=$("$qgossip" verify "$tmp/runs/whole" 2>&1) || fail "qgossip verify: $verify"
+echo "slurm_test: srun of 8 ranks ok in $(elapsed "$t0") s; $verify"
+[[ "$verify" == *"all equal"* ]] || fail "qgossip verify did not say 'all equal'"
+
+# ---- 2. one task of the step SIGKILLed: the 7 others exit 1 naming it ----------------------------
+write_config killed 100000
+victim=3
+srun_run killed 120 2>"$tmp/srun-killed.txt" &
+srun_pid=$!
+step_listed() { [[ -n "$(job_of qg-killed)" ]]; }
+wait_until 30 step_listed || fail "the job qg-killed did not appear in squeue within 30 s"
+job=$(job_of qg-killed)
+wait_until 30 all_training killed || { show_logs killed; fail "the 8 ranks did not all log rows within 30 s"; }
+pid=$(task_pid "$job.0" "$victim")
+[[ -n "$pid" ]] || fail "scontrol listpids $job.0 lists no task $victim: $(scontrol listpids "$job.0" 2>&1)"
+t0=$(date +%s.%N)
+kill -KILL "$pid"
+srun_ended() { ! kill -0 "$srun_pid" 2>/dev/null; }
+wait_until 30 srun_ended || { show_logs killed; fail "srun still runs 30 s after task $victim was SIGKILLed"; }
+took=$(elapsed "$t0")
+rc=0
+wait "$srun_pid" || rc=$?
+cat "$tmp/srun-killed.txt"
+((rc != 0)) || fail "srun exited 0 although task $victim was killed"
+grep -q "task $victim: Killed" "$tmp/srun-killed.txt" || fail "srun does not report task $victim killed (above)"
+grep -q "tasks 0-2,4-7: Exited with exit code 1" "$tmp/srun-killed.txt" ||
+  { show_logs killed; fail "srun does not report every other task exiting 1 (above)"; }
+for r in 0 1 2 4 5 6 7; do
+  status=$(summary_field killed "$r" status)
+  error=$(summary_field killed "$r" error)
+  [[ "$status" == failed && "$error" == *"rank $victim"* ]] ||
+    fail "rank $r: status '$status', error '$error': expected failed, naming rank $victim"
+done
+echo "slurm_test: task $victim of step $job.0 SIGKILLed (pid $pid): srun ended $took s later (exit $rc), the 7 others exited 1 naming rank $victim"
+echo "slurm_test:   e.g. rank 2: $(summary_field killed 2 error)"
+
+# ---- 3. train.sbatch: killed once, requeued, resumed from the checkpoints, completed -----------
+write_config batch 300 ", checkpoint_every: 200"
+t0=$(date +%s.%N)
+job=$(QGOSSIP="$qgossip" sbatch --parsable "$repo/configs/slurm/train.sbatch" "$tmp/batch.yaml") ||
+  fail "sbatch configs/slurm/train.sbatch failed"
+job=${job%%;*}
+wait_until 60 all_checkpointed batch || fail "not every rank of job $job wrote a checkpoint within 60 s: $(cat "$tmp/slurm-$job.out" 2>&1)"
+pid=$(task_pid "$job.0" "$victim")
+[[ -n "$pid" ]] || fail "job $job: no task $victim in step $job.0 to kill (the run ended already?): $(cat "$tmp/slurm-$job.out")"
+kill -KILL "$pid"
+job_over() { [[ -z "$(squeue -h -j "$job" -o %A 2>/dev/null)" ]]; }
+# The requeued job waits cred_expire (10 s, scripts/slurm-local.sh) before it starts again.
+wait_until 120 job_over || fail "job $job is still queued or running after 120 s: $(squeue -j "$job" 2>&1); $(cat "$tmp/slurm-$job.out")"
+took=$(elapsed "$t0")
+cat "$tmp/slurm-$job.out"
+info=$(scontrol -o show job "$job")
+[[ " $info " == *" JobState=COMPLETED "* && " $info " == *" ExitCode=0:0 "* ]] ||
+  fail "job $job did not complete: $(grep -o 'JobState=[^ ]*\|ExitCode=[^ ]*\|Reason=[^ ]*' <<<"$info" | tr '\n' ' ')"
+[[ " $info " == *" Restarts=1 "* ]] || fail "job $job was not requeued once: $(grep -o 'Restarts=[^ ]*' <<<"$info")"
+grep -q "^requeueing" "$tmp/slurm-$job.out" || fail "train.sbatch did not say it requeued (above)"
+resumed=$(grep -h "resuming from" "$tmp/slurm-$job/node-0.log" || true)
+[[ -n "$resumed" ]] || { tail -n 5 "$tmp/slurm-$job/node-0.log"; fail "rank 0 did not resume from a checkpoint (above)"; }
+verify=$("$qgossip" verify "$tmp/runs/batch" 2>&1) || fail "qgossip verify: $verify"
+[[ "$verify" == *"all equal"* ]] || fail "qgossip verify did not say 'all equal': $verify"
+echo "slurm_test: train.sbatch job $job: killed, requeued, ${resumed#*] }, completed in $took s; $verify"
+echo "slurm_test: ok"
