@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "fuzz/inputs.hpp"
-#include "gossip/crc32c.hpp"
+#include "core/crc32c.hpp"
 #include "gossip/wire.hpp"
 
 using namespace qgossip;

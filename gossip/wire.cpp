@@ -7,7 +7,7 @@
 #include <string>
 
 #include "core/errors.hpp"
-#include "gossip/crc32c.hpp"
+#include "core/crc32c.hpp"
 
 namespace qgossip {
 namespace {

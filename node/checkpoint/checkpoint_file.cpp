@@ -3,7 +3,7 @@
 #include <cstring>
 
 #include "core/errors.hpp"
-#include "gossip/crc32c.hpp"
+#include "core/crc32c.hpp"
 
 namespace qgossip {
 namespace {

@@ -12,7 +12,7 @@
 #include <optional>
 #include <vector>
 
-#include "gossip/crc32c.hpp"
+#include "core/crc32c.hpp"
 
 namespace qgossip {
 namespace {

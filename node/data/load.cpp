@@ -12,7 +12,7 @@
 #include "node/data/npy_images.hpp"
 #include "node/data/partition.hpp"
 #include "node/data/synthetic.hpp"
-#include "gossip/crc32c.hpp"
+#include "core/crc32c.hpp"
 
 namespace qgossip {
 

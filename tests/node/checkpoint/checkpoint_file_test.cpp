@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "gossip/crc32c.hpp"
+#include "core/crc32c.hpp"
 
 using namespace qgossip;
 

@@ -1,4 +1,4 @@
-#include "gossip/crc32c.hpp"
+#include "core/crc32c.hpp"
 
 #include <doctest/doctest.h>
 
@@ -7,12 +7,11 @@
 #include <string_view>
 #include <vector>
 
-#include "tests/gossip/test_bytes.hpp"
-
 using namespace qgossip;
-using qgossip::testing::bytes;
 
 namespace {
+
+std::span<const std::byte> bytes(std::string_view s) { return std::as_bytes(std::span(s.data(), s.size())); }
 
 // The definition, one bit at a time: the third, independent opinion both fast paths must match.
 std::uint32_t crc32c_bitwise(std::span<const std::byte> data) {

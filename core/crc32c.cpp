@@ -1,4 +1,4 @@
-#include "gossip/crc32c.hpp"
+#include "core/crc32c.hpp"
 
 #include <array>
 #include <bit>

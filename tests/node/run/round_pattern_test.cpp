@@ -1,0 +1,134 @@
+// The round's patterns on their own, over the in-process transport (one thread per node): gossip on
+// a ring with a message codec that is a test double (it sends float32 with the low 12 mantissa bits
+// cleared: lossy, so a node that applied its own vector instead of what its neighbours decode would
+// drift from their copies of it), and the ring all-reduce. A new codec plugs into the round through
+// message_codec alone (docs/design.md, "Where things go"): this file is the whole of the double.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "algorithms/algorithm.hpp"
+#include "core/hash.hpp"
+#include "gossip/exchange.hpp"
+#include "gossip/inproc/transport.hpp"
+#include "node/run/message_codec.hpp"
+#include "node/run/message_inbox.hpp"
+#include "node/run/round_pattern.hpp"
+#include "tests/gossip/spawn.hpp"
+
+using namespace qgossip;
+
+namespace {
+
+// float32 with the low 12 bits of the mantissa cleared: deterministic and lossy.
+class truncating_codec final : public message_codec {
+ public:
+  std::uint16_t id() const override { return 1; }
+  std::uint32_t tag() const override { return 0x4a1fu; }
+  std::size_t max_encoded_bytes() const override { return 4 * kValues; }
+  std::string describe() const override { return "truncating (a test double)"; }
+  double relative_error_bound() const override { return 0; }
+  void encode(std::span<const float> v, const codec_context&, std::vector<std::byte>& out) override {
+    for (float x : v) {
+      std::uint32_t bits;
+      std::memcpy(&bits, &x, 4);
+      bits &= ~std::uint32_t{0xfff};
+      const auto* b = reinterpret_cast<const std::byte*>(&bits);
+      out.insert(out.end(), b, b + 4);
+    }
+  }
+  status decode(std::span<const std::byte> in, const codec_context&, std::span<float> out) const override {
+    if (in.size() != 4 * out.size()) return status::error(errc::corrupt, "wrong size");
+    for (std::size_t i = 0; i < out.size(); ++i) std::memcpy(&out[i], in.data() + 4 * i, 4);
+    return status::ok();
+  }
+  void save_state(state_writer&) const override {}
+  void load_state(state_reader&) override {}
+  static constexpr std::size_t kValues = 24;
+};
+
+mixing_row ring_row(int rank, int n) {
+  mixing_row row;
+  row.rank = rank;
+  row.neighbours = test::ring_neighbours(rank, n);
+  row.weights.assign(row.neighbours.size(), 1.0 / 3);
+  row.self_weight = 1.0 - static_cast<double>(row.neighbours.size()) / 3;
+  return row;
+}
+
+exchange_options options(int rank, const pattern_shape& shape, message_inbox* inbox) {
+  exchange_options o;
+  o.rank = rank;
+  o.neighbours = shape.train_peers;
+  o.run_id = 7;
+  o.lookahead = shape.lookahead;
+  if (inbox) o.validate = [inbox](const wire_header& h, std::span<const std::byte> p) { return inbox->accept(h, p); };
+  return o;
+}
+
+// Node rank's model after `rounds` rounds of `name` over its pattern, and its copies' hashes.
+struct node_result {
+  std::uint64_t model = 0;
+  std::vector<std::pair<int, std::uint64_t>> copies;
+};
+
+node_result run_node(inproc_transport& t, const std::string& name, int rank, int n, int rounds) {
+  std::vector<float> x0(truncating_codec::kValues, 0.5f);
+  const bool ring = name == "allreduce";
+  const mixing_row row = ring ? complete_mixing_row(rank, n) : ring_row(rank, n);
+  auto alg = make_algorithm(name, row, x0);
+  truncating_codec codec;
+  const pattern_shape shape = shape_of(alg->pattern(), rank, n, alg->row().neighbours);
+  auto inbox = shape.gossip ? std::make_unique<message_inbox>(codec, 1, shape.train_peers, x0.size()) : nullptr;
+  exchange ex(t, options(rank, shape, inbox.get()));
+  auto pattern = make_round_pattern(shape, {.alg = *alg, .codec = codec, .ex = ex, .inbox = inbox.get(), .rank = rank,
+                                            .n = n, .seed = 1, .train_peers = shape.train_peers});
+  std::vector<float> grad(x0.size());
+  for (int t = 1; t <= rounds; ++t) {
+    for (std::size_t i = 0; i < grad.size(); ++i) grad[i] = std::sin(float(rank * 31 + t * 7 + int(i)));
+    pattern->encode(alg->outgoing(grad, 0.1f, static_cast<std::uint64_t>(t)), static_cast<std::uint64_t>(t));
+    REQUIRE(pattern->exchange(static_cast<std::uint64_t>(t)).is_ok());
+    pattern->absorb(static_cast<std::uint64_t>(t));
+    alg->finish(static_cast<std::uint64_t>(t));
+  }
+  node_result r{.model = hash64(alg->model())};
+  for (const auto& c : alg->held_copies()) r.copies.emplace_back(c.rank, hash64(c.values));
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("gossip_round with a codec test double: every copy equals its owner, bit for bit") {
+  for (const std::string name : {"dcd", "ecd", "choco"}) {
+    CAPTURE(name);
+    constexpr int n = 5;
+    inproc_network net(n);
+    std::vector<inproc_transport> ends;
+    for (int r = 0; r < n; ++r) ends.push_back(net.endpoint(r));
+    const auto results = test::spawn(n, [&](int rank) { return run_node(ends[static_cast<std::size_t>(rank)], name, rank, n, 12); });
+    for (int r = 0; r < n; ++r)
+      for (const auto& [owner, hash] : results[static_cast<std::size_t>(r)].copies)
+        if (owner != r) {
+          CAPTURE(r);
+          CAPTURE(owner);
+          // The owner's own copy of itself (ECD estimate, CHOCO public copy, DCD model) is what
+          // its neighbours hold.
+          std::uint64_t own = results[static_cast<std::size_t>(owner)].model;
+          for (const auto& [o, h] : results[static_cast<std::size_t>(owner)].copies)
+            if (o == owner) own = h;
+          CHECK(hash == own);
+        }
+  }
+}
+
+TEST_CASE("ring_round: every node ends with the same model") {
+  constexpr int n = 4;
+  inproc_network net(n);
+  std::vector<inproc_transport> ends;
+  for (int r = 0; r < n; ++r) ends.push_back(net.endpoint(r));
+  const auto results = test::spawn(n, [&](int rank) { return run_node(ends[static_cast<std::size_t>(rank)], "allreduce", rank, n, 6); });
+  for (int r = 1; r < n; ++r) CHECK(results[static_cast<std::size_t>(r)].model == results[0].model);
+}
