@@ -79,8 +79,8 @@ class algorithm {
   virtual std::span<const float> outgoing(std::span<const float> grad, float lr, std::uint64_t t) = 0;
   // The node's own message after encode+decode: what every receiver will apply.
   virtual void absorb_own(std::span<const float> decoded, std::uint64_t t) = 0;
-  // Neighbour `from`'s decoded message for round t. REQUIRES: from is a neighbour, called once per
-  // neighbour per round.
+  // Neighbour `from`'s decoded message, of its round t (synchronous: this round). REQUIRES: from is a
+  // neighbour, called once per neighbour per round (asynchronous: in the neighbour's order).
   virtual void absorb(int from, std::span<const float> decoded, std::uint64_t t) = 0;
   virtual void finish(std::uint64_t t) = 0;
 
@@ -123,6 +123,11 @@ class algorithm {
 // Parameters some algorithms take (the run YAML's `algorithm:` mapping).
 struct algorithm_options {
   double consensus_step = 1.0;  // CHOCO-SGD's gamma_c, in (0, 1]
+  // Asynchronous gossip (train.max_staleness > 0; the decentralized algorithms): absorb() may come
+  // any number of times per neighbour per round, each with the iteration of that neighbour's message
+  // (its own round), in that neighbour's order, and a round may finish without one: the algorithm
+  // mixes with the newest copy it holds (algorithms/receipts.hpp).
+  bool asynchronous = false;
 };
 
 // The row of a node that talks to every other node with equal weight 1/n: the centralized

@@ -10,17 +10,17 @@
 
 namespace qgossip {
 
-choco_sgd::choco_sgd(const mixing_row& row, std::span<const float> x0, double consensus_step)
+choco_sgd::choco_sgd(const mixing_row& row, std::span<const float> x0, double consensus_step, bool asynchronous)
     : row_(row), consensus_step_(static_cast<float>(consensus_step)), x_(x0.begin(), x0.end()), q_(x0.size()),
       own_copy_(x0.begin(), x0.end()), copies_(row.neighbours.size(), float_vector(x0.begin(), x0.end())),
-      received_(row.neighbours.size()) {
+      received_(row.neighbours.size(), asynchronous) {
   QG_ENFORCE(consensus_step > 0 && consensus_step <= 1, "consensus_step=" << consensus_step);
 }
 
 std::span<const float> choco_sgd::outgoing(std::span<const float> grad, float lr, std::uint64_t) {
   mixing::axpy(x_, -lr, grad);         // x_{t+1/2}
   mixing::sub(q_, x_, own_copy_);      // x_{t+1/2} - x^_i
-  std::fill(received_.begin(), received_.end(), false);
+  received_.begin_round();
   return q_;
 }
 
@@ -28,14 +28,12 @@ void choco_sgd::absorb_own(std::span<const float> decoded, std::uint64_t) { mixi
 
 void choco_sgd::absorb(int from, std::span<const float> decoded, std::uint64_t) {
   std::size_t k = neighbour_index(row_, from);
-  QG_ENFORCE(!received_[k], "two messages from rank " << from << " in one round");
   mixing::add(copies_[k], decoded);
-  received_[k] = true;
+  received_.mark(k, from);
 }
 
 void choco_sgd::finish(std::uint64_t t) {
-  for (std::size_t k = 0; k < received_.size(); ++k)
-    QG_ENFORCE(received_[k], "round " << t << " finished without a message from rank " << row_.neighbours[k]);
+  received_.check_complete(row_, t);
   // x += gamma_c * sum_j W_ij (x^_j - x^_i), neighbours in ascending order.
   for (std::size_t k = 0; k < copies_.size(); ++k) {
     const float a = consensus_step_ * static_cast<float>(row_.weights[k]);
@@ -50,7 +48,7 @@ std::vector<held_copy> choco_sgd::held_copies() const {
   return out;
 }
 
-void choco_sgd::remix(const mixing_row& next) { remix_row(row_, next, copies_, received_); }
+void choco_sgd::remix(const mixing_row& next) { remix_row(row_, next, copies_, received_.flags()); }
 
 void choco_sgd::save_state(state_writer& out) const {
   algorithm_state::save_identity(out, name(), row_);
@@ -60,7 +58,7 @@ void choco_sgd::save_state(state_writer& out) const {
 }
 
 void choco_sgd::load_state(state_reader& in) {
-  remix_row(row_, algorithm_state::load_identity(in, name(), row_), copies_, received_);
+  remix_row(row_, algorithm_state::load_identity(in, name(), row_), copies_, received_.flags());
   in.get_floats("x", x_);
   in.get_floats("own_copy", own_copy_);
   algorithm_state::load_copies(in, "public_copy", row_, copies_);

@@ -10,13 +10,14 @@
 #include <vector>
 
 #include "algorithms/algorithm.hpp"
+#include "algorithms/receipts.hpp"
 
 namespace qgossip {
 
 class choco_sgd final : public algorithm {
  public:
   // REQUIRES: 0 < consensus_step <= 1.
-  choco_sgd(const mixing_row& row, std::span<const float> x0, double consensus_step);
+  choco_sgd(const mixing_row& row, std::span<const float> x0, double consensus_step, bool asynchronous = false);
 
   std::string_view name() const override { return "choco"; }
   bool compresses() const override { return true; }
@@ -40,7 +41,7 @@ class choco_sgd final : public algorithm {
   float_vector q_;       // the difference to compress
   float_vector own_copy_;
   std::vector<float_vector> copies_;  // x^_j by neighbour index
-  std::vector<bool> received_;
+  round_receipts received_;
 };
 
 }  // namespace qgossip

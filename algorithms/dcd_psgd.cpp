@@ -9,10 +9,10 @@
 
 namespace qgossip {
 
-dcd_psgd::dcd_psgd(const mixing_row& row, std::span<const float> x0)
+dcd_psgd::dcd_psgd(const mixing_row& row, std::span<const float> x0, bool asynchronous)
     : row_(row), x_(x0.begin(), x0.end()), z_(x0.size()),
       replicas_(row.neighbours.size(), float_vector(x0.begin(), x0.end())),
-      received_(row.neighbours.size()) {}
+      received_(row.neighbours.size(), asynchronous) {}
 
 std::span<const float> dcd_psgd::outgoing(std::span<const float> grad, float lr, std::uint64_t) {
   // z = (W_ii x + sum_j W_ij x^_j - gamma g) - x, built in z_.
@@ -21,7 +21,7 @@ std::span<const float> dcd_psgd::outgoing(std::span<const float> grad, float lr,
     mixing::axpy(z_, static_cast<float>(row_.weights[k]), replicas_[k]);
   mixing::axpy(z_, -lr, grad);
   mixing::axpy(z_, -1.0f, x_);
-  std::fill(received_.begin(), received_.end(), false);
+  received_.begin_round();
   return z_;
 }
 
@@ -29,14 +29,12 @@ void dcd_psgd::absorb_own(std::span<const float> decoded, std::uint64_t) { mixin
 
 void dcd_psgd::absorb(int from, std::span<const float> decoded, std::uint64_t) {
   std::size_t k = neighbour_index(row_, from);
-  QG_ENFORCE(!received_[k], "two messages from rank " << from << " in one round");
   mixing::add(replicas_[k], decoded);
-  received_[k] = true;
+  received_.mark(k, from);
 }
 
 void dcd_psgd::finish(std::uint64_t t) {
-  for (std::size_t k = 0; k < received_.size(); ++k)
-    QG_ENFORCE(received_[k], "round " << t << " finished without a message from rank " << row_.neighbours[k]);
+  received_.check_complete(row_, t);
 }
 
 std::vector<held_copy> dcd_psgd::held_copies() const {
@@ -45,7 +43,7 @@ std::vector<held_copy> dcd_psgd::held_copies() const {
   return out;
 }
 
-void dcd_psgd::remix(const mixing_row& next) { remix_row(row_, next, replicas_, received_); }
+void dcd_psgd::remix(const mixing_row& next) { remix_row(row_, next, replicas_, received_.flags()); }
 
 void dcd_psgd::save_state(state_writer& out) const {
   algorithm_state::save_identity(out, name(), row_);
@@ -54,7 +52,7 @@ void dcd_psgd::save_state(state_writer& out) const {
 }
 
 void dcd_psgd::load_state(state_reader& in) {
-  remix_row(row_, algorithm_state::load_identity(in, name(), row_), replicas_, received_);
+  remix_row(row_, algorithm_state::load_identity(in, name(), row_), replicas_, received_.flags());
   in.get_floats("x", x_);
   algorithm_state::load_copies(in, "replica", row_, replicas_);
 }

@@ -9,12 +9,13 @@
 #include <vector>
 
 #include "algorithms/algorithm.hpp"
+#include "algorithms/receipts.hpp"
 
 namespace qgossip {
 
 class dcd_psgd final : public algorithm {
  public:
-  dcd_psgd(const mixing_row& row, std::span<const float> x0);
+  dcd_psgd(const mixing_row& row, std::span<const float> x0, bool asynchronous = false);
 
   std::string_view name() const override { return "dcd"; }
   bool compresses() const override { return true; }
@@ -35,7 +36,7 @@ class dcd_psgd final : public algorithm {
   float_vector x_;
   float_vector z_;
   std::vector<float_vector> replicas_;  // x^_j by neighbour index
-  std::vector<bool> received_;
+  round_receipts received_;
 };
 
 }  // namespace qgossip

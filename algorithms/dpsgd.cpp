@@ -9,33 +9,32 @@
 
 namespace qgossip {
 
-dpsgd::dpsgd(const mixing_row& row, std::span<const float> x0, bool compressed)
+dpsgd::dpsgd(const mixing_row& row, std::span<const float> x0, bool compressed, bool asynchronous)
     : row_(row), compressed_(compressed), x_(x0.begin(), x0.end()), step_(x0.size()),
-      inbox_(row.neighbours.size(), float_vector(x0.size())), received_(row.neighbours.size()) {}
+      // Every node starts at x0: before a neighbour's first message, x0 is its model.
+      inbox_(row.neighbours.size(), float_vector(x0.begin(), x0.end())), received_(row.neighbours.size(), asynchronous) {}
 
 std::span<const float> dpsgd::outgoing(std::span<const float> grad, float lr, std::uint64_t) {
   mixing::scale(step_, lr, grad);
-  std::fill(received_.begin(), received_.end(), false);
+  received_.begin_round();
   return x_;
 }
 
 void dpsgd::absorb(int from, std::span<const float> decoded, std::uint64_t) {
   std::size_t k = neighbour_index(row_, from);
-  QG_ENFORCE(!received_[k], "two messages from rank " << from << " in one round");
   std::copy(decoded.begin(), decoded.end(), inbox_[k].begin());
-  received_[k] = true;
+  received_.mark(k, from);
 }
 
 void dpsgd::finish(std::uint64_t t) {
-  for (std::size_t k = 0; k < received_.size(); ++k)
-    QG_ENFORCE(received_[k], "round " << t << " finished without a message from rank " << row_.neighbours[k]);
+  received_.check_complete(row_, t);
   // Every input of the sum was fixed before this point, so x_ may be overwritten in place.
   mixing::scale(x_, static_cast<float>(row_.self_weight), x_);
   for (std::size_t k = 0; k < inbox_.size(); ++k) mixing::axpy(x_, static_cast<float>(row_.weights[k]), inbox_[k]);
   mixing::axpy(x_, -1.0f, step_);
 }
 
-void dpsgd::remix(const mixing_row& next) { remix_row(row_, next, inbox_, received_); }
+void dpsgd::remix(const mixing_row& next) { remix_row(row_, next, inbox_, received_.flags()); }
 
 void dpsgd::save_state(state_writer& out) const {
   algorithm_state::save_identity(out, name(), row_);
@@ -43,7 +42,7 @@ void dpsgd::save_state(state_writer& out) const {
 }
 
 void dpsgd::load_state(state_reader& in) {
-  remix_row(row_, algorithm_state::load_identity(in, name(), row_), inbox_, received_);
+  remix_row(row_, algorithm_state::load_identity(in, name(), row_), inbox_, received_.flags());
   in.get_floats("x", x_);
 }
 

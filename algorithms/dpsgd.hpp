@@ -6,13 +6,14 @@
 #include <vector>
 
 #include "algorithms/algorithm.hpp"
+#include "algorithms/receipts.hpp"
 
 namespace qgossip {
 
 class dpsgd final : public algorithm {
  public:
   // compressed = false: D-PSGD; true: naive compressed D-PSGD.
-  dpsgd(const mixing_row& row, std::span<const float> x0, bool compressed);
+  dpsgd(const mixing_row& row, std::span<const float> x0, bool compressed, bool asynchronous = false);
 
   std::string_view name() const override { return compressed_ ? "naive" : "dpsgd"; }
   bool compresses() const override { return compressed_; }
@@ -35,7 +36,7 @@ class dpsgd final : public algorithm {
   float_vector x_;
   float_vector step_;                  // gamma * g_t, kept until finish()
   std::vector<float_vector> inbox_;    // m_t^j by neighbour index
-  std::vector<bool> received_;
+  round_receipts received_;
 };
 
 }  // namespace qgossip

@@ -9,10 +9,10 @@
 
 namespace qgossip {
 
-ecd_psgd::ecd_psgd(const mixing_row& row, std::span<const float> x0)
+ecd_psgd::ecd_psgd(const mixing_row& row, std::span<const float> x0, bool asynchronous)
     : row_(row), x_(x0.begin(), x0.end()), next_(x0.size()), z_(x0.size()), own_estimate_(x0.begin(), x0.end()),
       estimates_(row.neighbours.size(), float_vector(x0.begin(), x0.end())),
-      received_(row.neighbours.size()) {}
+      received_(row.neighbours.size(), asynchronous) {}
 
 std::span<const float> ecd_psgd::outgoing(std::span<const float> grad, float lr, std::uint64_t t) {
   QG_ENFORCE(t >= 1, "ECD-PSGD rounds count from 1");
@@ -26,7 +26,7 @@ std::span<const float> ecd_psgd::outgoing(std::span<const float> grad, float lr,
   mixing::scale(z_, 0.5f * static_cast<float>(t), z_);
   mixing::add(z_, x_);
   x_.swap(next_);
-  std::fill(received_.begin(), received_.end(), false);
+  received_.begin_round();
   return z_;
 }
 
@@ -39,14 +39,12 @@ void ecd_psgd::absorb_own(std::span<const float> decoded, std::uint64_t t) { upd
 
 void ecd_psgd::absorb(int from, std::span<const float> decoded, std::uint64_t t) {
   std::size_t k = neighbour_index(row_, from);
-  QG_ENFORCE(!received_[k], "two messages from rank " << from << " in one round");
   update_estimate(estimates_[k], decoded, t);
-  received_[k] = true;
+  received_.mark(k, from);
 }
 
 void ecd_psgd::finish(std::uint64_t t) {
-  for (std::size_t k = 0; k < received_.size(); ++k)
-    QG_ENFORCE(received_[k], "round " << t << " finished without a message from rank " << row_.neighbours[k]);
+  received_.check_complete(row_, t);
 }
 
 std::vector<held_copy> ecd_psgd::held_copies() const {
@@ -55,7 +53,7 @@ std::vector<held_copy> ecd_psgd::held_copies() const {
   return out;
 }
 
-void ecd_psgd::remix(const mixing_row& next) { remix_row(row_, next, estimates_, received_); }
+void ecd_psgd::remix(const mixing_row& next) { remix_row(row_, next, estimates_, received_.flags()); }
 
 void ecd_psgd::save_state(state_writer& out) const {
   algorithm_state::save_identity(out, name(), row_);
@@ -65,7 +63,7 @@ void ecd_psgd::save_state(state_writer& out) const {
 }
 
 void ecd_psgd::load_state(state_reader& in) {
-  remix_row(row_, algorithm_state::load_identity(in, name(), row_), estimates_, received_);
+  remix_row(row_, algorithm_state::load_identity(in, name(), row_), estimates_, received_.flags());
   in.get_floats("x", x_);
   in.get_floats("own_estimate", own_estimate_);
   algorithm_state::load_copies(in, "estimate", row_, estimates_);

@@ -9,12 +9,13 @@
 #include <vector>
 
 #include "algorithms/algorithm.hpp"
+#include "algorithms/receipts.hpp"
 
 namespace qgossip {
 
 class ecd_psgd final : public algorithm {
  public:
-  ecd_psgd(const mixing_row& row, std::span<const float> x0);
+  ecd_psgd(const mixing_row& row, std::span<const float> x0, bool asynchronous = false);
 
   std::string_view name() const override { return "ecd"; }
   bool compresses() const override { return true; }
@@ -39,7 +40,7 @@ class ecd_psgd final : public algorithm {
   float_vector z_;
   float_vector own_estimate_;
   std::vector<float_vector> estimates_;  // x~_j by neighbour index
-  std::vector<bool> received_;
+  round_receipts received_;
 };
 
 }  // namespace qgossip

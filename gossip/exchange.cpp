@@ -435,6 +435,10 @@ void exchange::handle(message_kind kind, const codec_expectation& codec, std::ve
     handle_finished(k, h);
     return;
   }
+  if (options_.asynchronous && h.kind == message_kind::train) {
+    deliver_in_order(k, h, async_codec_, out);
+    return;
+  }
   if (draining_) {  // after this node's last round (finish): for a round it will not run
     ++stats_.expired;
     return;
@@ -587,28 +591,14 @@ status exchange::round(message_kind kind, std::uint64_t iteration, const outgoin
   while (missing_ > 0 && pending_failure_.is_ok()) {
     if (options_.should_stop && options_.should_stop())
       return fail(status::error(errc::cancelled, "stopped while waiting for round " + std::to_string(iteration)));
-    const auto wait_start = transport_clock::now();
     // With a stop check, wait in slices so a stop request is seen within kStopCheckInterval
     // even when the signal that raised it landed outside the transport's wait.
-    const auto slice_end = options_.should_stop ? std::min(deadline, wait_start + kStopCheckInterval) : deadline;
-    status s = transport_.receive(slice_end, rx_);
-    stats_.wait_time += transport_clock::now() - wait_start;
-    absorb_refusals();
-    if (s.code() == errc::timeout && slice_end < deadline) continue;
-    if (s.code() == errc::timeout)
+    const auto slice_end =
+        options_.should_stop ? std::min(deadline, transport_clock::now() + kStopCheckInterval) : deadline;
+    bool got = false;
+    if (status s = receive_one(slice_end, kind, codec, out, got); !s) return fail(s);
+    if (!got && slice_end >= deadline)
       return fail(status::error(errc::timeout, silent_message(kind, iteration, waited)));
-    if (s.code() == errc::corrupt) {
-      reject(reject_reason::malformed, rx_.peer, s.message());
-      continue;
-    }
-    if (s.code() == errc::peer_lost) {
-      take_lost_peers();
-      continue;
-    }
-    if (!s) return fail(s);
-    ++stats_.messages_received;
-    stats_.bytes_received += rx_.header.size() + rx_.payload.size();
-    handle(kind, codec, out);
   }
   if (!pending_failure_.is_ok()) return fail(pending_failure_);
   compact(out);
@@ -621,7 +611,8 @@ status exchange::round(message_kind kind, std::uint64_t iteration, const outgoin
 
 namespace qgossip {
 
-status exchange::finish(std::uint64_t iteration, transport_clock::time_point deadline) {
+status exchange::finish(std::uint64_t iteration, transport_clock::time_point deadline,
+                        const std::function<void(std::vector<inbound_message>&)>& late) {
   if (!failed_.is_ok())
     return status::error(errc::invalid, "the exchange is unusable after a failed round (" + failed_.to_string() + ")");
   draining_ = true;
@@ -644,43 +635,189 @@ status exchange::finish(std::uint64_t iteration, transport_clock::time_point dea
     stats_.bytes_sent += live_send_.size() * kWireHeaderBytes;
     stats_.notice_bytes_sent += live_send_.size() * kWireHeaderBytes;
   }
-  std::vector<inbound_message> none;
-  auto waiting_for = [&] {
+  std::vector<inbound_message> arrived;
+  auto unfinished = [&] {
     std::string who;
     for (std::size_t k = 0; k < nb.size(); ++k)
       if (!dropped_[k] && !finished_[k]) who += (who.empty() ? "rank " : ", rank ") + std::to_string(nb[k]);
     return who;
   };
   while (pending_failure_.is_ok()) {
-    const std::string who = waiting_for();
+    const std::string who = unfinished();
     if (who.empty()) break;
     if (options_.should_stop && options_.should_stop())
       return fail(status::error(errc::cancelled, "stopped while waiting for the neighbours to finish"));
-    const auto wait_start = transport_clock::now();
-    const auto slice_end = options_.should_stop ? std::min(deadline, wait_start + kStopCheckInterval) : deadline;
-    status s = transport_.receive(slice_end, rx_);
-    stats_.wait_time += transport_clock::now() - wait_start;
-    absorb_refusals();
-    if (s.code() == errc::timeout && slice_end < deadline) continue;
-    if (s.code() == errc::timeout)
+    const auto slice_end =
+        options_.should_stop ? std::min(deadline, transport_clock::now() + kStopCheckInterval) : deadline;
+    bool got = false;
+    delivered_count_ = 0;
+    if (status s = receive_one(slice_end, message_kind::train, async_codec_, arrived, got); !s) return fail(s);
+    if (delivered_count_ > 0) {  // a slower peer's last train messages (asynchronous gossip)
+      arrived.resize(delivered_count_);
+      if (late) late(arrived);
+    }
+    if (!got && slice_end >= deadline)
       return status::error(errc::timeout, "finished at iteration " + std::to_string(iteration) + ", but " + who +
                                               " had not finished by the deadline");
-    if (s.code() == errc::corrupt) {
-      reject(reject_reason::malformed, rx_.peer, s.message());
-      continue;
-    }
-    if (s.code() == errc::peer_lost) {
-      take_lost_peers();
-      continue;
-    }
-    if (!s) return fail(s);
-    ++stats_.messages_received;
-    stats_.bytes_received += rx_.header.size() + rx_.payload.size();
-    handle(message_kind::train, codec_expectation{}, none);
   }
   if (options_.log) flush_log_limits();
   if (!pending_failure_.is_ok()) return fail(pending_failure_);
   return status::ok();
+}
+
+}  // namespace qgossip
+
+namespace qgossip {
+
+status exchange::receive_one(transport_clock::time_point until, message_kind kind, const codec_expectation& codec,
+                             std::vector<inbound_message>& out, bool& got) {
+  got = false;
+  const auto wait_start = transport_clock::now();
+  status s = transport_.receive(until, rx_);
+  stats_.wait_time += transport_clock::now() - wait_start;
+  absorb_refusals();
+  if (s.code() == errc::timeout) return status::ok();
+  got = true;
+  if (s.code() == errc::corrupt) {
+    reject(reject_reason::malformed, rx_.peer, s.message());
+    return status::ok();
+  }
+  if (s.code() == errc::peer_lost) {
+    take_lost_peers();
+    return status::ok();
+  }
+  if (!s) return s;
+  ++stats_.messages_received;
+  stats_.bytes_received += rx_.header.size() + rx_.payload.size();
+  handle(kind, codec, out);
+  return status::ok();
+}
+
+void exchange::deliver_in_order(std::size_t k, const wire_header& h, const codec_expectation& codec,
+                                std::vector<inbound_message>& out) {
+  auto& last = delivered_[k][kind_index(message_kind::train)];
+  const std::uint64_t expected = last ? *last + 1 : 1;
+  const int peer = options_.neighbours[k];
+  if (h.iteration < expected) {
+    ++stats_.duplicates;
+    note("dropped a duplicate " + describe(h.kind, h.iteration) + " from rank " + std::to_string(peer));
+    return;
+  }
+  if (h.iteration > expected) {
+    reject(reject_reason::gap, peer, describe(h.kind, h.iteration) + " while its next was " + std::to_string(expected));
+    return;
+  }
+  wire_check c = wire_check::ok;
+  if (status st = check_codec(h, codec, &c); !st) {
+    reject(reason_of(c), peer, describe(h.kind, h.iteration) + ": " + st.message());
+    return;
+  }
+  if (options_.validate)
+    if (status v = options_.validate(h, rx_.payload); !v) {
+      reject(reject_reason::payload, peer, describe(h.kind, h.iteration) + ": " + v.message());
+      peer_failed(k, "sent a " + describe(h.kind, h.iteration) + " that does not decode (" + v.message() + ")");
+      return;
+    }
+  if (out.size() <= delivered_count_) out.resize(delivered_count_ + 1);
+  out[delivered_count_].header = h;
+  std::swap(out[delivered_count_].payload, rx_.payload);
+  ++delivered_count_;
+  last = h.iteration;
+  ++stats_.messages_delivered;
+}
+
+std::uint64_t exchange::newest(int peer) const {
+  const auto& nb = options_.neighbours;
+  auto it = std::lower_bound(nb.begin(), nb.end(), peer);
+  if (it == nb.end() || *it != peer) return 0;
+  return delivered_[static_cast<std::size_t>(it - nb.begin())][kind_index(message_kind::train)].value_or(0);
+}
+
+bool exchange::waiting_for(std::size_t k, std::uint64_t need) const {
+  return !dropped_[k] && !finished_[k] && delivered_[k][kind_index(message_kind::train)].value_or(0) < need;
+}
+
+bool exchange::all_finished() const {
+  for (std::size_t k = 0; k < dropped_.size(); ++k)
+    if (!dropped_[k] && !finished_[k]) return false;
+  return true;
+}
+
+status exchange::gather(std::uint64_t iteration, const outgoing_message& msg, std::uint64_t need,
+                        std::vector<inbound_message>& out) {
+  QG_ENFORCE(options_.asynchronous, "gather() is for asynchronous gossip");
+  if (!failed_.is_ok())
+    return status::error(errc::invalid, "the exchange is unusable after a failed round (" + failed_.to_string() + ")");
+  if (!pending_failure_.is_ok()) return fail(pending_failure_);
+  auto& last = last_round_[kind_index(message_kind::train)];
+  if (last && iteration <= *last)
+    return status::error(errc::invalid, describe(message_kind::train, iteration) + " after iteration " +
+                                            std::to_string(*last) + ": rounds must not repeat or go back");
+  if (msg.payload.size() > options_.max_payload_bytes)
+    return status::error(errc::invalid, "payload of " + std::to_string(msg.payload.size()) +
+                                            " bytes exceeds max_payload_bytes " + std::to_string(options_.max_payload_bytes));
+  const auto waited = started_ ? options_.round_deadline : options_.first_deadline;
+  const auto start = transport_clock::now();
+  const auto deadline = start + waited;
+  started_ = true;
+  base_ = iteration;
+  last = iteration;
+  async_codec_ = {msg.codec, msg.codec_tag, msg.count};
+  wire_header h;
+  h.kind = message_kind::train;
+  h.run_id = options_.run_id;
+  h.sender = static_cast<std::uint32_t>(options_.rank);
+  h.count = msg.count;
+  h.iteration = iteration;
+  h.codec = msg.codec;
+  h.codec_tag = msg.codec_tag;
+  h.payload_bytes = static_cast<std::uint32_t>(msg.payload.size());
+  encode_header(h, msg.payload, header_);
+  // Every peer still taking messages, a finished one included: it keeps its copy of us exact.
+  live_send_.clear();
+  for (std::size_t k = 0; k < options_.neighbours.size(); ++k)
+    if (!dropped_[k] && !closed_[k]) live_send_.push_back(options_.neighbours[k]);
+  if (!live_send_.empty()) {
+    status sent = transport_.send_all(live_send_, header_, msg.payload);
+    stats_.send_time += transport_clock::now() - start;
+    if (!sent) return fail(sent);
+  }
+  stats_.messages_sent += live_send_.size();
+  stats_.bytes_sent += live_send_.size() * (kWireHeaderBytes + msg.payload.size());
+  delivered_count_ = 0;
+  for (;;) {
+    bool got = true;
+    while (got && pending_failure_.is_ok())  // everything already here, without waiting
+      if (status s = receive_one(transport_clock::now(), message_kind::train, async_codec_, out, got); !s) return fail(s);
+    if (!pending_failure_.is_ok()) return fail(pending_failure_);
+    bool waiting = false;
+    for (std::size_t k = 0; k < options_.neighbours.size() && !waiting; ++k) waiting = waiting_for(k, need);
+    if (!waiting) break;
+    if (options_.should_stop && options_.should_stop())
+      return fail(status::error(errc::cancelled, "stopped while waiting for round " + std::to_string(iteration)));
+    const auto slice_end =
+        options_.should_stop ? std::min(deadline, transport_clock::now() + kStopCheckInterval) : deadline;
+    if (status s = receive_one(slice_end, message_kind::train, async_codec_, out, got); !s) return fail(s);
+    if (!got && slice_end >= deadline) return fail(status::error(errc::timeout, stale_message(need, waited)));
+  }
+  out.resize(delivered_count_);
+  ++stats_.rounds;
+  if (options_.log) flush_log_limits();
+  return status::ok();
+}
+
+std::string exchange::stale_message(std::uint64_t need, std::chrono::milliseconds waited) const {
+  std::string who;
+  for (std::size_t k = 0; k < options_.neighbours.size(); ++k) {
+    if (!waiting_for(k, need)) continue;
+    const int peer = options_.neighbours[k];
+    who += (who.empty() ? "rank " : ", rank ") + std::to_string(peer);
+    const std::string address = transport_.peer_address(peer);
+    if (!address.empty()) who += " (" + address + "?)";
+    who += " [at " + std::to_string(newest(peer)) + "]";
+  }
+  return "no message of iteration " + std::to_string(need) + " or later from " + who + " within " +
+         std::to_string(waited.count()) + " ms";
 }
 
 }  // namespace qgossip

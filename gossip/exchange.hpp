@@ -83,6 +83,10 @@ struct exchange_options {
   std::function<status(const wire_header& header, std::span<const std::byte> payload)> validate;
   // A neighbour whose link brought this many rejected messages misbehaves (on_peer_failure); 0: never.
   std::uint32_t max_rejected = 16;
+  // Asynchronous gossip (train.max_staleness > 0): train messages are delivered by gather(), each
+  // peer's in its order (iteration = the previous one + 1; a gap is rejected), as they arrive, never
+  // held for a round; round() is then for probes only.
+  bool asynchronous = false;
 };
 
 inline constexpr std::chrono::milliseconds kStopCheckInterval{100};
@@ -184,6 +188,20 @@ class exchange {
   status round(message_kind kind, std::uint64_t iteration, const outgoing_message& msg,
                std::vector<inbound_message>& out, const round_peers& peers);
 
+  // Asynchronous gossip: sends msg as (kind train, iteration) to every live peer not finished
+  // before it, then delivers into out every train message that has arrived (any number per peer,
+  // each peer's in ascending iteration, each validated and passed to `validate` in that order),
+  // waiting only while a live peer that has not finished below `need` has delivered less than
+  // `need` (0: never waits). Notices, finished messages and losses are handled as in round().
+  // Errors as round(). REQUIRES: options().asynchronous; iterations ascending.
+  status gather(std::uint64_t iteration, const outgoing_message& msg, std::uint64_t need,
+                std::vector<inbound_message>& out);
+  // The newest train iteration delivered from peer (0: none yet, or not a neighbour).
+  [[nodiscard]] std::uint64_t newest(int peer) const;
+  // True when every neighbour not dropped has finished (its finished message arrived) and every
+  // train message it sent before has been delivered: nothing more will come from anyone.
+  [[nodiscard]] bool all_finished() const;
+
   // Sends a notice (message_kind::notice, no codec) to each of peers at once, stamped with
   // iteration (the sender's round, for the log). Usable between rounds, from the callbacks during
   // one, and after a failed round (a stopping node tells its neighbours why). Errors: the transport's.
@@ -198,7 +216,10 @@ class exchange {
   // Returns ok; errc::timeout naming the peers that had not finished by deadline; errc::peer_lost
   // when on_peer_failure did not drop a failed peer; errc::cancelled on a stop request.
   // REQUIRES: no round after it.
-  status finish(std::uint64_t iteration, transport_clock::time_point deadline);
+  // Asynchronous gossip: train messages that arrive meanwhile (a slower peer's last rounds) are
+  // delivered, in order, to `late` (each validated first), so that copies of the peers stay exact.
+  status finish(std::uint64_t iteration, transport_clock::time_point deadline,
+                const std::function<void(std::vector<inbound_message>&)>& late = {});
   // True once peer's finished message arrived (its last round, and that it sends nothing more but
   // notices): its link closing afterwards is no failure, and no round after its last waits for it.
   [[nodiscard]] bool finished(int peer) const;
@@ -225,6 +246,13 @@ class exchange {
   void handle(message_kind kind, const codec_expectation& codec, std::vector<inbound_message>& out);
   void handle_notice(const wire_header& h);
   void handle_finished(std::size_t k, const wire_header& h);
+  // Asynchronous: a train message from neighbour k, delivered in its order or rejected.
+  void deliver_in_order(std::size_t k, const wire_header& h, const codec_expectation& codec,
+                        std::vector<inbound_message>& out);
+  // Receives one message (or a loss, a refusal) until `until`; false when the wait timed out.
+  [[nodiscard]] status receive_one(transport_clock::time_point until, message_kind kind,
+                                   const codec_expectation& codec, std::vector<inbound_message>& out, bool& got);
+  [[nodiscard]] bool waiting_for(std::size_t k, std::uint64_t need) const;
   // A peer that takes part in round `iteration`: neither dropped nor finished before it.
   [[nodiscard]] bool in_round(std::size_t k, std::uint64_t iteration) const;
   // A neighbour failed (lost or misbehaving): drops it or sets pending_failure_ (on_peer_failure).
@@ -244,6 +272,7 @@ class exchange {
   status fail(status s);
   std::string silent_message(message_kind kind, std::uint64_t iteration,
                              std::chrono::milliseconds waited) const;
+  std::string stale_message(std::uint64_t need, std::chrono::milliseconds waited) const;
 
   transport& transport_;
   exchange_options options_;
@@ -269,6 +298,8 @@ class exchange {
   std::vector<std::optional<std::uint64_t>> finished_;
   std::vector<bool> closed_;
   bool draining_ = false;                        // inside finish()
+  std::size_t delivered_count_ = 0;              // asynchronous: entries of out filled by this gather
+  codec_expectation async_codec_{};              // asynchronous: the train codec of our own messages
   std::vector<bool> vacated_;                    // per entry of out: its peer was dropped mid-round
   status pending_failure_;                       // a failed peer on_peer_failure did not drop
   std::vector<int> lost_;                        // scratch for take_lost_peers

@@ -80,7 +80,7 @@ SUMMARY_TAIL = ["label", "status", "error", "n_nodes", "config_algorithm", "conf
 RESERVED_COLUMNS = {"sweep", "run", "run_dir", "rank", *SUMMARY_TAIL, "iteration", "epoch", "lr", "train_loss",
                     "test_loss", "test_acc", "bytes_sent", "bytes_recv", "round_bytes_sent", "round_bytes_recv",
                     "compute_s", "codec_s", "comm_s", "rejected", "probe_bytes_sent", "consensus_dist",
-                    "avg_test_loss", "avg_test_acc", "transfer_s", "transfer_bytes"}
+                    "avg_test_loss", "avg_test_acc", "transfer_s", "transfer_bytes", "staleness", "rounds_per_s"}
 
 
 class SweepError(Exception):

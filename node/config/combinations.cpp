@@ -1,4 +1,7 @@
 // check_combinations (node/config/sections.hpp): the rules that span sections.
+#include <algorithm>
+
+#include "node/config/config_fields.hpp"
 #include "node/config/sections.hpp"
 
 namespace qgossip {
@@ -18,9 +21,14 @@ void check_codec(yaml_reader& r, const run_config& c) {
   if (isgq && (c.train.local_steps > 1 || !c.train.outer.is_identity()))
     throw r.error("compressor: isgq encodes one gradient's factors; train.local_steps > 1 and train.outer send a "
                   "change of several steps, which has no such factors; use another codec");
-  if (c.algorithm == algorithm_kind::allreduce && c.compressor.name != "identity")
-    throw r.error("algorithm: allreduce sums full-precision gradients with a ring all-reduce; remove 'compressor' "
-                  "or use allgather to send compressed gradients to every node");
+  // A quantized ring all-reduce re-codes partial sums at every hop: a codec that keeps every value.
+  static const std::vector<std::string> kQuantizers{"identity", "qsgd", "nuqsgd", "dither", "fp16", "bf16"};
+  if (c.algorithm == algorithm_kind::allreduce &&
+      std::find(kQuantizers.begin(), kQuantizers.end(), c.compressor.name) == kQuantizers.end())
+    throw r.error_at(value_node(r, "compressor"),
+                     "compressor: allreduce sends each hop's partial sum quantized, so every value must be coded; " +
+                         c.compressor.name + " is not a quantizer (use qsgd, nuqsgd, dither, fp16 or bf16, or "
+                         "allgather for sparsifiers and sign)");
 }
 
 void check_model(yaml_reader& r, const run_config& c) {
@@ -58,6 +66,19 @@ void check_failures(yaml_reader& r, const run_config& c) {
                   "probe gathers every node's model and would wait for one that left; set consensus_every: 0");
 }
 
+void check_asynchronous(yaml_reader& r, const run_config& c) {
+  if (c.train.max_staleness == 0) return;
+  if (is_centralized(c.algorithm))
+    throw r.error("train.max_staleness: asynchronous gossip is for the decentralized algorithms (dpsgd, naive, dcd, "
+                  "ecd, choco); " + to_text(c.algorithm) + " needs every node's message in every round");
+  if (c.train.consensus_every > 0)
+    throw r.error("train.max_staleness: the consensus probe gathers every node's model at the same round, which "
+                  "asynchronous nodes do not share; set consensus_every: 0");
+  if (c.train.checkpoint_every > 0)
+    throw r.error("train.max_staleness: checkpoints of asynchronous nodes are not built (which messages each has "
+                  "absorbed differs from node to node); set checkpoint_every: 0, or max_staleness: 0");
+}
+
 // The model's size, where the data's shape is known without reading it (npy: at node start).
 void check_size(const run_config& c, const YAML::Node& model_at, yaml_reader& r) {
   const data_spec& d = c.data;
@@ -79,6 +100,7 @@ void check_combinations(yaml_reader& r, const run_config& c, const YAML::Node& m
   check_codec(r, c);
   check_model(r, c);
   check_failures(r, c);
+  check_asynchronous(r, c);
   check_size(c, model_at, r);
 }
 

@@ -83,7 +83,15 @@ struct train_config {
   // <output_dir>/<name>/checkpoints/node-<rank>/, from which `--resume` continues exactly. Rounds
   // only: every node must checkpoint at the same round. 0 = off.
   int checkpoint_every = 0;
+  // Asynchronous gossip (docs/algorithms.md, "Asynchronous gossip"): how many rounds a node may run
+  // ahead of a neighbour's newest message before it waits for one. 0 = synchronous rounds (every
+  // round waits for every neighbour's message of that round), bit for bit the rules without it;
+  // kUnboundedStaleness (`unbounded` in the YAML) = never wait after round 1. Decentralized
+  // algorithms only, without consensus probes or checkpoints.
+  std::uint64_t max_staleness = 0;
 };
+
+inline constexpr std::uint64_t kUnboundedStaleness = ~std::uint64_t{0};
 
 struct network_config {
   transport_kind transport = transport_kind::tcp;

@@ -1,4 +1,6 @@
 // The train: section (node/config/sections.hpp).
+#include <cmath>
+
 #include "node/config/config_fields.hpp"
 #include "node/config/sections.hpp"
 
@@ -44,6 +46,18 @@ int read_checkpoint_every(yaml_reader& t, int def) {
   return get_int_in(t, "checkpoint_every", def, 0, 1 << 30);
 }
 
+// train.max_staleness: a whole number of rounds >= 0, or `unbounded`.
+std::uint64_t read_max_staleness(yaml_reader& t, std::uint64_t def) {
+  auto v = t.child("max_staleness");
+  if (!v) return def;
+  if (v->IsScalar() && v->Scalar() == "unbounded") return kUnboundedStaleness;
+  const std::string what = t.key_path("max_staleness") + ": expected a whole number of rounds >= 0 or 'unbounded'";
+  if (!v->IsScalar()) throw t.error_at(*v, what);
+  const double x = t.to_double(*v, t.key_path("max_staleness"));
+  if (x < 0 || x != std::floor(x) || x > 1e9) throw t.error_at(*v, what + ", got " + v->Scalar());
+  return static_cast<std::uint64_t>(x);
+}
+
 void read_outer(yaml_reader& o, outer_spec& outer) {
   outer.lr = get_positive_double(o, "lr", outer.lr, 1e-12, 1e6, "the outer learning rate");
   outer.momentum = get_double_in(o, "momentum", outer.momentum, 0.0, 0.999999);
@@ -71,6 +85,7 @@ void read_train(yaml_reader& r, run_config& c) {
   tr.local_steps = get_int_in(*t, "local_steps", tr.local_steps, 1, 1 << 20);
   if (auto o = t->map("outer")) read_outer(*o, tr.outer);
   tr.checkpoint_every = read_checkpoint_every(*t, tr.checkpoint_every);
+  tr.max_staleness = read_max_staleness(*t, tr.max_staleness);
   t->finish();
 }
 
@@ -92,7 +107,13 @@ void emit_train(YAML::Emitter& y, const train_config& tr) {
     << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "lr" << YAML::Value << tr.outer.lr << YAML::Key
     << "momentum" << YAML::Value << tr.outer.momentum << YAML::Key << "nesterov" << YAML::Value << tr.outer.nesterov
     << YAML::EndMap;
-  y << YAML::Key << "checkpoint_every" << YAML::Value << tr.checkpoint_every << YAML::EndMap;
+  y << YAML::Key << "checkpoint_every" << YAML::Value << tr.checkpoint_every;
+  // Only when asynchronous: a synchronous run's canonical text (and run id) is what it was before.
+  if (tr.max_staleness == kUnboundedStaleness)
+    y << YAML::Key << "max_staleness" << YAML::Value << "unbounded";
+  else if (tr.max_staleness > 0)
+    y << YAML::Key << "max_staleness" << YAML::Value << tr.max_staleness;
+  y << YAML::EndMap;
 }
 
 }  // namespace qgossip

@@ -153,7 +153,8 @@ void run_log::row(const round_record& r) {
                      std::to_string(r.probe_bytes_sent) + "," + (r.consensus_dist ? csv_number(*r.consensus_dist) : "") +
                      "," + (r.avg_test_loss ? csv_number(*r.avg_test_loss) : "") + "," +
                      (r.avg_test_acc ? csv_number(*r.avg_test_acc) : "") + "," + csv_number(r.transfer_s) + "," +
-                     std::to_string(r.transfer_bytes);
+                     std::to_string(r.transfer_bytes) + "," + std::to_string(r.staleness) + "," +
+                     csv_number(r.rounds_per_s);
   std::fprintf(csv_, "%s\n", line.c_str());
   std::fflush(csv_);
 }

@@ -22,7 +22,7 @@ namespace qgossip {
 inline constexpr const char* kCsvColumns =
     "iteration,epoch,wall_s,lr,train_loss,test_loss,test_acc,bytes_sent,bytes_recv,round_bytes_sent,"
     "round_bytes_recv,compute_s,codec_s,comm_s,rejected,probe_bytes_sent,consensus_dist,avg_test_loss,avg_test_acc,"
-    "transfer_s,transfer_bytes";
+    "transfer_s,transfer_bytes,staleness,rounds_per_s";
 
 struct round_record {
   std::uint64_t iteration = 0;
@@ -42,6 +42,11 @@ struct round_record {
   // seconds (not counted in compute_s) and bytes. Zero on the CPU.
   double transfer_s = 0;
   std::uint64_t transfer_bytes = 0;
+  // Asynchronous gossip: the most rounds a neighbour's newest message was behind this node's round
+  // when it mixed, over the rounds since the previous row (0 for synchronous rounds); and this
+  // node's own rate over those rounds, rounds per second of wall time.
+  std::uint64_t staleness = 0;
+  double rounds_per_s = 0;
 };
 
 struct copy_hash {

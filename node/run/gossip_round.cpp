@@ -1,5 +1,7 @@
 #include "node/run/gossip_round.hpp"
 
+#include <algorithm>
+
 #include "algorithms/algorithm.hpp"
 #include "core/errors.hpp"
 #include "node/run/message_codec.hpp"
@@ -7,13 +9,13 @@
 
 namespace qgossip {
 
-gossip_round::gossip_round(const round_pattern_parts& p)
-    : alg_(p.alg), codec_(p.codec), ex_(p.ex), inbox_(*p.inbox), rank_(p.rank), seed_(p.seed),
-      peers_(p.train_peers), values_(p.alg.model().size()), own_decoded_(values_) {
+own_message::own_message(const round_pattern_parts& p)
+    : alg_(p.alg), codec_(p.codec), rank_(p.rank), seed_(p.seed), values_(p.alg.model().size()),
+      own_decoded_(values_) {
   encoded_.reserve(codec_.max_encoded_bytes());
 }
 
-void gossip_round::encode(std::span<const float> outgoing, std::uint64_t t) {
+void own_message::encode(std::span<const float> outgoing, std::uint64_t t) {
   const codec_context ctx{.seed = seed_, .rank = static_cast<std::uint32_t>(rank_), .iteration = t, .stream = 0};
   encoded_.clear();
   codec_.encode(outgoing, ctx, encoded_);
@@ -22,24 +24,37 @@ void gossip_round::encode(std::span<const float> outgoing, std::uint64_t t) {
   alg_.absorb_own(own_decoded_, t);
 }
 
-status gossip_round::exchange(std::uint64_t t) {
-  const outgoing_message msg{.codec = codec_.id(), .codec_tag = codec_.tag(),
-                             .count = static_cast<std::uint32_t>(values_), .payload = encoded_};
-  return ex_.round(message_kind::train, t, msg, inbound_, round_peers{peers_, peers_});
+outgoing_message own_message::wire() const {
+  return {.codec = codec_.id(), .codec_tag = codec_.tag(), .count = static_cast<std::uint32_t>(values_),
+          .payload = encoded_};
 }
 
-void gossip_round::absorb(std::uint64_t t) {
-  // The exchange delivered only messages that decoded: each one's decoded vector is in the inbox.
-  for (const inbound_message& m : inbound_) {
-    const int from = static_cast<int>(m.header.sender);
-    alg_.absorb(from, inbox_.from(from), t);
-  }
-}
-
-std::string gossip_round::describe() const {
+std::string own_message::describe(const std::vector<int>& peers) const {
   std::string out = "sends to";
-  for (int j : peers_) out += " " + std::to_string(j);
+  for (int j : peers) out += " " + std::to_string(j);
   return out;
 }
+
+void absorb_inbox(algorithm& alg, message_inbox& inbox) {
+  // The exchange delivered only messages that decoded, each peer's in its order. A peer dropped
+  // since (its departure learnt later in the round) is no longer in the row: the node mixes without
+  // it from this round on, as the exchange's drop() says.
+  const std::vector<int>& live = alg.row().neighbours;
+  for (std::size_t i = 0; i < inbox.size(); ++i) {
+    const message_inbox::message m = inbox.at(i);
+    if (std::binary_search(live.begin(), live.end(), m.from)) alg.absorb(m.from, m.values, m.iteration);
+  }
+  inbox.clear();
+}
+
+gossip_round::gossip_round(const round_pattern_parts& p)
+    : own_(p), alg_(p.alg), ex_(p.ex), inbox_(*p.inbox), peers_(p.train_peers) {}
+
+status gossip_round::exchange(std::uint64_t t) {
+  inbox_.clear();
+  return ex_.round(message_kind::train, t, own_.wire(), inbound_, round_peers{peers_, peers_});
+}
+
+void gossip_round::absorb(std::uint64_t) { absorb_inbox(alg_, inbox_); }
 
 }  // namespace qgossip

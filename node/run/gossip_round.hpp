@@ -1,9 +1,11 @@
 #pragma once
-// Gossip on the graph (node/run/round_pattern.hpp): round t encodes the algorithm's outgoing vector
-// with the learner's codec (the sender applies its own decoded message, so its neighbours' copies of
-// it stay exact), sends it to every train peer and gathers one message from each, decoded on arrival
-// by the inbox; absorb hands each to the algorithm. The decentralized algorithms gossip on the
-// topology's graph; allgather on the complete graph. Not thread-safe: the node's one thread.
+// Gossip on the graph (node/run/round_pattern.hpp), synchronous: round t encodes the algorithm's
+// outgoing vector with the learner's codec (the sender applies its own decoded message, so its
+// neighbours' copies of it stay exact), sends it to every train peer and gathers one message of
+// round t from each, decoded on arrival by the inbox; absorb hands each to the algorithm. The
+// decentralized algorithms gossip on the topology's graph; allgather on the complete graph.
+// (Asynchronous gossip, train.max_staleness > 0: node/run/async_gossip_round.hpp.)
+// Not thread-safe: the node's one thread.
 #include <cstdint>
 #include <span>
 #include <string>
@@ -15,26 +17,46 @@
 
 namespace qgossip {
 
-class gossip_round final : public round_pattern {
+// What both gossip patterns share: this node's own message, and handing the inbox to the algorithm.
+class own_message {
  public:
-  explicit gossip_round(const round_pattern_parts& parts);
-
-  void encode(std::span<const float> outgoing, std::uint64_t t) override;
-  [[nodiscard]] status exchange(std::uint64_t t) override;
-  void absorb(std::uint64_t t) override;
-  [[nodiscard]] std::string describe() const override;
+  explicit own_message(const round_pattern_parts& parts);
+  // Encodes the outgoing vector of round t and applies what receivers will decode (absorb_own).
+  void encode(std::span<const float> outgoing, std::uint64_t t);
+  [[nodiscard]] outgoing_message wire() const;
+  [[nodiscard]] std::string describe(const std::vector<int>& peers) const;
 
  private:
   algorithm& alg_;
   message_codec& codec_;
-  class exchange& ex_;
-  message_inbox& inbox_;
   int rank_;
   std::uint64_t seed_;
-  std::vector<int> peers_;
   std::size_t values_;
   std::vector<std::byte> encoded_;
   float_vector own_decoded_;
+};
+
+// Every message in the inbox to the algorithm, each with its sender's round; then clears it.
+void absorb_inbox(algorithm& alg, message_inbox& inbox);
+
+class gossip_round final : public round_pattern {
+ public:
+  explicit gossip_round(const round_pattern_parts& parts);
+
+  void encode(std::span<const float> outgoing, std::uint64_t t) override { own_.encode(outgoing, t); }
+  [[nodiscard]] status exchange(std::uint64_t t) override;
+  void absorb(std::uint64_t t) override;
+  [[nodiscard]] std::string describe() const override { return own_.describe(peers_); }
+  [[nodiscard]] status leave(std::uint64_t t, transport_clock::time_point deadline) override {
+    return ex_.finish(t, deadline);
+  }
+
+ private:
+  own_message own_;
+  algorithm& alg_;
+  class exchange& ex_;
+  message_inbox& inbox_;
+  std::vector<int> peers_;
   std::vector<inbound_message> inbound_;
 };
 

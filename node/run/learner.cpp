@@ -63,7 +63,11 @@ node_learner build_learner(const run_config& c, const data_split& data, const mi
                mib(params) + " per vector, with copies for up to " + std::to_string(row.neighbours.size()) +
                " neighbours)";
       },
-      [&] { return make_algorithm(c.algorithm, row, x0, c.algorithm_params); });
+      [&] {
+        algorithm_options options = c.algorithm_params;
+        options.asynchronous = c.train.max_staleness > 0;
+        return make_algorithm(c.algorithm, row, x0, options);
+      });
   return l;
 }
 

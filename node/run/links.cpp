@@ -21,7 +21,7 @@ std::vector<int> sorted_union(std::vector<int> a, const std::vector<int>& b) {
 // node up to n−1 hops (rounds) away.
 void plan_peers(const run_config& c, int rank, const node_learner& learner, node_links& l) {
   const int n = c.topology.n;
-  l.shape = shape_of(learner.alg->pattern(), rank, n, learner.alg->row().neighbours);
+  l.shape = shape_of(learner.alg->pattern(), rank, n, learner.alg->row().neighbours, c.train.max_staleness);
   l.probing = c.train.consensus_every > 0 && n > 1;
   l.all_others = complete_mixing_row(rank, n).neighbours;
   l.peers = l.probing ? sorted_union(l.shape.train_peers, rank == 0 ? l.all_others : std::vector<int>{0})
@@ -41,6 +41,7 @@ exchange_options exchange_options_for(const run_config& c, int rank, const node_
   eo.log = [rank](const std::string& line) { say(rank, line); };
   eo.should_stop = stop_requested;
   eo.max_rejected = static_cast<std::uint32_t>(c.network.max_rejected);
+  eo.asynchronous = l.shape.gossip && l.shape.max_staleness > 0;
   // Every pattern tells its peers why it stops, so that they stop naming the node that failed first
   // (the centralized algorithms need every node: the config allows them only `stop`).
   eo.on_peer_failure = [f = l.failures.get()](int peer, const std::string& why) { return f->on_peer_failure(peer, why); };
@@ -49,9 +50,18 @@ exchange_options exchange_options_for(const run_config& c, int rank, const node_
   return eo;
 }
 
+// How many of a peer's messages may be in flight to or from this node at once (the transport's
+// queues): a couple per round of lookahead; asynchronous gossip, every round a neighbour may run ahead
+// (all of the run's when unbounded).
+std::uint64_t messages_in_flight(const node_links& l, std::uint64_t rounds) {
+  if (l.shape.max_staleness == 0) return l.shape.lookahead;
+  return std::min(l.shape.max_staleness, rounds) + 1;
+}
+
 }  // namespace
 
-node_links open_links(const run_config& c, int rank, const topology& topo, node_learner& learner, run_log& log) {
+node_links open_links(const run_config& c, int rank, const topology& topo, node_learner& learner, run_log& log,
+                      std::uint64_t rounds) {
   node_links l;
   plan_peers(c, rank, learner, l);
   const std::size_t params = learner.model->num_params();
@@ -61,10 +71,11 @@ node_links open_links(const run_config& c, int rank, const topology& topo, node_
   // Host names that do not resolve, or that are not this machine's, are said now rather than after
   // the start time-out.
   check_hosts(c, rank, l.peers, [rank](const std::string& line) { say(rank, line); });
+  const std::uint64_t in_flight = messages_in_flight(l, rounds);
   const std::string sizes = "messages of up to " + std::to_string(largest) + " bytes, " +
-                            std::to_string(l.shape.lookahead) + " rounds ahead";
+                            std::to_string(in_flight) + " rounds ahead";
   l.network = allocating([&] { return "opening the network (" + sizes + ")"; },
-                         [&] { return std::make_unique<node_network>(c, rank, l.peers, largest, l.shape.lookahead); });
+                         [&] { return std::make_unique<node_network>(c, rank, l.peers, largest, in_flight); });
   if (l.shape.gossip) l.inbox = std::make_unique<message_inbox>(*learner.codec, c.seed, l.shape.train_peers, params);
   l.failures = std::make_unique<peer_failures>(c, topo, rank, l.peers);
   allocating(
@@ -74,7 +85,8 @@ node_links open_links(const run_config& c, int rank, const topology& topo, node_
         l.failures->attach(*l.ex, *learner.alg, log);
         l.pattern = make_round_pattern(l.shape, {.alg = *learner.alg, .codec = *learner.codec, .ex = *l.ex,
                                                  .inbox = l.inbox.get(), .rank = rank, .n = c.topology.n,
-                                                 .seed = c.seed, .train_peers = l.shape.train_peers});
+                                                 .seed = c.seed, .train_peers = l.shape.train_peers,
+                                                 .ring_codec = &c.compressor});
       });
   return l;
 }

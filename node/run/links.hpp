@@ -34,6 +34,6 @@ struct node_links {
 // not resolve or is not this machine's, a port in use, a missing key), and builds the exchange, the
 // failure handling and the round pattern over the learner's algorithm and codec.
 [[nodiscard]] node_links open_links(const run_config& c, int rank, const topology& topo, node_learner& learner,
-                                    run_log& log);
+                                    run_log& log, std::uint64_t rounds);
 
 }  // namespace qgossip

@@ -8,25 +8,29 @@ namespace qgossip {
 
 message_inbox::message_inbox(const message_codec& codec, std::uint64_t seed, std::vector<int> peers,
                              std::size_t values)
-    : codec_(codec), seed_(seed), peers_(std::move(peers)), decoded_(peers_.size(), float_vector(values)) {}
-
-std::size_t message_inbox::slot(int peer) const {
-  return static_cast<std::size_t>(std::lower_bound(peers_.begin(), peers_.end(), peer) - peers_.begin());
+    : codec_(codec), seed_(seed), peers_(std::move(peers)), values_(values) {
+  entries_.resize(peers_.size());  // a synchronous round's worth, allocated once
+  for (entry& e : entries_) e.values.resize(values_);
 }
 
 status message_inbox::accept(const wire_header& h, std::span<const std::byte> payload) {
   const int from = static_cast<int>(h.sender);
-  const std::size_t k = slot(from);
-  if (k == peers_.size() || peers_[k] != from)
+  if (!std::binary_search(peers_.begin(), peers_.end(), from))
     return status::error(errc::invalid, "rank " + std::to_string(from) + " is not a train peer");
+  if (count_ == entries_.size()) entries_.emplace_back().values.resize(values_);
+  entry& e = entries_[count_];
   const codec_context ctx{.seed = seed_, .rank = h.sender, .iteration = h.iteration, .stream = 0};
-  return codec_.decode(payload, ctx, decoded_[k]);
+  if (status st = codec_.decode(payload, ctx, e.values); !st) return st;
+  e.from = from;
+  e.iteration = h.iteration;
+  ++count_;
+  return status::ok();
 }
 
-std::span<const float> message_inbox::from(int peer) const {
-  const std::size_t k = slot(peer);
-  QG_ENFORCE(k < peers_.size() && peers_[k] == peer, "rank " << peer << " is not a train peer");
-  return decoded_[k];
+message_inbox::message message_inbox::at(std::size_t i) const {
+  QG_ENFORCE(i < count_, "message " << i << " of " << count_);
+  const entry& e = entries_[i];
+  return {e.from, e.iteration, e.values};
 }
 
 }  // namespace qgossip

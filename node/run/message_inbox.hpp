@@ -1,8 +1,11 @@
 #pragma once
-// Each train peer's message of the round, decoded by the learner's codec as the exchange delivers it:
-// the exchange is given accept() when it is built (exchange_options::validate), so a message is
-// decoded once, while the node still waits for the others, and one that does not decode is its
-// sender's failure (docs/failures.md). Not thread-safe: the node's one thread.
+// The train messages of a round, decoded by the learner's codec as the exchange delivers them: the
+// exchange is given accept() when it is built (exchange_options::validate), so a message is decoded
+// once, while the node still waits for the others, and one that does not decode is its sender's
+// failure (docs/failures.md). Synchronous gossip delivers one message per train peer per round;
+// asynchronous gossip any number, each peer's in its order: the inbox keeps them in delivery order
+// until the round pattern has handed them to the algorithm (clear()). Its vectors are reused.
+// Not thread-safe: the node's one thread.
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -19,19 +22,32 @@ class message_inbox {
   // peers: the train peers, ascending; values: the decoded length (the model's parameters).
   message_inbox(const message_codec& codec, std::uint64_t seed, std::vector<int> peers, std::size_t values);
 
-  // exchange_options::validate: decodes a train message into its sender's slot. errc::corrupt when
-  // it does not decode; errc::invalid for a sender that is not a train peer.
+  // exchange_options::validate: decodes a train message and keeps it. errc::corrupt when it does not
+  // decode; errc::invalid for a sender that is not a train peer.
   [[nodiscard]] status accept(const wire_header& h, std::span<const std::byte> payload);
-  // The last message accepted from peer, decoded. REQUIRES: peer is a train peer.
-  [[nodiscard]] std::span<const float> from(int peer) const;
+
+  struct message {
+    int from;
+    std::uint64_t iteration;  // the sender's round
+    std::span<const float> values;
+  };
+  // The messages accepted since the last clear(), in delivery order.
+  [[nodiscard]] std::size_t size() const { return count_; }
+  [[nodiscard]] message at(std::size_t i) const;
+  void clear() { count_ = 0; }
 
  private:
-  [[nodiscard]] std::size_t slot(int peer) const;
-
+  struct entry {
+    int from = -1;
+    std::uint64_t iteration = 0;
+    float_vector values;
+  };
   const message_codec& codec_;
   std::uint64_t seed_;
   std::vector<int> peers_;
-  std::vector<float_vector> decoded_;  // by slot
+  std::size_t values_;
+  std::vector<entry> entries_;  // the first count_ are in use
+  std::size_t count_ = 0;
 };
 
 }  // namespace qgossip

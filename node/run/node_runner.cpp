@@ -149,6 +149,7 @@ node_exit run_node(const run_config& config, int rank, const node_run_options& o
     step.absorb(t);
     if (!(end = step.log(t))) break;
     end = step.checkpoint(t);
+    if (step.peers_done()) break;
   }
   return step.finish(end, t);
 }

@@ -125,6 +125,8 @@ std::uint64_t round_steps::restore(const qgossip::checkpoint& ck, const std::str
   if (completed_ != ck.round)
     throw state_error(origin + ": section 'round' completed round " + std::to_string(completed_) +
                       ", the header says " + std::to_string(ck.round));
+  row_iteration_ = completed_;  // the next row's round rate counts from here
+  row_wall_s_ = carried_.wall_s;
   load("algorithm", [&](state_reader& in) { s_.learner.alg->load_state(in); });
   load("compressor", [&](state_reader& in) { s_.learner.codec->load_state(in); });
   load("sampler", [&](state_reader& in) { s_.plan.sampler->load_state(in); });

@@ -3,15 +3,18 @@
 #include <algorithm>
 
 #include "gossip/ring_allreduce.hpp"
+#include "node/run/async_gossip_round.hpp"
 #include "node/run/gossip_round.hpp"
 #include "node/run/ring_round.hpp"
 
 namespace qgossip {
 
-pattern_shape shape_of(communication pattern, int rank, int n, const std::vector<int>& row_neighbours) {
+pattern_shape shape_of(communication pattern, int rank, int n, const std::vector<int>& row_neighbours,
+                       std::uint64_t max_staleness) {
   pattern_shape s;
   if (pattern != communication::ring_allreduce) {
     s.train_peers = row_neighbours;
+    s.max_staleness = max_staleness;
     return s;
   }
   // The ring: its left and right neighbours (one, for two nodes). A rank can run n−1 exchange
@@ -28,8 +31,9 @@ pattern_shape shape_of(communication pattern, int rank, int n, const std::vector
 }
 
 std::unique_ptr<round_pattern> make_round_pattern(const pattern_shape& shape, const round_pattern_parts& parts) {
-  if (shape.gossip) return std::make_unique<gossip_round>(parts);
-  return std::make_unique<ring_round>(parts);
+  if (!shape.gossip) return std::make_unique<ring_round>(parts);
+  if (shape.max_staleness > 0) return std::make_unique<async_gossip_round>(parts, shape.max_staleness);
+  return std::make_unique<gossip_round>(parts);
 }
 
 }  // namespace qgossip

@@ -14,7 +14,9 @@
 #include <vector>
 
 #include "algorithms/algorithm.hpp"
+#include "algorithms/compress/compressor.hpp"
 #include "core/status.hpp"
+#include "gossip/transport.hpp"
 
 namespace qgossip {
 
@@ -34,6 +36,15 @@ class round_pattern {
   virtual void absorb(std::uint64_t t) = 0;
   // Whom the node's messages go to, for its start-up line: "sends to 1 7".
   [[nodiscard]] virtual std::string describe() const = 0;
+  // True when no peer will send anything more (every one finished): the node stops with them
+  // (asynchronous gossip; a synchronous round never gets there early).
+  [[nodiscard]] virtual bool peers_done() const { return false; }
+  // The staleness the latest round mixed with: its round minus the oldest newest message of a
+  // neighbour (0 for synchronous rounds).
+  [[nodiscard]] virtual std::uint64_t staleness() const { return 0; }
+  // After the node's last round t: tell the peers and wait until they have finished too
+  // (exchange::finish), absorbing what slower ones still send where the pattern needs it.
+  [[nodiscard]] virtual status leave(std::uint64_t t, transport_clock::time_point deadline) = 0;
 };
 
 // What a pattern needs of the links, known before they are built: whom train messages go to and
@@ -44,9 +55,12 @@ struct pattern_shape {
   std::uint64_t iterations_per_round = 1;
   std::uint64_t lookahead = 1;
   bool gossip = true;  // train messages carry the learner's codec (an inbox decodes them)
+  std::uint64_t max_staleness = 0;  // gossip: > 0 for asynchronous rounds (train.max_staleness)
 };
-// The shape of `pattern` for node rank of n whose algorithm mixes with row_neighbours.
-[[nodiscard]] pattern_shape shape_of(communication pattern, int rank, int n, const std::vector<int>& row_neighbours);
+// The shape of `pattern` for node rank of n whose algorithm mixes with row_neighbours, with gossip
+// at most max_staleness rounds ahead of a neighbour (0: synchronous).
+[[nodiscard]] pattern_shape shape_of(communication pattern, int rank, int n, const std::vector<int>& row_neighbours,
+                                     std::uint64_t max_staleness = 0);
 
 // What a pattern is built from: the learner's algorithm and codec, and the links' exchange and
 // inbox (gossip), this node's rank among n, the run's seed, the peers its train messages go to.
@@ -58,6 +72,8 @@ struct round_pattern_parts {
   int rank = 0, n = 1;
   std::uint64_t seed = 0;
   std::vector<int> train_peers;
+  // The ring: the codec of its hops (the run's compressor; nullptr or identity: raw float32).
+  const codec_spec* ring_codec = nullptr;
 };
 
 // The pattern of `shape` (gossip: parts.inbox set).

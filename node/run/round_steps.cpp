@@ -61,6 +61,7 @@ step_end round_steps::exchange(std::uint64_t t) {
   round_sent_ = st.bytes_sent - sent;
   round_recv_ = st.bytes_received - received;
   if (!exchanged) return failure(exchanged, "round " + std::to_string(t) + ": ");
+  staleness_ = std::max(staleness_, s_.links.pattern->staleness());
   s_.links.failures->after_exchange(t);
   // An emulated link hands messages over only while the node calls the transport: after the last
   // round nothing would, and the neighbours would wait through the final evaluation for them.
@@ -116,14 +117,21 @@ void round_steps::fill_record(std::uint64_t t) {
   rec_.transfer_s = transfers.seconds;
   rec_.transfer_bytes = transfers.bytes;
   rec_.rejected = st.rejected_total();
+  rec_.staleness = staleness_;
+  rec_.rounds_per_s = rec_.wall_s > row_wall_s_ ? static_cast<double>(t - row_iteration_) / (rec_.wall_s - row_wall_s_) : 0;
+  staleness_ = 0;
+  row_iteration_ = t;
+  row_wall_s_ = rec_.wall_s;
 }
+
+bool round_steps::peers_done() const { return s_.links.pattern->peers_done(); }
 
 step_end round_steps::log(std::uint64_t t) {
   const auto& train = s_.config.train;
   rec_.consensus_dist.reset();
   rec_.avg_test_loss.reset();
   rec_.avg_test_acc.reset();
-  const bool last = t == s_.plan.rounds;
+  const bool last = t == s_.plan.rounds || peers_done();
   const bool probe_now = s_.links.probing && (t % static_cast<std::uint64_t>(train.consensus_every) == 0 || last);
   if (probe_now) {
     if (status ps = probe_.run(t, last, rec_); !ps) return failure(ps, "round " + std::to_string(t) + ": consensus probe: ");
@@ -166,7 +174,7 @@ node_exit round_steps::finish(const step_end& end, std::uint64_t t) {
 // (exchange::finish). A peer that does not finish in time is a warning: this node's run is complete.
 void round_steps::leave(std::uint64_t t) {
   const auto deadline = clock::now() + to_ms(s_.config.network.round_timeout_s);
-  if (status st = s_.links.ex->finish(t, deadline); !st) say(s_.rank, "warning: after the last round: " + st.to_string());
+  if (status st = s_.links.pattern->leave(t, deadline); !st) say(s_.rank, "warning: after the last round: " + st.to_string());
   if (status fs = s_.links.network->flush(); !fs) say(s_.rank, "warning: messages still in the emulated link: " + fs.to_string());
 }
 

@@ -48,6 +48,10 @@ class round_steps {
   [[nodiscard]] step_end checkpoint(std::uint64_t t);
   [[nodiscard]] node_exit finish(const step_end& end, std::uint64_t t);
 
+  // True once the round pattern says no peer will send anything more (asynchronous gossip: every
+  // neighbour finished): the loop ends after this round, which is then the node's last.
+  [[nodiscard]] bool peers_done() const;
+
   // Loads a checkpoint into this node (fresh from node_setup, before any round) and returns its
   // round: the loop continues with the next. Throws state_error for state of another run,
   // algorithm, codec, shard or size.
@@ -73,6 +77,9 @@ class round_steps {
   round_record rec_;
   std::uint64_t completed_ = 0;
   std::uint64_t round_sent_ = 0, round_recv_ = 0;  // the latest round's traffic alone
+  std::uint64_t staleness_ = 0;                    // the most since the latest row
+  std::uint64_t row_iteration_ = 0;                // of the latest row, and its wall time
+  double row_wall_s_ = 0;
   double compute_s_ = 0, codec_s_ = 0;
   clock::time_point round_start_;
   // Cumulative counters of the run before a resume (zero in a run that started at round 1), added

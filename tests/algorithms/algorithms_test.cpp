@@ -267,3 +267,23 @@ TEST_CASE("all-reduce SGD steps with the mean of the summed gradients and refuse
   CHECK(is_centralized(algorithm_kind::allreduce));
   CHECK_FALSE(is_centralized(algorithm_kind::dcd));
 }
+
+TEST_CASE("asynchronous algorithms take any number of a neighbour's messages per round, and may finish without one") {
+  const std::vector<float> x0(6, 0.25f), g(6, 0.5f), m(6, 0.01f);
+  for (const char* name : {"dpsgd", "naive", "dcd", "ecd", "choco"}) {
+    CAPTURE(name);
+    auto sync = make_algorithm(name, ring_row(0, 4), x0, {0.5, false});
+    (void)sync->outgoing(g, 0.1f, 1);
+    sync->absorb(1, m, 1);
+    CHECK_THROWS_AS(sync->absorb(1, m, 1), invariant_error);  // two in one round
+    CHECK_THROWS_AS(sync->finish(1), invariant_error);       // rank 3 never sent
+
+    auto async = make_algorithm(name, ring_row(0, 4), x0, {0.5, true});
+    (void)async->outgoing(g, 0.1f, 1);
+    async->absorb_own(m, 1);
+    async->absorb(1, m, 1);
+    async->absorb(1, m, 2);  // rank 1 is a round ahead
+    CHECK_NOTHROW(async->finish(1));  // rank 3's newest copy is still its start
+    for (float v : async->model()) CHECK(std::isfinite(v));
+  }
+}

@@ -771,3 +771,152 @@ TEST_CASE("exchange: finish waits for every live peer to finish; a peer lost mea
     CHECK(s.message().find("rank 3 had not finished") != std::string::npos);
   }
 }
+
+// ---- asynchronous gossip (exchange_options::asynchronous, gather) ----
+
+namespace {
+
+// Asynchronous messages: every round's of one size, as a run's are (the count is the model's).
+constexpr std::size_t kAsyncBytes = 256;
+
+std::vector<std::byte> async_payload(int rank, std::uint64_t iteration) {
+  return pattern(rank, iteration, message_kind::train, kAsyncBytes);
+}
+
+void send_async(transport& from, int sender, std::uint64_t iteration) {
+  wire_header h = header_of(sender, message_kind::train, 0);
+  h.iteration = iteration;
+  h.count = kAsyncBytes;
+  inject(from, h, async_payload(sender, iteration));
+}
+
+// Rank 0 of a 4-ring by hand, asynchronous.
+struct async_by_hand {
+  inproc_network net{4};
+  inproc_transport t0 = net.endpoint(0);
+  inproc_transport t1 = net.endpoint(1);
+  inproc_transport t3 = net.endpoint(3);
+  std::vector<std::string> log;
+  std::vector<std::pair<int, std::uint64_t>> validated;  // (sender, iteration), in delivery order
+  std::unique_ptr<exchange> ex;
+  std::vector<inbound_message> out;
+  explicit async_by_hand(std::chrono::milliseconds deadline = 2000ms) {
+    exchange_options o = options_for(0, {1, 3}, deadline);
+    o.asynchronous = true;
+    o.log = [this](const std::string& line) { log.push_back(line); };
+    o.validate = [this](const wire_header& h, std::span<const std::byte>) {
+      validated.emplace_back(static_cast<int>(h.sender), h.iteration);
+      return status::ok();
+    };
+    ex = std::make_unique<exchange>(t0, o);
+  }
+  status gather(std::uint64_t iteration, std::uint64_t need) {
+    const std::vector<std::byte> payload = async_payload(0, iteration);
+    const outgoing_message m{kTrainCodec, kTrainTag, static_cast<std::uint32_t>(kAsyncBytes), payload};
+    return ex->gather(iteration, m, need, out);
+  }
+  std::vector<std::pair<int, std::uint64_t>> delivered() const {
+    std::vector<std::pair<int, std::uint64_t>> d;
+    for (const auto& m : out) d.emplace_back(static_cast<int>(m.header.sender), m.header.iteration);
+    return d;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("exchange asynchronous: gather takes everything that arrived, each peer's in order, and waits for no one above need") {
+  async_by_hand a;
+  send_async(a.t1, 1, 1);
+  send_async(a.t3, 3, 1);
+  send_async(a.t1, 1, 2);
+  send_async(a.t1, 1, 3);
+  REQUIRE(a.gather(1, 1).is_ok());
+  CHECK(a.delivered() == std::vector<std::pair<int, std::uint64_t>>{{1, 1}, {3, 1}, {1, 2}, {1, 3}});
+  CHECK(a.validated == a.delivered());
+  CHECK(a.ex->newest(1) == 3);
+  CHECK(a.ex->newest(3) == 1);
+  for (std::size_t k = 0; k < a.out.size(); ++k)
+    CHECK(a.out[k].payload == async_payload(static_cast<int>(a.out[k].header.sender), a.out[k].header.iteration));
+  // Round 2 needs nothing newer than round 1 from anyone: it returns at once with nothing.
+  const auto start = transport_clock::now();
+  REQUIRE(a.gather(2, 1).is_ok());
+  CHECK(a.out.empty());
+  CHECK(transport_clock::now() - start < 500ms);
+  // Both neighbours got this node's messages of rounds 1 and 2.
+  inbound_frames in;
+  for (auto* t : {&a.t1, &a.t3})
+    for (int i = 0; i < 2; ++i) REQUIRE(t->receive(transport_clock::now() + 1s, in).is_ok());
+}
+
+TEST_CASE("exchange asynchronous: gather waits for a neighbour below need, and names it when it never comes") {
+  SUBCASE("it comes") {
+    async_by_hand a;
+    send_async(a.t1, 1, 1);
+    send_async(a.t1, 1, 2);
+    send_async(a.t3, 3, 1);
+    std::thread late([&] {
+      std::this_thread::sleep_for(100ms);
+      send_async(a.t3, 3, 2);
+    });
+    const auto start = transport_clock::now();
+    const status s = a.gather(3, 2);
+    late.join();
+    REQUIRE(s.is_ok());
+    CHECK(transport_clock::now() - start >= 90ms);
+    CHECK(a.ex->newest(3) == 2);
+  }
+  SUBCASE("it does not") {
+    async_by_hand a(300ms);
+    send_async(a.t1, 1, 1);
+    send_async(a.t3, 3, 1);
+    REQUIRE(a.gather(1, 1).is_ok());
+    send_async(a.t1, 1, 2);
+    const status s = a.gather(2, 2);
+    CHECK(s.code() == errc::timeout);
+    CHECK(s.message().find("rank 3") != std::string::npos);
+    CHECK(s.message().find("[at 1]") != std::string::npos);
+    CHECK(s.message().find("rank 1") == std::string::npos);
+  }
+}
+
+TEST_CASE("exchange asynchronous: a gap is rejected, a repeat dropped; a finished peer is not waited for") {
+  async_by_hand a;
+  send_async(a.t1, 1, 1);
+  send_async(a.t1, 1, 3);  // 2 is missing: a gap
+  send_async(a.t1, 1, 1);  // a repeat
+  send_async(a.t3, 3, 1);
+  REQUIRE(a.gather(1, 1).is_ok());
+  CHECK(a.delivered() == std::vector<std::pair<int, std::uint64_t>>{{1, 1}, {3, 1}});
+  CHECK(a.ex->stats().rejected_for(reject_reason::gap) == 1);
+  CHECK(a.ex->stats().duplicates == 1);
+  // Rank 3 finishes at 1: later rounds do not wait for it, and once rank 1 finishes too nobody is left.
+  finished_as(a.t3, 3, 1);
+  send_async(a.t1, 1, 2);
+  REQUIRE(a.gather(2, 2).is_ok());
+  CHECK(a.ex->finished(3));
+  CHECK_FALSE(a.ex->all_finished());
+  finished_as(a.t1, 1, 2);
+  REQUIRE(a.gather(3, 1).is_ok());
+  CHECK(a.ex->all_finished());
+}
+
+TEST_CASE("exchange asynchronous: finish hands a slower peer's last train messages to `late`, in order") {
+  async_by_hand a;
+  send_async(a.t1, 1, 1);
+  send_async(a.t3, 3, 1);
+  REQUIRE(a.gather(1, 1).is_ok());
+  finished_as(a.t1, 1, 1);
+  std::thread slow([&] {
+    std::this_thread::sleep_for(50ms);
+    send_async(a.t3, 3, 2);
+    send_async(a.t3, 3, 3);
+    finished_as(a.t3, 3, 3);
+  });
+  std::vector<std::pair<int, std::uint64_t>> late;
+  const status s = a.ex->finish(1, transport_clock::now() + 2s, [&](std::vector<inbound_message>& msgs) {
+    for (const auto& m : msgs) late.emplace_back(static_cast<int>(m.header.sender), m.header.iteration);
+  });
+  slow.join();
+  REQUIRE(s.is_ok());
+  CHECK(late == std::vector<std::pair<int, std::uint64_t>>{{3, 2}, {3, 3}});
+}

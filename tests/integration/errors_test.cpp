@@ -159,7 +159,9 @@ TEST_CASE("algorithm and compressor combinations that cannot work are refused be
     std::vector<std::string> sets;
     const char* says;
   };
-  for (const cas& c : {cas{{"algorithm=allreduce"}, "allreduce sums full-precision gradients"},
+  for (const cas& c : {cas{{"algorithm=allreduce", "compressor=topk:ratio=0.1"}, "topk is not a quantizer"},
+                       cas{{"algorithm=allreduce", "train.max_staleness=2"}, "asynchronous gossip is for the decentralized"},
+                       cas{{"train.max_staleness=-1"}, "train.max_staleness: expected a whole number of rounds"},
                        cas{{"compressor=isgq:kx=1,kd=1"}, "isgq sends each node's gradient factors to every node"},
                        cas{{"algorithm=allgather", "compressor=isgq:kx=1,kd=1", "train.momentum=0.9"},
                            "train.momentum and train.weight_decay cannot be applied"},

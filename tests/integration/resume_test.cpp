@@ -76,7 +76,7 @@ bool write_under_way(const fs::path& run_dir) {
 }
 
 // The rows of a node's CSV without the columns that measure time (wall_s, compute_s, codec_s,
-// comm_s, transfer_s) or depend on it (bytes_recv, round_bytes_recv: a neighbour's message of the
+// comm_s, transfer_s, rounds_per_s) or depend on it (bytes_recv, round_bytes_recv: a neighbour's message of the
 // next round is counted in the round during which it arrived, even in runs never stopped): what an
 // interrupted run must reproduce exactly.
 std::vector<std::string> deterministic_rows(const fs::path& csv) {
@@ -88,7 +88,7 @@ std::vector<std::string> deterministic_rows(const fs::path& csv) {
     for (std::string cell; std::getline(ss, cell, ',');) cells.push_back(cell);
     std::string kept;
     for (std::size_t i = 0; i < cells.size(); ++i)
-      if (i != 2 && i != 8 && i != 10 && i != 11 && i != 12 && i != 13 && i != 19) kept += cells[i] + ",";
+      if (i != 2 && i != 8 && i != 10 && i != 11 && i != 12 && i != 13 && i != 19 && i != 22) kept += cells[i] + ",";
     rows.push_back(kept);
   }
   return rows;

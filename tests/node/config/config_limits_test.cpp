@@ -173,3 +173,27 @@ TEST_CASE("network.on_peer_failure: continue only where every round can go on wi
   f = s.write("hb.yaml", "topology: {graph: ring, n: 4}\nnetwork: {heartbeat_s: 0.01}\n");
   CHECK(error_of(f).find("network.heartbeat_s: expected 0 (off) or at least 0.05 s") != std::string::npos);
 }
+
+TEST_CASE("train.max_staleness: whole rounds or unbounded; refused where the algorithm or probes need every node") {
+  scratch s;
+  const std::string base = "topology: {graph: ring, n: 4}\nalgorithm: dcd\ntrain: {max_staleness: ";
+  CHECK(load_run_config(s.write("a.yaml", base + "3}\n")).train.max_staleness == 3);
+  CHECK(load_run_config(s.write("b.yaml", base + "unbounded}\n")).train.max_staleness == kUnboundedStaleness);
+  CHECK(load_run_config(s.write("c.yaml", base + "0}\n")).train.max_staleness == 0);
+  for (const char* bad : {"-1", "1.5", "soon", "[1]"}) {
+    CAPTURE(bad);
+    const std::string f = s.write("bad.yaml", base + bad + "}\n");
+    const std::string e = error_of(f);
+    CHECK(e.find(f + ":3:") == 0);  // file:line:col of the value
+    CHECK(e.find("train.max_staleness") != std::string::npos);
+  }
+  CHECK(error_of(s.write("ar.yaml", "topology: {graph: ring, n: 4}\nalgorithm: allreduce\ntrain: {max_staleness: 2}\n"))
+            .find("asynchronous gossip is for the decentralized algorithms") != std::string::npos);
+  CHECK(error_of(s.write("p.yaml", base + "2, consensus_every: 5}\n")).find("consensus probe") != std::string::npos);
+  CHECK(error_of(s.write("k.yaml", base + "2, checkpoint_every: 5}\n")).find("checkpoints of asynchronous nodes") !=
+        std::string::npos);
+  // A synchronous run's canonical config does not name it (its run id is what it was before).
+  CHECK(load_run_config(s.write("d.yaml", base + "0}\n")).canonical.find("max_staleness") == std::string::npos);
+  CHECK(load_run_config(s.write("e.yaml", base + "unbounded}\n")).canonical.find("max_staleness: unbounded") !=
+        std::string::npos);
+}

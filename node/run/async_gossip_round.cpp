@@ -1,0 +1,44 @@
+#include "node/run/async_gossip_round.hpp"
+
+#include <algorithm>
+
+#include "algorithms/algorithm.hpp"
+#include "node/config/config.hpp"
+#include "node/run/message_inbox.hpp"
+
+namespace qgossip {
+
+async_gossip_round::async_gossip_round(const round_pattern_parts& p, std::uint64_t max_staleness)
+    : own_(p), alg_(p.alg), ex_(p.ex), inbox_(*p.inbox), peers_(p.train_peers), max_staleness_(max_staleness) {}
+
+std::uint64_t async_gossip_round::need(std::uint64_t t) const {
+  if (t <= 1) return 1;
+  if (max_staleness_ == kUnboundedStaleness || max_staleness_ >= t) return 1;
+  return std::max<std::uint64_t>(1, t - max_staleness_);
+}
+
+status async_gossip_round::exchange(std::uint64_t t) {
+  inbox_.clear();
+  const status st = ex_.gather(t, own_.wire(), need(t), inbound_);
+  staleness_ = 0;
+  for (int j : alg_.row().neighbours) {
+    const std::uint64_t newest = ex_.newest(j);
+    if (!ex_.finished(j)) staleness_ = std::max(staleness_, t > newest ? t - newest : 0);
+  }
+  return st;
+}
+
+void async_gossip_round::absorb(std::uint64_t) { absorb_inbox(alg_, inbox_); }
+
+status async_gossip_round::leave(std::uint64_t t, transport_clock::time_point deadline) {
+  inbox_.clear();
+  return ex_.finish(t, deadline, [this](std::vector<inbound_message>&) { absorb_inbox(alg_, inbox_); });
+}
+
+std::string async_gossip_round::describe() const {
+  return own_.describe(peers_) + " asynchronously (at most " +
+         (max_staleness_ == kUnboundedStaleness ? std::string("any number of") : std::to_string(max_staleness_)) +
+         " rounds ahead of a neighbour)";
+}
+
+}  // namespace qgossip
