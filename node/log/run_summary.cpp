@@ -11,7 +11,7 @@
 #include <set>
 #include <sstream>
 
-#include "node/log/json_writer.hpp"
+#include "core/json.hpp"
 #include "node/launch/progress.hpp"
 
 namespace qgossip {
@@ -502,18 +502,38 @@ std::string spread_line(const char* label, const std::optional<value_spread>& s,
   return buf;
 }
 
-void spread_field(json_writer& j, const char* key, const std::optional<value_spread>& s) {
-  j.key(key);
-  if (!s) {
-    j.null();
-    return;
-  }
-  j.begin_object()
-      .field("min", s->min)
-      .field("median", s->median)
-      .field("max", s->max)
-      .field("count", s->count)
-      .end_object();
+nlohmann::ordered_json spread_json(const std::optional<value_spread>& s) {
+  if (!s) return nullptr;
+  return {{"min", s->min}, {"median", s->median}, {"max", s->max}, {"count", s->count}};
+}
+
+nlohmann::ordered_json node_json(const node_report& n) {
+  return {{"rank", n.rank},
+          {"status", n.status},
+          {"error", n.error},
+          {"source", n.source},
+          {"has_summary", n.has_summary},
+          {"has_csv", n.has_csv},
+          {"csv_rows", n.csv_rows},
+          {"host", n.host},
+          {"rounds", n.rounds},
+          {"epoch", n.epoch},
+          {"wall_s", n.wall_s},
+          {"train_loss", json_or_null(n.train_loss)},
+          {"test_loss", json_or_null(n.test_loss)},
+          {"test_acc", json_or_null(n.test_acc)},
+          {"bytes_sent", n.bytes_sent},
+          {"bytes_recv", n.bytes_recv},
+          {"mean_round_bytes_sent", n.mean_round_bytes_sent},
+          {"compute_s", n.compute_s},
+          {"codec_s", n.codec_s},
+          {"comm_s", n.comm_s},
+          {"rejected", n.rejected},
+          {"rejected_detail", n.rejected_detail},
+          {"consensus_dist", json_or_null(n.consensus_dist)},
+          {"avg_test_loss", json_or_null(n.avg_test_loss)},
+          {"avg_test_acc", json_or_null(n.avg_test_acc)},
+          {"notes", n.notes}};
 }
 
 }  // namespace
@@ -584,64 +604,27 @@ std::string format_run_summary(const run_summary& s) {
 }
 
 std::string run_summary_json(const run_summary& s) {
-  json_writer j(true);
-  j.begin_object()
-      .field("dir", s.dir.string())
-      .field("name", s.name)
-      .field("algorithm", s.algorithm)
-      .field("compressor", s.compressor)
-      .field("model", s.model)
-      .field("started", s.started)
-      .field("network_shaping", s.network_shaping)
-      .field("n", s.n);
-  j.key("nodes").begin_array();
-  for (const auto& n : s.nodes) {
-    j.begin_object()
-        .field("rank", n.rank)
-        .field("status", n.status)
-        .field("error", n.error)
-        .field("source", n.source)
-        .field("has_summary", n.has_summary)
-        .field("has_csv", n.has_csv)
-        .field("csv_rows", static_cast<std::uint64_t>(n.csv_rows))
-        .field("host", n.host)
-        .field("rounds", n.rounds)
-        .field("epoch", n.epoch)
-        .field("wall_s", n.wall_s);
-    j.field("train_loss", n.train_loss);
-    j.field("test_loss", n.test_loss);
-    j.field("test_acc", n.test_acc);
-    j.field("bytes_sent", n.bytes_sent)
-        .field("bytes_recv", n.bytes_recv)
-        .field("mean_round_bytes_sent", n.mean_round_bytes_sent)
-        .field("compute_s", n.compute_s)
-        .field("codec_s", n.codec_s)
-        .field("comm_s", n.comm_s)
-        .field("rejected", n.rejected)
-        .field("rejected_detail", n.rejected_detail);
-    j.field("consensus_dist", n.consensus_dist);
-    j.field("avg_test_loss", n.avg_test_loss);
-    j.field("avg_test_acc", n.avg_test_acc);
-    j.key("notes").begin_array();
-    for (const auto& note : n.notes) j.value(note);
-    j.end_array().end_object();
-  }
-  j.end_array();
-  j.key("spread").begin_object();
-  spread_field(j, "test_acc", s.test_acc);
-  spread_field(j, "test_loss", s.test_loss);
-  spread_field(j, "train_loss", s.train_loss);
-  spread_field(j, "wall_s", s.wall_s);
-  j.end_object();
-  j.key("notes").begin_array();
-  for (const auto& note : s.notes) j.value(note);
-  j.end_array();
-  j.key("warnings").begin_array();
-  for (const auto& w : s.warnings)
-    j.begin_object().field("rank", w.rank).field("kind", w.kind).field("message", w.message).end_object();
-  j.end_array();
-  j.end_object();
-  return j.str();
+  nlohmann::ordered_json nodes = nlohmann::ordered_json::array();
+  for (const auto& n : s.nodes) nodes.push_back(node_json(n));
+  nlohmann::ordered_json warnings = nlohmann::ordered_json::array();
+  for (const auto& w : s.warnings) warnings.push_back({{"rank", w.rank}, {"kind", w.kind}, {"message", w.message}});
+  const nlohmann::ordered_json j = {{"dir", s.dir.string()},
+                                    {"name", s.name},
+                                    {"algorithm", s.algorithm},
+                                    {"compressor", s.compressor},
+                                    {"model", s.model},
+                                    {"started", s.started},
+                                    {"network_shaping", s.network_shaping},
+                                    {"n", s.n},
+                                    {"nodes", std::move(nodes)},
+                                    {"spread",
+                                     {{"test_acc", spread_json(s.test_acc)},
+                                      {"test_loss", spread_json(s.test_loss)},
+                                      {"train_loss", spread_json(s.train_loss)},
+                                      {"wall_s", spread_json(s.wall_s)}}},
+                                    {"notes", s.notes},
+                                    {"warnings", std::move(warnings)}};
+  return json_text(j, true);
 }
 
 }  // namespace qgossip
