@@ -7,24 +7,17 @@
 #include <set>
 #include <sstream>
 
-#include "node/launch/progress.hpp"
+#include "core/json.hpp"
 
 namespace qgossip {
 
 namespace fs = std::filesystem;
 
-namespace {
-
-const std::string* string_field(const flat_json& j, std::string_view key) {
-  const json_value* v = j.find(key);
-  return v ? std::get_if<std::string>(v) : nullptr;
-}
-
-}  // namespace
+using json = nlohmann::ordered_json;
 
 replica_check_result check_replicas(const fs::path& run_dir) {
   replica_check_result result;
-  std::map<int, flat_json> summaries;
+  std::map<int, json> summaries;
   static const std::regex kName(R"(node-(\d+)\.json)");
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(run_dir, ec)) {
@@ -35,7 +28,7 @@ replica_check_result check_replicas(const fs::path& run_dir) {
     std::stringstream ss;
     ss << in.rdbuf();
     std::string err;
-    auto parsed = parse_flat_json(ss.str(), &err);
+    auto parsed = parse_json_object(ss.str(), &err);
     if (!parsed) {
       result.problems.push_back(entry.path().string() + ": " + err);
       continue;
@@ -54,13 +47,12 @@ replica_check_result check_replicas(const fs::path& run_dir) {
     std::ifstream in(run_dir / "run.json");
     std::stringstream ss;
     ss << in.rdbuf();
-    if (auto run = parse_flat_json(ss.str()))
-      if (const json_value* n = run->find("n"); n && std::holds_alternative<double>(*n))
-        expected = static_cast<int>(std::get<double>(*n));
+    if (auto run = parse_json_object(ss.str()))
+      if (const auto n = json_number(*run, "n")) expected = static_cast<int>(*n);
   }
   std::set<int> departed;
   for (const auto& [rank, s] : summaries)
-    if (const std::string* d = string_field(s, "departed")) {
+    if (const std::string* d = json_string(s, "departed")) {
       std::istringstream words(*d);
       for (int r; words >> r;) departed.insert(r);
     }
@@ -73,15 +65,13 @@ replica_check_result check_replicas(const fs::path& run_dir) {
                                   ".json): it did not finish, or has not yet");
   double last_round = 0;
   for (const auto& [rank, s] : summaries)
-    if (const json_value* v = s.find("rounds"); v && std::holds_alternative<double>(*v))
-      last_round = std::max(last_round, std::get<double>(*v));
+    if (const auto v = json_number(s, "rounds")) last_round = std::max(last_round, *v);
   for (const auto& [rank, s] : summaries) {
-    const std::string* status = string_field(s, "status");
-    const json_value* rounds = s.find("rounds");
-    const double done = rounds && std::holds_alternative<double>(*rounds) ? std::get<double>(*rounds) : -1;
+    const std::string* status = json_string(s, "status");
+    const double done = json_number(s, "rounds").value_or(-1);
     const std::string who = "node " + std::to_string(rank);
     if (!status || *status != "ok") {
-      const std::string* error = string_field(s, "error");
+      const std::string* error = json_string(s, "error");
       result.unfinished.push_back(who + " did not finish: status " + (status ? *status : "missing") +
                                   " after " + std::to_string(static_cast<long long>(std::max(0.0, done))) +
                                   " rounds" + (error && !error->empty() ? " (" + *error + ")" : ""));
@@ -94,7 +84,7 @@ replica_check_result check_replicas(const fs::path& run_dir) {
   if (!result.unfinished.empty()) return result;
 
   for (const auto& [rank, s] : summaries) {
-    const std::string* kind = string_field(s, "copies_kind");
+    const std::string* kind = json_string(s, "copies_kind");
     if (!kind) {
       result.problems.push_back("node " + std::to_string(rank) + "'s summary has no copies_kind");
       continue;
@@ -102,8 +92,8 @@ replica_check_result check_replicas(const fs::path& run_dir) {
     result.copies_kind = *kind;
     if (*kind == "same_model") {
       if (rank == summaries.begin()->first) continue;
-      const std::string* mine = string_field(s, "model_hash");
-      const std::string* first = string_field(summaries.begin()->second, "model_hash");
+      const std::string* mine = json_string(s, "model_hash");
+      const std::string* first = json_string(summaries.begin()->second, "model_hash");
       ++result.edges_checked;
       if (!mine || !first || *mine != *first)
         result.mismatches.push_back("node " + std::to_string(rank) + "'s model is " + (mine ? *mine : "?") +
@@ -111,7 +101,7 @@ replica_check_result check_replicas(const fs::path& run_dir) {
                                     (first ? *first : "?"));
       continue;
     }
-    for (const auto& [key, value] : s.members) {
+    for (const auto& [key, value] : s.items()) {
       if (key.rfind("copy_", 0) != 0) continue;
       const int owner = std::stoi(key.substr(5));
       if (owner == rank) continue;  // a node's own estimate is what the others are compared with
@@ -120,9 +110,9 @@ replica_check_result check_replicas(const fs::path& run_dir) {
         result.problems.push_back("node " + std::to_string(owner) + "'s summary is missing");
         continue;
       }
-      const std::string* held = std::get_if<std::string>(&value);
+      const std::string* held = value.is_string() ? value.template get_ptr<const std::string*>() : nullptr;
       const std::string* truth =
-          *kind == "replica" ? string_field(it->second, "model_hash") : string_field(it->second, key);
+          *kind == "replica" ? json_string(it->second, "model_hash") : json_string(it->second, key);
       ++result.edges_checked;
       if (!held || !truth || *held != *truth)
         result.mismatches.push_back("node " + std::to_string(rank) + "'s " + *kind + " of " + std::to_string(owner) +

@@ -12,7 +12,7 @@
 #include <sstream>
 
 #include "core/json.hpp"
-#include "node/launch/progress.hpp"
+#include "node/launch/progress.hpp"  // format_duration
 
 namespace qgossip {
 
@@ -145,34 +145,28 @@ std::optional<double> csv_latest(const csv_tail& t, const std::string& column) {
 
 // ---- node-<r>.json / run.json -----------------------------------------------------------------
 
-std::optional<double> json_number(const flat_json& j, std::string_view key) {
-  const json_value* v = j.find(key);
-  if (!v) return std::nullopt;
-  if (const double* d = std::get_if<double>(v)) return *d;
-  return std::nullopt;
-}
+using json = nlohmann::ordered_json;
 
-std::string json_string(const flat_json& j, std::string_view key) {
-  const json_value* v = j.find(key);
-  if (!v) return "";
-  if (const std::string* s = std::get_if<std::string>(v)) return *s;
-  return "";
+// The string at j[key]; "" when absent or not a string.
+std::string text_of(const json& j, std::string_view key) {
+  const std::string* s = json_string(j, key);
+  return s ? *s : "";
 }
 
 std::uint64_t to_count(std::optional<double> v) {
   return v && *v > 0 && std::isfinite(*v) ? static_cast<std::uint64_t>(std::llround(*v)) : 0;
 }
 
-void fill_from_summary(node_report& r, const flat_json& j) {
+void fill_from_summary(node_report& r, const json& j) {
   r.source = "summary";
-  r.status = json_string(j, "status");
+  r.status = text_of(j, "status");
   if (r.status.empty()) {
     r.status = "?";
     r.notes.push_back("node-" + std::to_string(r.rank) + ".json has no status");
   }
-  r.error = json_string(j, "error");
-  r.departures = json_string(j, "departures");
-  r.host = json_string(j, "host");
+  r.error = text_of(j, "error");
+  r.departures = text_of(j, "departures");
+  r.host = text_of(j, "host");
   r.rounds = to_count(json_number(j, "rounds"));
   r.epoch = json_number(j, "epoch").value_or(0);
   r.wall_s = json_number(j, "wall_s").value_or(0);
@@ -186,7 +180,7 @@ void fill_from_summary(node_report& r, const flat_json& j) {
   r.codec_s = json_number(j, "time_codec_s").value_or(0);
   r.comm_s = json_number(j, "time_comm_s").value_or(0);
   r.rejected = to_count(json_number(j, "rejected"));
-  r.rejected_detail = json_string(j, "rejected_detail");
+  r.rejected_detail = text_of(j, "rejected_detail");
   if (auto v = json_number(j, "consensus_dist")) r.consensus_dist = v;
   if (auto v = json_number(j, "avg_test_loss")) r.avg_test_loss = v;
   if (auto v = json_number(j, "avg_test_acc")) r.avg_test_acc = v;
@@ -283,7 +277,7 @@ node_report read_node(const fs::path& dir, int rank) {
   if (fs::exists(json_path, ec)) {
     auto text = slurp(json_path);
     std::string why = "cannot read it";
-    std::optional<flat_json> j = text ? parse_flat_json(*text, &why) : std::nullopt;
+    std::optional<json> j = text ? parse_json_object(*text, &why) : std::nullopt;
     if (j) {
       r.has_summary = true;
       fill_from_summary(r, *j);
@@ -434,14 +428,14 @@ std::optional<run_summary> read_run_summary(const fs::path& dir, std::string* wh
   if (run_json) {
     auto text = slurp(dir / "run.json");
     std::string err = "cannot read it";
-    auto j = text ? parse_flat_json(*text, &err) : std::nullopt;
+    auto j = text ? parse_json_object(*text, &err) : std::nullopt;
     if (j) {
-      s.name = json_string(*j, "name");
-      s.algorithm = json_string(*j, "algorithm");
-      s.compressor = json_string(*j, "compressor");
-      s.model = json_string(*j, "model");
-      s.started = json_string(*j, "started");
-      s.network_shaping = json_string(*j, "network_shaping");
+      s.name = text_of(*j, "name");
+      s.algorithm = text_of(*j, "algorithm");
+      s.compressor = text_of(*j, "compressor");
+      s.model = text_of(*j, "model");
+      s.started = text_of(*j, "started");
+      s.network_shaping = text_of(*j, "network_shaping");
       s.n = static_cast<int>(to_count(json_number(*j, "n")));
     } else {
       s.notes.push_back("run.json is unreadable (" + err + ")");

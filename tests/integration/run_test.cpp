@@ -9,7 +9,7 @@
 #include <map>
 #include <sstream>
 
-#include "node/launch/progress.hpp"
+#include "core/json.hpp"
 #include "qgossip/build_config.hpp"
 #include "node/log/replica_check.hpp"
 #include "tests/integration/process.hpp"
@@ -59,7 +59,7 @@ std::vector<std::map<std::string, std::string>> csv_rows(const fs::path& file) {
 
 struct ring_run {
   fs::path dir;
-  std::map<int, flat_json> nodes;
+  std::map<int, nlohmann::ordered_json> nodes;
 };
 
 ring_run launch_ring(const temp_dir& tmp, const std::string& name, const std::string& algorithm,
