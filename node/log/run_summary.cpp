@@ -7,12 +7,11 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
-#include <regex>
-#include <set>
 #include <sstream>
 
 #include "core/json.hpp"
 #include "node/launch/progress.hpp"  // format_duration
+#include "node/log/run_dir.hpp"
 
 namespace qgossip {
 
@@ -257,33 +256,23 @@ void classify_unfinished(run_summary& s, const log_thresholds& th) {
         format_duration(*freshest) + " ago)");
 }
 
-node_report read_node(const fs::path& dir, int rank) {
+node_report read_node(const run_dir_contents& d, const node_files& f) {
   node_report r;
-  r.rank = rank;
-  const std::string stem = "node-" + std::to_string(rank);
-  const fs::path json_path = dir / (stem + ".json"), csv_path = dir / (stem + ".csv"),
-                 log_path = dir / (stem + ".log");
-  std::error_code ec;
-
+  r.rank = f.rank;
+  const std::string stem = "node-" + std::to_string(f.rank);
   std::optional<csv_tail> csv;
-  if (fs::exists(csv_path, ec)) {
-    csv = read_csv(csv_path, r.notes);
+  if (f.has_csv) {
+    csv = read_csv(d.file(f.rank, ".csv"), r.notes);
     r.has_csv = csv.has_value();
     if (csv) r.csv_rows = csv->rows;
   } else {
     r.notes.push_back("no " + stem + ".csv");
   }
-
-  if (fs::exists(json_path, ec)) {
-    auto text = slurp(json_path);
-    std::string why = "cannot read it";
-    std::optional<json> j = text ? parse_json_object(*text, &why) : std::nullopt;
-    if (j) {
-      r.has_summary = true;
-      fill_from_summary(r, *j);
-    } else {
-      r.notes.push_back(stem + ".json is unreadable (" + why + ")");
-    }
+  if (f.summary) {
+    r.has_summary = true;
+    fill_from_summary(r, *f.summary);
+  } else if (f.has_json) {
+    r.notes.push_back(stem + ".json is unreadable (" + f.summary_error + ")");
   }
   if (csv) {  // the summary's values, read above, win
     if (!r.consensus_dist) r.consensus_dist = csv_latest(*csv, "consensus_dist");
@@ -294,13 +283,52 @@ node_report read_node(const fs::path& dir, int rank) {
     // Running or stopped: read_run_summary decides, from all the nodes together.
     r.status = "no summary";
     if (csv && csv->rows > 0) fill_from_csv(r, *csv);
-    if (r.has_csv) r.csv_age_s = age_s(csv_path);
-    if (fs::exists(log_path, ec)) {
-      std::string last = last_log_line(log_path);
+    if (r.has_csv) r.csv_age_s = age_s(d.file(f.rank, ".csv"));
+    if (f.has_log) {
+      std::string last = last_log_line(d.file(f.rank, ".log"));
       if (!last.empty()) r.error = "last line of " + stem + ".log: " + last;
     }
   }
   return r;
+}
+
+// The run's name, algorithm, ... from run.json, or a note saying why there are none.
+void read_run_meta(run_summary& s, const run_dir_contents& d) {
+  if (d.run_json) {
+    const json& j = *d.run_json;
+    s.name = text_of(j, "name");
+    s.algorithm = text_of(j, "algorithm");
+    s.compressor = text_of(j, "compressor");
+    s.model = text_of(j, "model");
+    s.started = text_of(j, "started");
+    s.network_shaping = text_of(j, "network_shaping");
+    s.n = d.n;
+  } else if (d.has_run_json) {
+    s.notes.push_back("run.json is unreadable (" + d.run_json_error + ")");
+  } else {
+    s.notes.push_back("no run.json (rank 0 writes it when it starts)");
+  }
+  if (s.name.empty()) s.name = fs::absolute(d.dir).lexically_normal().filename().string();
+  if (s.name.empty()) s.name = fs::absolute(d.dir).lexically_normal().parent_path().filename().string();
+}
+
+// One report per rank with files, and a "no files" one per rank of run.json's n without any.
+void read_nodes(run_summary& s, const run_dir_contents& d) {
+  for (const auto& [rank, f] : d.nodes) s.nodes.push_back(read_node(d, f));
+  std::string absent;
+  for (int r = 0; r < s.n; ++r) {
+    if (d.nodes.count(r)) continue;
+    node_report nr;
+    nr.rank = r;
+    nr.status = "no files";
+    s.nodes.push_back(nr);
+    absent += (absent.empty() ? "" : ", ") + std::to_string(r);
+  }
+  if (!absent.empty()) s.notes.push_back("rank(s) " + absent + ": no files at all");
+  std::sort(s.nodes.begin(), s.nodes.end(), [](const auto& a, const auto& b) { return a.rank < b.rank; });
+  if (s.n > 0 && !d.nodes.empty() && d.nodes.rbegin()->first >= s.n)
+    s.notes.push_back("files for rank " + std::to_string(d.nodes.rbegin()->first) + " but run.json says n = " +
+                      std::to_string(s.n) + " (left over from an earlier, larger run?)");
 }
 
 // ---- warnings ---------------------------------------------------------------------------------
@@ -402,66 +430,20 @@ std::optional<value_spread> spread_of(std::vector<double> values) {
   return s;
 }
 
-std::optional<run_summary> read_run_summary(const fs::path& dir, std::string* why, const log_thresholds& th) {
+std::optional<run_summary> read_run_summary(const run_dir_contents& d, std::string* why, const log_thresholds& th) {
   auto fail = [&](std::string m) -> std::optional<run_summary> {
     if (why) *why = std::move(m);
     return std::nullopt;
   };
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec)) return fail(dir.string() + ": not a directory");
+  if (!d.is_directory) return fail(d.dir.string() + ": not a directory");
+  if (!d.list_error.empty()) return fail("cannot read " + d.dir.string() + ": " + d.list_error);
+  if (d.nodes.empty() && !d.has_run_json)
+    return fail(d.dir.string() + " holds no run (no node-<rank>.csv, node-<rank>.json or run.json)");
 
   run_summary s;
-  s.dir = dir;
-  std::set<int> ranks;
-  static const std::regex kNodeFile(R"(node-(\d{1,6})\.(csv|json|log))");
-  bool run_json = false;
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    const std::string name = it->path().filename().string();
-    std::smatch m;
-    if (std::regex_match(name, m, kNodeFile)) ranks.insert(std::stoi(m[1].str()));
-    if (name == "run.json") run_json = true;
-  }
-  if (ec) return fail("cannot read " + dir.string() + ": " + ec.message());
-  if (ranks.empty() && !run_json)
-    return fail(dir.string() + " holds no run (no node-<rank>.csv, node-<rank>.json or run.json)");
-
-  if (run_json) {
-    auto text = slurp(dir / "run.json");
-    std::string err = "cannot read it";
-    auto j = text ? parse_json_object(*text, &err) : std::nullopt;
-    if (j) {
-      s.name = text_of(*j, "name");
-      s.algorithm = text_of(*j, "algorithm");
-      s.compressor = text_of(*j, "compressor");
-      s.model = text_of(*j, "model");
-      s.started = text_of(*j, "started");
-      s.network_shaping = text_of(*j, "network_shaping");
-      s.n = static_cast<int>(to_count(json_number(*j, "n")));
-    } else {
-      s.notes.push_back("run.json is unreadable (" + err + ")");
-    }
-  } else {
-    s.notes.push_back("no run.json (rank 0 writes it when it starts)");
-  }
-  if (s.name.empty()) s.name = fs::absolute(dir).lexically_normal().filename().string();
-  if (s.name.empty()) s.name = fs::absolute(dir).lexically_normal().parent_path().filename().string();
-
-  for (int r : ranks) s.nodes.push_back(read_node(dir, r));
-  std::string absent;
-  for (int r = 0; r < s.n; ++r) {
-    if (ranks.count(r)) continue;
-    node_report nr;
-    nr.rank = r;
-    nr.status = "no files";
-    s.nodes.push_back(nr);
-    absent += (absent.empty() ? "" : ", ") + std::to_string(r);
-  }
-  if (!absent.empty()) s.notes.push_back("rank(s) " + absent + ": no files at all");
-  std::sort(s.nodes.begin(), s.nodes.end(), [](const auto& a, const auto& b) { return a.rank < b.rank; });
-  if (s.n > 0 && !ranks.empty() && *ranks.rbegin() >= s.n)
-    s.notes.push_back("files for rank " + std::to_string(*ranks.rbegin()) + " but run.json says n = " +
-                      std::to_string(s.n) + " (left over from an earlier, larger run?)");
-
+  s.dir = d.dir;
+  read_run_meta(s, d);
+  read_nodes(s, d);
   classify_unfinished(s, th);
   s.test_acc = spread_over(s.nodes, [](const node_report& n) { return n.test_acc; });
   s.test_loss = spread_over(s.nodes, [](const node_report& n) { return n.test_loss; });
@@ -471,6 +453,10 @@ std::optional<run_summary> read_run_summary(const fs::path& dir, std::string* wh
   });
   add_warnings(s, th);
   return s;
+}
+
+std::optional<run_summary> read_run_summary(const fs::path& dir, std::string* why, const log_thresholds& th) {
+  return read_run_summary(read_run_dir(dir), why, th);
 }
 
 // ---- output -----------------------------------------------------------------------------------
