@@ -156,6 +156,13 @@ std::uint64_t to_count(std::optional<double> v) {
   return v && *v > 0 && std::isfinite(*v) ? static_cast<std::uint64_t>(std::llround(*v)) : 0;
 }
 
+// A time of the summary: `key` (compute_s, codec_s, comm_s), or, in a summary written before the
+// keys took the CSV's names, "time_<key>". That alias is read for one release, then removed.
+std::optional<double> seconds(const json& j, const std::string& key) {
+  if (auto v = json_number(j, key)) return v;
+  return json_number(j, "time_" + key);
+}
+
 void fill_from_summary(node_report& r, const json& j) {
   r.source = "summary";
   r.status = text_of(j, "status");
@@ -175,9 +182,9 @@ void fill_from_summary(node_report& r, const json& j) {
   r.bytes_sent = to_count(json_number(j, "bytes_sent"));
   r.bytes_recv = to_count(json_number(j, "bytes_recv"));
   r.mean_round_bytes_sent = json_number(j, "mean_round_bytes_sent").value_or(0);
-  r.compute_s = json_number(j, "time_compute_s").value_or(0);
-  r.codec_s = json_number(j, "time_codec_s").value_or(0);
-  r.comm_s = json_number(j, "time_comm_s").value_or(0);
+  r.compute_s = seconds(j, "compute_s").value_or(0);
+  r.codec_s = seconds(j, "codec_s").value_or(0);
+  r.comm_s = seconds(j, "comm_s").value_or(0);
   r.rejected = to_count(json_number(j, "rejected"));
   r.rejected_detail = text_of(j, "rejected_detail");
   if (auto v = json_number(j, "consensus_dist")) r.consensus_dist = v;
