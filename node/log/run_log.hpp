@@ -7,7 +7,7 @@
 //                        time split, end_unix_s (the system clock when written), and 64-bit hashes of its model ("model_hash") and of every
 //                        copy it holds ("copy_<rank>"), one flat JSON object
 //   run.json             the resolved config, versions and host (rank 0 writes it)
-// and, on stdout, one JSON object per line for the launcher (node/progress.hpp parses them):
+// and, on stdout, one JSON object per line for the launcher (node/launch/progress.hpp parses them):
 //   {"event":"start"|"progress"|"done"|"error"|"peer_left", "rank":..., ...}
 // Not thread-safe: the node loop's thread owns it.
 #include <cstdint>

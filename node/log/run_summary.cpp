@@ -58,7 +58,7 @@ std::optional<double> finite(std::optional<double> v) { return v && std::isfinit
 
 // ---- node-<r>.csv ------------------------------------------------------------------------------
 
-// The columns the report reads, noted when absent. Others (node/run_log.hpp's kCsvColumns grows) are
+// The columns the report reads, noted when absent. Others (node/log/run_log.hpp's kCsvColumns grows) are
 // optional: read when present (consensus_dist, avg_test_*), ignored when unknown.
 const char* const kReadColumns[] = {"iteration", "epoch",    "wall_s",     "train_loss",
                                     "test_loss", "test_acc", "bytes_sent", "bytes_recv",
