@@ -3,9 +3,11 @@
 //   node-<rank>.csv      one row per logged round, flushed as written (a crash loses nothing);
 //                        columns in kCsvColumns, cumulative bytes and seconds, test columns empty
 //                        on rows without an evaluation
-//   node-<rank>.json     the node's summary at the end (or on failure): final metrics, traffic,
-//                        time split, end_unix_s (the system clock when written), and 64-bit hashes of its model ("model_hash") and of every
-//                        copy it holds ("copy_<rank>"), one flat JSON object
+//   node-<rank>.json     the node's summary at the end (or on failure): final metrics, traffic, the
+//                        time split under the CSV's names (compute_s, codec_s, comm_s, transfer_s),
+//                        end_unix_s (the system clock when written), and 64-bit hashes of its model
+//                        ("model_hash") and of every copy it holds ("copy_<rank>"), one flat JSON
+//                        object (written with core/json.hpp)
 //   run.json             the resolved config, versions and host (rank 0 writes it)
 // and, on stdout, one JSON object per line for the launcher (node/launch/progress.hpp parses them):
 //   {"event":"start"|"progress"|"done"|"error"|"peer_left", "rank":..., ...}
