@@ -10,7 +10,7 @@
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config git
       libzmq3-dev cppzmq-dev libasio-dev libeigen3-dev libyaml-cpp-dev doctest-dev zlib1g-dev
-      libcli11-dev libbenchmark-dev libsodium-dev python3 python3-matplotlib python3-yaml dataset-fashion-mnist
+      libcli11-dev libbenchmark-dev libsodium-dev nlohmann-json3-dev python3 python3-matplotlib python3-yaml dataset-fashion-mnist
       iproute2 iputils-ping
       libtorch-dev libopenblas0-pthread python3-torch
       clang libclang-rt-14-dev

@@ -15,7 +15,7 @@
 
 #include "core/closest_match.hpp"
 #include "core/errors.hpp"
-#include "node/log/json_writer.hpp"
+#include "core/json.hpp"
 #include "node/models/model_factory.hpp"
 #include "node/data/npy.hpp"
 #include "core/portable_random.hpp"
@@ -256,25 +256,21 @@ codec_metrics measure_codec(const compressor& c, std::span<const float> v, std::
 }
 
 std::string to_json(const codec_metrics& m) {
-  json_writer w;
-  w.begin_object()
-      .field("codec", m.codec)
-      .field("input", m.input)
-      .field("n", static_cast<std::uint64_t>(m.n))
-      .field("trials", static_cast<std::uint64_t>(m.trials))
-      .field("seed", m.seed)
-      .field("bits_per_value", m.bits_per_value)
-      .field("compression_ratio", m.compression_ratio)
-      .field("entropy_bits_per_value", m.entropy_bits_per_value)
-      .field("rel_mse", m.rel_mse)
-      .field("rel_bias", m.rel_bias)
-      .field("nnz_fraction", m.nnz_fraction)
-      .field("encode_gbps", m.encode_gbps)
-      .field("decode_gbps", m.decode_gbps)
-      .field("unbiased", m.unbiased)
-      .field("relative_error_bound", m.relative_error_bound)
-      .end_object();
-  return w.str();
+  return json_text({{"codec", m.codec},
+                    {"input", m.input},
+                    {"n", m.n},
+                    {"trials", m.trials},
+                    {"seed", m.seed},
+                    {"bits_per_value", m.bits_per_value},
+                    {"compression_ratio", m.compression_ratio},
+                    {"entropy_bits_per_value", m.entropy_bits_per_value},
+                    {"rel_mse", m.rel_mse},
+                    {"rel_bias", m.rel_bias},
+                    {"nnz_fraction", m.nnz_fraction},
+                    {"encode_gbps", m.encode_gbps},
+                    {"decode_gbps", m.decode_gbps},
+                    {"unbiased", m.unbiased},
+                    {"relative_error_bound", m.relative_error_bound}});
 }
 
 std::string to_table(const codec_metrics& m) {

@@ -49,7 +49,7 @@ inline constexpr std::size_t kGradBatch = 64;
 // Throws config_error on an unknown kind (with a hint), a missing or bad n, n = 0 or n > 2^31.
 [[nodiscard]] gen_spec parse_gen_spec(std::string_view text);
 
-// A vector drawn from `seed` (the same on every platform: node/portable_random.hpp):
+// A vector drawn from `seed` (the same on every platform: core/portable_random.hpp):
 //   gaussian  N(0, 1)          laplace  Laplace(0, b = 1)        uniform  U[-1, 1)
 //   one-hot   zeros but a single 1 at a seed-chosen position
 //   grad      the gradient of the MLP 784-128-10 (initialized with seed) on a batch of kGradBatch
@@ -60,7 +60,7 @@ inline constexpr std::size_t kGradBatch = 64;
 // The layer bounds of the MLP that `grad` uses ({0, 100480, 101770}), without loading any data.
 [[nodiscard]] layer_bounds grad_model_layers();
 
-// A file of raw little-endian float32 values, or a .npy file (recognised by its magic; node/npy.hpp).
+// A file of raw little-endian float32 values, or a .npy file (recognised by its magic; node/data/npy.hpp).
 // Throws config_error naming the file when it cannot be read, is empty, is raw with a size that is
 // not a multiple of 4, or holds a NaN or Inf (codecs take finite vectors only).
 [[nodiscard]] codec_input read_input_file(const std::string& path);

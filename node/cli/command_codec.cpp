@@ -1,4 +1,4 @@
-// `qgossip codec`: measure one codec on one vector (node/codec_report.hpp), and write or read its
+// `qgossip codec`: measure one codec on one vector (node/cli/codec_report.hpp), and write or read its
 // actual wire payload.
 #include <cerrno>
 #include <cstdio>

@@ -2,6 +2,7 @@
 #include <string>
 
 #include "node/cli/commands.hpp"
+#include "node/log/run_dir.hpp"
 #include "node/log/run_summary.hpp"
 
 namespace qgossip {
@@ -36,7 +37,7 @@ void add_logs_command(CLI::App& app, int* exit_code) {
   cmd->add_flag("--json", opt->json, "Print the same content as one JSON object (for scripts)");
   cmd->callback([opt, exit_code] {
     std::string why;
-    auto summary = read_run_summary(opt->dir, &why);
+    auto summary = read_run_summary(read_run_dir(opt->dir), &why);
     if (!summary) {
       std::fprintf(stderr, "qgossip logs: %s\n", why.c_str());
       *exit_code = 1;

@@ -14,12 +14,12 @@
 #include <vector>
 
 #include "core/errors.hpp"
+#include "core/json.hpp"
 #include "node/cli/commands.hpp"
 #include "node/config/config.hpp"
 #include "node/data/batch_sampler.hpp"
 #include "node/data/load.hpp"
 #include "node/data/standardize.hpp"
-#include "node/log/json_writer.hpp"
 
 namespace qgossip {
 
@@ -79,35 +79,32 @@ void write_shards(const shards_options& o) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw config_error(dir.string() + ": cannot create the directory: " + ec.message());
-  json_writer j(true);
-  j.begin_object()
-      .field("config", c.file)
-      .field("name", c.name)
-      .field("seed", c.seed)
-      .field("n", n)
-      .field("dataset", to_text(c.data.dataset))
-      .field("dir", c.data.dir)
-      .field("partition", to_text(c.data.partition))
-      .field("skew", c.data.skew)
-      .field("total_train", static_cast<std::uint64_t>(whole.total_train))
-      .field("test_examples", static_cast<std::uint64_t>(whole.test.size))
-      .field("dim", static_cast<std::uint64_t>(whole.train.dim))
-      .field("classes", static_cast<std::uint64_t>(whole.train.classes))
-      .field("batch", static_cast<std::uint64_t>(batch))
-      .field("steps_per_epoch", steps_per_epoch)
-      .field("steps_written", steps)
-      .field("epochs_written", epochs)
-      .field("model_kind", to_text(c.model.kind))
-      .field("model_params", eigen_model_params(c.model, whole.train.dim, whole.train.classes))
-      .field("standardize", c.data.standardize);
-  j.key("channel_mean").begin_array();
-  for (double m : stats.mean) j.value(m);
-  j.end_array().key("channel_stddev").begin_array();
-  for (double s : stats.stddev) j.value(s);
-  j.end_array().key("shard_sizes").begin_array();
+  nlohmann::ordered_json j = {
+      {"config", c.file},
+      {"name", c.name},
+      {"seed", c.seed},
+      {"n", n},
+      {"dataset", to_text(c.data.dataset)},
+      {"dir", c.data.dir},
+      {"partition", to_text(c.data.partition)},
+      {"skew", c.data.skew},
+      {"total_train", whole.total_train},
+      {"test_examples", whole.test.size},
+      {"dim", whole.train.dim},
+      {"classes", whole.train.classes},
+      {"batch", batch},
+      {"steps_per_epoch", steps_per_epoch},
+      {"steps_written", steps},
+      {"epochs_written", epochs},
+      {"model_kind", to_text(c.model.kind)},
+      {"model_params", eigen_model_params(c.model, whole.train.dim, whole.train.classes)},
+      {"standardize", c.data.standardize},
+      {"channel_mean", stats.mean},
+      {"channel_stddev", stats.stddev},
+      {"shard_sizes", nlohmann::ordered_json::array()}};
   for (int r = 0; r < n; ++r) {
     const std::vector<std::size_t> shard = shard_indices(c.data, whole.train, n, r, c.seed);
-    j.value(static_cast<std::uint64_t>(shard.size()));
+    j["shard_sizes"].push_back(shard.size());
     const std::vector<std::int64_t> rows(shard.begin(), shard.end());
     write_npy_i64(dir / ("shard-" + std::to_string(r) + ".npy"), rows, {rows.size()});
     // The node's sampler runs over positions in its shard; written here as training-set indices.
@@ -120,9 +117,8 @@ void write_shards(const shards_options& o) {
       for (std::size_t p : sampler.next()) order.push_back(static_cast<std::int64_t>(shard[p]));
     write_npy_i64(dir / ("batches-" + std::to_string(r) + ".npy"), order, {steps, batch});
   }
-  j.end_array().end_object();
   std::ofstream f(dir / "shards.json");
-  f << j.str() << "\n";
+  f << json_text(j, true) << "\n";
   if (!f) throw config_error((dir / "shards.json").string() + ": write failed");
   std::printf("wrote %d shards of %s (%zu training examples, %llu steps of %zu = %g epochs each) to %s/\n", n,
               to_text(c.data.dataset).c_str(), whole.total_train, static_cast<unsigned long long>(steps), batch, epochs,

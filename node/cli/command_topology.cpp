@@ -3,9 +3,9 @@
 #include <vector>
 
 #include "core/errors.hpp"
+#include "core/json.hpp"
 #include "node/cli/commands.hpp"
 #include "node/config/config.hpp"
-#include "node/log/json_writer.hpp"
 #include "node/config/topology_builder.hpp"
 #include "node/config/yaml_reader.hpp"
 
@@ -15,52 +15,38 @@ namespace {
 
 // The topology section in the config's own format: `--set topology=<this>` (JSON is YAML) gives a
 // run exactly this topology, whatever file it came from. scripts/cluster.sh uses it to move nodes.
-void write_topology_section(json_writer& j, const topology_config& t) {
-  j.begin_object().field("graph", to_text(t.graph)).field("n", t.n);
-  if (t.graph == graph_kind::torus) j.field("rows", t.rows).field("cols", t.cols);
-  if (t.graph == graph_kind::hypercube) j.field("dim", t.dim);
-  if (!t.edges.empty()) {
-    j.key("edges").begin_array();
-    for (auto [a, b] : t.edges) j.begin_array().value(a).value(b).end_array();
-    j.end_array();
+nlohmann::ordered_json topology_section(const topology_config& t) {
+  nlohmann::ordered_json j = {{"graph", to_text(t.graph)}, {"n", t.n}};
+  if (t.graph == graph_kind::torus) {
+    j["rows"] = t.rows;
+    j["cols"] = t.cols;
   }
-  j.field("weights", to_text(t.weights));
-  if (!t.matrix.empty()) {
-    j.key("matrix").begin_array();
-    for (const auto& row : t.matrix) {
-      j.begin_array();
-      for (double w : row) j.value(w);
-      j.end_array();
-    }
-    j.end_array();
-  }
-  j.key("nodes").begin_array();
-  for (const auto& a : t.nodes)
-    j.begin_object().field("host", a.host).field("port", a.port).field("gpu", a.gpu).end_object();
-  j.end_array().end_object();
+  if (t.graph == graph_kind::hypercube) j["dim"] = t.dim;
+  if (!t.edges.empty()) j["edges"] = t.edges;  // [[a, b], ...]
+  j["weights"] = to_text(t.weights);
+  if (!t.matrix.empty()) j["matrix"] = t.matrix;
+  j["nodes"] = nlohmann::ordered_json::array();
+  for (const auto& a : t.nodes) j["nodes"].push_back({{"host", a.host}, {"port", a.port}, {"gpu", a.gpu}});
+  return j;
 }
 
 std::string report_json(const std::string& file, const topology_config& tc, const topology_report& r) {
-  json_writer j;
-  j.begin_object()
-      .field("file", file)
-      .field("n", tc.n)
-      .field("graph", to_text(tc.graph))
-      .field("weights", to_text(tc.weights))
-      .field("valid", r.problems.empty())
-      .field("edges", r.edges)
-      .field("min_degree", r.min_degree)
-      .field("max_degree", r.max_degree)
-      .field("rho", r.rho)
-      .field("spectral_gap", r.spectral_gap)
-      .field("dcd_alpha2_max", r.dcd_alpha2_max);
-  j.key("problems").begin_array();
-  for (const auto& p : r.problems) j.value(p.message);
-  j.end_array();
-  j.key("topology");
-  write_topology_section(j, tc);
-  j.end_object();
-  return j.str() + "\n";
+  nlohmann::ordered_json problems = nlohmann::ordered_json::array();
+  for (const auto& p : r.problems) problems.push_back(p.message);
+  const nlohmann::ordered_json j = {{"file", file},
+                                    {"n", tc.n},
+                                    {"graph", to_text(tc.graph)},
+                                    {"weights", to_text(tc.weights)},
+                                    {"valid", r.problems.empty()},
+                                    {"edges", r.edges},
+                                    {"min_degree", r.min_degree},
+                                    {"max_degree", r.max_degree},
+                                    {"rho", r.rho},
+                                    {"spectral_gap", r.spectral_gap},
+                                    {"dcd_alpha2_max", r.dcd_alpha2_max},
+                                    {"problems", std::move(problems)},
+                                    {"topology", topology_section(tc)}};
+  return json_text(j) + "\n";
 }
 
 }  // namespace

@@ -3,12 +3,13 @@
 
 #include "node/cli/commands.hpp"
 #include "node/log/replica_check.hpp"
+#include "node/log/run_dir.hpp"
 
 namespace qgossip {
 
 // Prints the outcome of check_replicas; returns 0 when every copy matches (or none is held).
 int print_replica_check(const std::string& run_dir) {
-  replica_check_result r = check_replicas(run_dir);
+  const replica_check_result r = check_replicas(read_run_dir(run_dir));
   for (const auto& p : r.problems) std::fprintf(stderr, "verify: %s\n", p.c_str());
   if (!r.finished()) {
     for (const auto& u : r.unfinished) std::fprintf(stderr, "verify: %s\n", u.c_str());

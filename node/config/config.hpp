@@ -62,7 +62,7 @@ struct train_config {
   double epochs = 5;          // passes over the node's shard
   int batch = 32;             // mini-batch per node per round
   lr_schedule_spec lr;        // train.lr (base rate) and train.schedule: {kind, gamma, step_epochs,
-                              // milestones, warmup_epochs, warmup_start}; see node/lr_schedule.hpp
+                              // milestones, warmup_epochs, warmup_start}; see node/optim/lr_schedule.hpp
   double eval_every = 1.0;    // evaluate test accuracy every this many epochs (and at the end)
   int eval_examples = 0;      // test examples per evaluation during training; 0 = all (the final one uses all)
   int log_every = 10;         // CSV row and progress line every this many rounds

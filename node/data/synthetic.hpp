@@ -5,7 +5,7 @@
 // shuffle of the order). With separation ≥ noise and dim ≳ 10 the classes are nearly linearly
 // separable, so softmax regression reaches low loss and high accuracy.
 // Deterministic in the options: the same options give the same bytes on every platform
-// (see node/portable_random.hpp).
+// (see core/portable_random.hpp).
 #include <cstddef>
 #include <cstdint>
 

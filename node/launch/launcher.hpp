@@ -3,7 +3,7 @@
 // one display.
 //
 // Each node is fork+exec'd with its own environment, stdin from /dev/null, stdout into a pipe the
-// launcher reads (the JSON-lines protocol of node/progress.hpp), and stderr appended to its log file.
+// launcher reads (the JSON-lines protocol of node/launch/progress.hpp), and stderr appended to its log file.
 // The launcher never blocks on one child: all pipes, child exits (SIGCHLD), signals and timers are
 // handlers on one asio::io_context on launch()'s thread (supervisor.hpp; Asio: signal_set,
 // posix::stream_descriptor, steady_timer).

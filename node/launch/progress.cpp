@@ -1,285 +1,60 @@
 #include "node/launch/progress.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <limits>
 
 #include "core/errors.hpp"
+#include "core/json.hpp"
 
 namespace qgossip {
 namespace {
 
-// Recursive descent over one flat object; `error_` holds the first problem found.
-class flat_json_parser {
- public:
-  explicit flat_json_parser(std::string_view text) : s_(text) {}
-
-  std::optional<flat_json> parse(std::string* error) {
-    std::optional<flat_json> out = parse_object();
-    if (out) {
-      skip_ws();
-      if (pos_ != s_.size()) {
-        out.reset();
-        fail("unexpected text after the closing '}'");
-      }
-    }
-    if (!out && error) *error = error_ + " at byte " + std::to_string(pos_);
-    return out;
-  }
-
- private:
-  std::optional<flat_json> parse_object() {
-    skip_ws();
-    if (!consume('{')) return fail("expected '{'");
-    flat_json obj;
-    skip_ws();
-    if (consume('}')) return obj;
-    for (;;) {
-      skip_ws();
-      std::string key;
-      if (!peek_is('"')) return fail("expected a string key");
-      if (!parse_string(key)) return std::nullopt;
-      for (const auto& [k, v] : obj.members) {
-        if (k == key) return fail("duplicate key \"" + key + "\"");
-      }
-      skip_ws();
-      if (!consume(':')) return fail("expected ':'");
-      skip_ws();
-      json_value value;
-      if (!parse_value(value)) return std::nullopt;
-      obj.members.emplace_back(std::move(key), std::move(value));
-      skip_ws();
-      if (consume('}')) return obj;
-      if (!consume(',')) return fail("expected ',' or '}'");
-    }
-  }
-
-  bool parse_value(json_value& out) {
-    if (pos_ >= s_.size()) return fail_bool("expected a value");
-    const char c = s_[pos_];
-    if (c == '"') {
-      std::string str;
-      if (!parse_string(str)) return false;
-      out = std::move(str);
-      return true;
-    }
-    if (c == '{' || c == '[') return fail_bool("nested objects and arrays are not supported");
-    if (literal("true")) {
-      out = true;
-      return true;
-    }
-    if (literal("false")) {
-      out = false;
-      return true;
-    }
-    if (literal("null")) {
-      out = nullptr;
-      return true;
-    }
-    if (c == '-' || (c >= '0' && c <= '9')) {
-      double d = 0;
-      if (!parse_number(d)) return false;
-      out = d;
-      return true;
-    }
-    return fail_bool("expected a value");
-  }
-
-  // JSON's grammar exactly: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
-  bool parse_number(double& out) {
-    const std::size_t begin = pos_;
-    consume('-');
-    if (!consume('0') && digits() == 0) return fail_bool("bad number");
-    if (consume('.') && digits() == 0) return fail_bool("bad number: digits expected after '.'");
-    if (consume('e') || consume('E')) {
-      if (!consume('+')) consume('-');
-      if (digits() == 0) return fail_bool("bad number: digits expected in the exponent");
-    }
-    const char* first = s_.data() + begin;
-    const char* last = s_.data() + pos_;
-    const auto [ptr, ec] = std::from_chars(first, last, out);
-    if (ec != std::errc() || ptr != last || !std::isfinite(out)) {
-      pos_ = begin;
-      return fail_bool("number out of range");
-    }
-    return true;
-  }
-
-  std::size_t digits() {
-    const std::size_t begin = pos_;
-    while (pos_ < s_.size() && s_[pos_] >= '0' && s_[pos_] <= '9') ++pos_;
-    return pos_ - begin;
-  }
-
-  // REQUIRES: s_[pos_] == '"'.
-  bool parse_string(std::string& out) {
-    ++pos_;
-    for (;;) {
-      if (pos_ >= s_.size()) return fail_bool("unterminated string");
-      const unsigned char c = static_cast<unsigned char>(s_[pos_++]);
-      if (c == '"') return true;
-      if (c < 0x20) return fail_bool("control character in string");
-      if (c != '\\') {
-        out.push_back(static_cast<char>(c));
-        continue;
-      }
-      if (pos_ >= s_.size()) return fail_bool("unterminated string");
-      switch (s_[pos_++]) {
-        case '"':
-          out.push_back('"');
-          break;
-        case '\\':
-          out.push_back('\\');
-          break;
-        case '/':
-          out.push_back('/');
-          break;
-        case 'b':
-          out.push_back('\b');
-          break;
-        case 'f':
-          out.push_back('\f');
-          break;
-        case 'n':
-          out.push_back('\n');
-          break;
-        case 'r':
-          out.push_back('\r');
-          break;
-        case 't':
-          out.push_back('\t');
-          break;
-        case 'u': {
-          unsigned cp = 0;
-          if (!hex4(cp)) return false;
-          if (cp >= 0xDC00 && cp <= 0xDFFF) return fail_bool("unpaired low surrogate");
-          if (cp >= 0xD800 && cp <= 0xDBFF) {
-            unsigned low = 0;
-            if (!(consume('\\') && consume('u'))) return fail_bool("unpaired high surrogate");
-            if (!hex4(low)) return false;
-            if (low < 0xDC00 || low > 0xDFFF) return fail_bool("unpaired high surrogate");
-            cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
-          }
-          append_utf8(out, cp);
-          break;
-        }
-        default:
-          --pos_;
-          return fail_bool("bad escape");
-      }
-    }
-  }
-
-  bool hex4(unsigned& out) {
-    if (s_.size() - pos_ < 4) return fail_bool("truncated \\u escape");
-    out = 0;
-    for (int i = 0; i < 4; ++i) {
-      const char h = s_[pos_++];
-      out <<= 4;
-      if (h >= '0' && h <= '9')
-        out |= unsigned(h - '0');
-      else if (h >= 'a' && h <= 'f')
-        out |= unsigned(h - 'a' + 10);
-      else if (h >= 'A' && h <= 'F')
-        out |= unsigned(h - 'A' + 10);
-      else
-        return fail_bool("bad hex digit in \\u escape");
-    }
-    return true;
-  }
-
-  static void append_utf8(std::string& out, unsigned cp) {
-    if (cp < 0x80) {
-      out.push_back(char(cp));
-    } else if (cp < 0x800) {
-      out.push_back(char(0xC0 | (cp >> 6)));
-      out.push_back(char(0x80 | (cp & 0x3F)));
-    } else if (cp < 0x10000) {
-      out.push_back(char(0xE0 | (cp >> 12)));
-      out.push_back(char(0x80 | ((cp >> 6) & 0x3F)));
-      out.push_back(char(0x80 | (cp & 0x3F)));
-    } else {
-      out.push_back(char(0xF0 | (cp >> 18)));
-      out.push_back(char(0x80 | ((cp >> 12) & 0x3F)));
-      out.push_back(char(0x80 | ((cp >> 6) & 0x3F)));
-      out.push_back(char(0x80 | (cp & 0x3F)));
-    }
-  }
-
-  bool literal(std::string_view word) {
-    if (s_.substr(pos_, word.size()) != word) return false;
-    pos_ += word.size();
-    return true;
-  }
-  void skip_ws() {
-    while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\t' || s_[pos_] == '\n' || s_[pos_] == '\r'))
-      ++pos_;
-  }
-  bool peek_is(char c) const { return pos_ < s_.size() && s_[pos_] == c; }
-  bool consume(char c) {
-    if (!peek_is(c)) return false;
-    ++pos_;
-    return true;
-  }
-  std::nullopt_t fail(std::string what) {
-    if (error_.empty()) error_ = std::move(what);
-    return std::nullopt;
-  }
-  bool fail_bool(std::string what) {
-    fail(std::move(what));
-    return false;
-  }
-
-  std::string_view s_;
-  std::size_t pos_ = 0;
-  std::string error_;
-};
-
 // Typed field access for parse_node_event; each returns false (and sets *why) on a type mismatch.
 class field_reader {
  public:
-  field_reader(const flat_json& obj, std::string& why) : obj_(obj), why_(why) {}
+  field_reader(const nlohmann::ordered_json& obj, std::string& why) : obj_(obj), why_(why) {}
 
   // An integral number in [lo, hi]. Absent: `required` decides.
   bool integer(std::string_view key, std::int64_t& out, bool required, double lo = 0,
                double hi = 9007199254740992.0 /* 2^53: every integer below is exact */) {
-    const json_value* v = obj_.find(key);
+    const nlohmann::ordered_json* v = find(key);
     if (!v) return !required || missing(key);
-    const double* d = std::get_if<double>(v);
-    if (!d || *d != std::floor(*d) || *d < lo || *d > hi)
+    const double d = v->is_number() ? v->get<double>() : NAN;
+    if (!(d == std::floor(d) && d >= lo && d <= hi))
       return bad(key, "an integer in [" + std::to_string(std::int64_t(lo)) + ", " +
                           std::to_string(std::int64_t(hi)) + "]");
-    out = static_cast<std::int64_t>(*d);
+    out = static_cast<std::int64_t>(d);
     return true;
   }
   bool number(std::string_view key, double& out, bool required) {
-    const json_value* v = obj_.find(key);
+    const nlohmann::ordered_json* v = find(key);
     if (!v) return !required || missing(key);
-    const double* d = std::get_if<double>(v);
-    if (!d) return bad(key, "a number");
-    out = *d;
+    if (!v->is_number()) return bad(key, "a number");
+    out = v->get<double>();
     return true;
   }
   bool nullable_number(std::string_view key, std::optional<double>& out) {
-    const json_value* v = obj_.find(key);
-    if (!v || std::holds_alternative<std::nullptr_t>(*v)) return true;
-    const double* d = std::get_if<double>(v);
-    if (!d) return bad(key, "a number or null");
-    out = *d;
+    const nlohmann::ordered_json* v = find(key);
+    if (!v || v->is_null()) return true;
+    if (!v->is_number()) return bad(key, "a number or null");
+    out = v->get<double>();
     return true;
   }
   bool text(std::string_view key, std::string& out, bool required) {
-    const json_value* v = obj_.find(key);
+    const nlohmann::ordered_json* v = find(key);
     if (!v) return !required || missing(key);
-    const std::string* s = std::get_if<std::string>(v);
-    if (!s) return bad(key, "a string");
-    out = *s;
+    if (!v->is_string()) return bad(key, "a string");
+    out = v->get<std::string>();
     return true;
   }
 
  private:
+  const nlohmann::ordered_json* find(std::string_view key) const {
+    const auto it = obj_.find(key);
+    return it == obj_.end() ? nullptr : &*it;
+  }
   bool missing(std::string_view key) {
     why_ = "missing \"" + std::string(key) + "\"";
     return false;
@@ -288,7 +63,7 @@ class field_reader {
     why_ = "\"" + std::string(key) + "\" must be " + expected;
     return false;
   }
-  const flat_json& obj_;
+  const nlohmann::ordered_json& obj_;
   std::string& why_;
 };
 
@@ -312,20 +87,9 @@ std::string format_range(double lo, double hi, Format format) {
 
 }  // namespace
 
-const json_value* flat_json::find(std::string_view key) const {
-  for (const auto& [k, v] : members) {
-    if (k == key) return &v;
-  }
-  return nullptr;
-}
-
-std::optional<flat_json> parse_flat_json(std::string_view text, std::string* error) {
-  return flat_json_parser(text).parse(error);
-}
-
 std::optional<node_event> parse_node_event(std::string_view line, std::string* error) {
   std::string why;
-  std::optional<flat_json> obj = parse_flat_json(line, &why);
+  std::optional<nlohmann::ordered_json> obj = parse_json_object(line, &why);
   auto reject = [&](std::string reason) -> std::optional<node_event> {
     if (error) *error = std::move(reason);
     return std::nullopt;
@@ -496,27 +260,6 @@ std::string progress_board::summary_table(std::span<const std::string> outcome) 
     out += '\n';
   }
   return out;
-}
-
-std::string format_duration(double seconds) {
-  if (!std::isfinite(seconds) || seconds < 0) return "?";
-  const auto s = static_cast<long long>(std::llround(seconds));
-  char buf[48];
-  if (s < 60)
-    std::snprintf(buf, sizeof buf, "%llds", s);
-  else if (s < 3600)
-    std::snprintf(buf, sizeof buf, "%lldm%02llds", s / 60, s % 60);
-  else
-    std::snprintf(buf, sizeof buf, "%lldh%02lldm", s / 3600, (s % 3600) / 60);
-  return buf;
-}
-
-std::string format_bytes(std::uint64_t bytes) {
-  const double b = static_cast<double>(bytes);
-  if (bytes < 1000) return std::to_string(bytes) + " B";
-  if (b < 1e6) return printf_string("%.1f kB", b / 1e3);
-  if (b < 1e9) return printf_string("%.1f MB", b / 1e6);
-  return printf_string("%.1f GB", b / 1e9);
 }
 
 }  // namespace qgossip

@@ -8,9 +8,8 @@
 //   {"event":"done", ... same fields as progress ...}
 //   {"event":"error","rank":0,"message":"timeout: no message from rank 3 for iteration 17 within 30000 ms"}
 // This file holds
-//  - parse_flat_json: a strict parser for one flat JSON object (strings, numbers, true/false/null;
-//    no nested objects or arrays, no duplicate keys, nothing after the closing brace);
-//  - parse_node_event: a protocol line -> node_event (unknown keys are ignored so nodes may add fields);
+//  - parse_node_event: a protocol line (one JSON object, read by core/json.hpp) -> node_event
+//    (unknown keys are ignored so nodes may add fields);
 //  - progress_board: the latest metrics of every node, and the text the launcher prints from them
 //    (the one-line status and the final per-node table).
 // Everything here is pure (no I/O, no clocks) and not thread-safe; the launcher owns one board.
@@ -19,25 +18,11 @@
 #include <span>
 #include <string>
 #include <string_view>
-#include <utility>
-#include <variant>
 #include <vector>
 
+#include "core/units.hpp"
+
 namespace qgossip {
-
-// null, true/false, a number, or a string (UTF-8, escapes already decoded).
-using json_value = std::variant<std::nullptr_t, bool, double, std::string>;
-
-// The members of one flat JSON object, in the order they appeared.
-struct flat_json {
-  std::vector<std::pair<std::string, json_value>> members;
-  // nullptr when the key is absent.
-  [[nodiscard]] const json_value* find(std::string_view key) const;
-};
-
-// Parses exactly one flat JSON object, with optional surrounding whitespace. Returns nullopt when
-// `text` is anything else; *error (when given) then says what and at which byte offset.
-[[nodiscard]] std::optional<flat_json> parse_flat_json(std::string_view text, std::string* error = nullptr);
 
 enum class event_kind { start, progress, done, error, peer_left };
 
@@ -116,9 +101,5 @@ class progress_board {
   std::vector<final_metrics> nodes_;
 };
 
-// "1h02m", "1m12s", "45s".
-[[nodiscard]] std::string format_duration(double seconds);
-// "950 B", "123.4 kB", "123.4 MB", "12.3 GB" (decimal units, like the per-node "MB sent" column).
-[[nodiscard]] std::string format_bytes(std::uint64_t bytes);
 
 }  // namespace qgossip

@@ -1,13 +1,12 @@
 #include "node/log/replica_check.hpp"
 
 #include <algorithm>
-#include <fstream>
 #include <map>
-#include <regex>
 #include <set>
 #include <sstream>
 
-#include "node/launch/progress.hpp"
+#include "core/json.hpp"
+#include "node/log/run_dir.hpp"
 
 namespace qgossip {
 
@@ -15,122 +14,133 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::string* string_field(const flat_json& j, std::string_view key) {
-  const json_value* v = j.find(key);
-  return v ? std::get_if<std::string>(v) : nullptr;
+using json = nlohmann::ordered_json;
+using summaries_by_rank = std::map<int, const json*>;
+
+// The readable summaries by rank; each unreadable one, and a directory that could not be listed or
+// holds none, is a problem.
+summaries_by_rank readable_summaries(const run_dir_contents& run, replica_check_result& result) {
+  summaries_by_rank summaries;
+  for (const auto& [rank, f] : run.nodes) {
+    if (f.summary)
+      summaries[rank] = &*f.summary;
+    else if (f.has_json)
+      result.problems.push_back(run.file(rank, ".json").string() + ": " + f.summary_error);
+  }
+  if (!run.list_error.empty()) result.problems.push_back("cannot read " + run.dir.string() + ": " + run.list_error);
+  if (summaries.empty()) result.problems.push_back("no node-<rank>.json summaries in " + run.dir.string());
+  return summaries;
 }
 
-}  // namespace
-
-replica_check_result check_replicas(const fs::path& run_dir) {
-  replica_check_result result;
-  std::map<int, flat_json> summaries;
-  static const std::regex kName(R"(node-(\d+)\.json)");
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(run_dir, ec)) {
-    std::smatch m;
-    std::string name = entry.path().filename().string();
-    if (!std::regex_match(name, m, kName)) continue;
-    std::ifstream in(entry.path());
-    std::stringstream ss;
-    ss << in.rdbuf();
-    std::string err;
-    auto parsed = parse_flat_json(ss.str(), &err);
-    if (!parsed) {
-      result.problems.push_back(entry.path().string() + ": " + err);
-      continue;
-    }
-    summaries[std::stoi(m[1].str())] = std::move(*parsed);
-  }
-  if (ec) result.problems.push_back("cannot read " + run_dir.string() + ": " + ec.message());
-  if (summaries.empty()) result.problems.push_back("no node-<rank>.json summaries in " + run_dir.string());
-  result.nodes = static_cast<int>(summaries.size());
-
-  // An unfinished run first: its copies legitimately differ (a node stopped mid-round), so comparing
-  // them would report mismatches that are no fault. Every rank of run.json's n must have a summary
-  // with status ok and as many rounds as the most any node completed.
-  int expected = 0;
-  {
-    std::ifstream in(run_dir / "run.json");
-    std::stringstream ss;
-    ss << in.rdbuf();
-    if (auto run = parse_flat_json(ss.str()))
-      if (const json_value* n = run->find("n"); n && std::holds_alternative<double>(*n))
-        expected = static_cast<int>(std::get<double>(*n));
-  }
+// The ranks the survivors' summaries say left the run ("departed": "3 5").
+std::set<int> departed_ranks(const summaries_by_rank& summaries) {
   std::set<int> departed;
   for (const auto& [rank, s] : summaries)
-    if (const std::string* d = string_field(s, "departed")) {
+    if (const std::string* d = json_string(*s, "departed")) {
       std::istringstream words(*d);
       for (int r; words >> r;) departed.insert(r);
     }
-  for (int r : departed) summaries.erase(r);  // a leaver's own view is not compared
-  result.departed.assign(departed.begin(), departed.end());
-  result.nodes = static_cast<int>(summaries.size());
+  return departed;
+}
+
+// An unfinished run: its copies legitimately differ (a node stopped mid-round), so comparing them
+// would report mismatches that are no fault. Every rank of run.json's n must have a summary with
+// status ok and as many rounds as the most any node completed; fills result.unfinished otherwise.
+// An asynchronous node that stopped when every neighbour had finished: its rounds are its own.
+bool stopped_with_neighbours(const json& s) {
+  const std::string* ended = json_string(s, "ended");
+  return ended && *ended == "with its neighbours";
+}
+
+void find_unfinished(const summaries_by_rank& summaries, int expected, const std::set<int>& departed,
+                     replica_check_result& result) {
   for (int r = 0; r < expected; ++r)
     if (!summaries.count(r) && !departed.count(r))
       result.unfinished.push_back("node " + std::to_string(r) + " has no summary (node-" + std::to_string(r) +
                                   ".json): it did not finish, or has not yet");
   double last_round = 0;
   for (const auto& [rank, s] : summaries)
-    if (const json_value* v = s.find("rounds"); v && std::holds_alternative<double>(*v))
-      last_round = std::max(last_round, std::get<double>(*v));
+    if (const auto v = json_number(*s, "rounds")) last_round = std::max(last_round, *v);
   for (const auto& [rank, s] : summaries) {
-    const std::string* status = string_field(s, "status");
-    const json_value* rounds = s.find("rounds");
-    const double done = rounds && std::holds_alternative<double>(*rounds) ? std::get<double>(*rounds) : -1;
+    const std::string* status = json_string(*s, "status");
+    const double done = json_number(*s, "rounds").value_or(-1);
     const std::string who = "node " + std::to_string(rank);
     if (!status || *status != "ok") {
-      const std::string* error = string_field(s, "error");
+      const std::string* error = json_string(*s, "error");
       result.unfinished.push_back(who + " did not finish: status " + (status ? *status : "missing") +
                                   " after " + std::to_string(static_cast<long long>(std::max(0.0, done))) +
                                   " rounds" + (error && !error->empty() ? " (" + *error + ")" : ""));
-    } else if (done < last_round) {
+    } else if (done < last_round && !stopped_with_neighbours(*s)) {
       result.unfinished.push_back(
           who + " did not reach the last round: " + std::to_string(static_cast<long long>(done)) +
           " rounds of " + std::to_string(static_cast<long long>(last_round)));
     }
   }
+}
+
+// "same_model": every node's model_hash against the first node's.
+void compare_models(const summaries_by_rank& summaries, int rank, const json& s, replica_check_result& result) {
+  const auto& [first_rank, first_summary] = *summaries.begin();
+  if (rank == first_rank) return;
+  const std::string* mine = json_string(s, "model_hash");
+  const std::string* first = json_string(*first_summary, "model_hash");
+  ++result.edges_checked;
+  if (!mine || !first || *mine != *first)
+    result.mismatches.push_back("node " + std::to_string(rank) + "'s model is " + (mine ? *mine : "?") +
+                                " but node " + std::to_string(first_rank) + "'s is " + (first ? *first : "?"));
+}
+
+// Every copy_<owner> node `rank` holds against what the owner holds: its model_hash (a replica) or
+// its own copy_<owner> (an estimate, a public copy).
+void compare_copies(const summaries_by_rank& summaries, int rank, const json& s, const std::string& kind,
+                    replica_check_result& result) {
+  for (const auto& [key, value] : s.items()) {
+    if (key.rfind("copy_", 0) != 0) continue;
+    const int owner = std::stoi(key.substr(5));
+    if (owner == rank) continue;  // a node's own estimate is what the others are compared with
+    auto it = summaries.find(owner);
+    if (it == summaries.end()) {
+      result.problems.push_back("node " + std::to_string(owner) + "'s summary is missing");
+      continue;
+    }
+    const std::string* held = value.is_string() ? value.template get_ptr<const std::string*>() : nullptr;
+    const std::string* truth =
+        kind == "replica" ? json_string(*it->second, "model_hash") : json_string(*it->second, key);
+    ++result.edges_checked;
+    if (!held || !truth || *held != *truth)
+      result.mismatches.push_back("node " + std::to_string(rank) + "'s " + kind + " of " + std::to_string(owner) +
+                                  " is " + (held ? *held : "?") + " but node " + std::to_string(owner) + " has " +
+                                  (truth ? *truth : "?"));
+  }
+}
+
+}  // namespace
+
+replica_check_result check_replicas(const run_dir_contents& run) {
+  replica_check_result result;
+  summaries_by_rank summaries = readable_summaries(run, result);
+  const std::set<int> departed = departed_ranks(summaries);
+  for (int r : departed) summaries.erase(r);  // a leaver's own view is not compared
+  result.departed.assign(departed.begin(), departed.end());
+  result.nodes = static_cast<int>(summaries.size());
+  find_unfinished(summaries, run.n, departed, result);
   if (!result.unfinished.empty()) return result;
 
   for (const auto& [rank, s] : summaries) {
-    const std::string* kind = string_field(s, "copies_kind");
+    const std::string* kind = json_string(*s, "copies_kind");
     if (!kind) {
       result.problems.push_back("node " + std::to_string(rank) + "'s summary has no copies_kind");
       continue;
     }
     result.copies_kind = *kind;
-    if (*kind == "same_model") {
-      if (rank == summaries.begin()->first) continue;
-      const std::string* mine = string_field(s, "model_hash");
-      const std::string* first = string_field(summaries.begin()->second, "model_hash");
-      ++result.edges_checked;
-      if (!mine || !first || *mine != *first)
-        result.mismatches.push_back("node " + std::to_string(rank) + "'s model is " + (mine ? *mine : "?") +
-                                    " but node " + std::to_string(summaries.begin()->first) + "'s is " +
-                                    (first ? *first : "?"));
-      continue;
-    }
-    for (const auto& [key, value] : s.members) {
-      if (key.rfind("copy_", 0) != 0) continue;
-      const int owner = std::stoi(key.substr(5));
-      if (owner == rank) continue;  // a node's own estimate is what the others are compared with
-      auto it = summaries.find(owner);
-      if (it == summaries.end()) {
-        result.problems.push_back("node " + std::to_string(owner) + "'s summary is missing");
-        continue;
-      }
-      const std::string* held = std::get_if<std::string>(&value);
-      const std::string* truth =
-          *kind == "replica" ? string_field(it->second, "model_hash") : string_field(it->second, key);
-      ++result.edges_checked;
-      if (!held || !truth || *held != *truth)
-        result.mismatches.push_back("node " + std::to_string(rank) + "'s " + *kind + " of " + std::to_string(owner) +
-                                    " is " + (held ? *held : "?") + " but node " + std::to_string(owner) +
-                                    " has " + (truth ? *truth : "?"));
-    }
+    if (*kind == "same_model")
+      compare_models(summaries, rank, *s, result);
+    else
+      compare_copies(summaries, rank, *s, *kind, result);
   }
   return result;
 }
+
+replica_check_result check_replicas(const fs::path& run_dir) { return check_replicas(read_run_dir(run_dir)); }
 
 }  // namespace qgossip

@@ -6,9 +6,13 @@
 //  - "public_copy" (CHOCO-SGD): as estimates;
 //  - "same_model" (centralized allreduce/allgather): every node's model_hash equals node 0's.
 // This is the end-to-end proof that compression, the wire and the update order keep copies exact.
+// The summaries come from read_run_dir (node/log/run_dir.hpp), as `qgossip logs` reads them.
+// Thread-safety: reads files (the path overload) and returns a value; no shared state.
 #include <filesystem>
 #include <string>
 #include <vector>
+
+#include "node/log/run_dir.hpp"
 
 namespace qgossip {
 
@@ -31,6 +35,11 @@ struct replica_check_result {
   bool ok() const { return mismatches.empty() && problems.empty() && unfinished.empty(); }
 };
 
-replica_check_result check_replicas(const std::filesystem::path& run_dir);
+// Compares the copies of a run read by read_run_dir. Problems: a node-<r>.json that is unreadable
+// ("<dir>/node-<r>.json: <why>"), a directory that could not be listed, no summary at all, a summary
+// without copies_kind, a copy of a node with no summary.
+[[nodiscard]] replica_check_result check_replicas(const run_dir_contents& run);
+// The same on read_run_dir(run_dir).
+[[nodiscard]] replica_check_result check_replicas(const std::filesystem::path& run_dir);
 
 }  // namespace qgossip

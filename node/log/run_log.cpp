@@ -11,12 +11,13 @@
 
 #include "core/errors.hpp"
 #include "core/hash.hpp"
-#include "node/log/json_writer.hpp"
+#include "core/json.hpp"
 #include "qgossip/build_config.hpp"
 
 namespace qgossip {
 
 namespace fs = std::filesystem;
+using json = nlohmann::ordered_json;
 
 std::string host_name() {
   char buf[256] = {};
@@ -36,6 +37,11 @@ void write_atomically(const fs::path& path, const std::string& text) {
     out << text << '\n';
   }
   fs::rename(tmp, path);
+}
+
+// The system clock, in seconds since 1970.
+double unix_now_s() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 std::string csv_number(double v) {
@@ -114,32 +120,26 @@ void run_log::write_run_json(const std::string& name, const std::string& canonic
   std::time_t now = std::time(nullptr);
   char when[64];
   std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-  json_writer j(true);
-  j.begin_object()
-      .field("name", name)
-      .field("run_id", hex64(run_id))
-      .field("n", n)
-      .field("algorithm", algorithm)
-      .field("compressor", compressor)
-      .field("model", model)
-      .field("started", std::string(when))
-      .field("host", host_name())
-      .field("qgossip_version", std::string(QGOSSIP_VERSION))
-      .field("compiler", std::string(__VERSION__))
-      .field("csv_columns", std::string(kCsvColumns))
-      .field("topology_report", topology_report)
-      .field("network_shaping", network_shaping)
-      .field("data", data_note)
-      .field("config_yaml", canonical)
-      .end_object();
-  write_atomically(dir_ / "run.json", j.str());
+  const json j = {{"name", name},
+                  {"run_id", hex64(run_id)},
+                  {"n", n},
+                  {"algorithm", algorithm},
+                  {"compressor", compressor},
+                  {"model", model},
+                  {"started", std::string(when)},
+                  {"host", host_name()},
+                  {"qgossip_version", QGOSSIP_VERSION},
+                  {"compiler", __VERSION__},
+                  {"csv_columns", kCsvColumns},
+                  {"topology_report", topology_report},
+                  {"network_shaping", network_shaping},
+                  {"data", data_note},
+                  {"config_yaml", canonical}};
+  write_atomically(dir_ / "run.json", json_text(j, true));
 }
 
 void run_log::start(int n, std::uint64_t rounds, double epochs) {
-  json_writer j;
-  j.begin_object().field("event", "start").field("rank", rank_).field("n", n).field("rounds", rounds)
-      .field("epochs", epochs).end_object();
-  emit(j.str());
+  emit(json_text({{"event", "start"}, {"rank", rank_}, {"n", n}, {"rounds", rounds}, {"epochs", epochs}}));
 }
 
 void run_log::row(const round_record& r) {
@@ -160,81 +160,92 @@ void run_log::row(const round_record& r) {
 }
 
 void run_log::progress(const round_record& r, std::uint64_t rounds) {
-  json_writer j;
-  j.begin_object().field("event", "progress").field("rank", rank_).field("iteration", r.iteration)
-      .field("rounds", rounds).field("epoch", r.epoch).field("train_loss", r.train_loss);
-  j.field("test_acc", r.test_acc);
-  j.field("bytes_sent", r.bytes_sent).field("bytes_recv", r.bytes_recv).field("wall_s", r.wall_s).end_object();
-  emit(j.str());
+  emit(json_text({{"event", "progress"},
+                  {"rank", rank_},
+                  {"iteration", r.iteration},
+                  {"rounds", rounds},
+                  {"epoch", r.epoch},
+                  {"train_loss", r.train_loss},
+                  {"test_acc", json_or_null(r.test_acc)},
+                  {"bytes_sent", r.bytes_sent},
+                  {"bytes_recv", r.bytes_recv},
+                  {"wall_s", r.wall_s}}));
 }
 
-void run_log::finish(const node_summary& s) {
-  // Flat (no nesting) so that node/progress.hpp's parse_flat_json reads it back (qgossip verify).
-  json_writer j(true);
-  j.begin_object()
-      .field("rank", s.rank)
-      .field("status", s.status)
-      .field("error", s.error)
-      .field("host", s.host)
-      .field("rounds", s.rounds)
-      .field("epoch", s.last.epoch)
-      .field("wall_s", s.wall_s)
-      // The system clock now, in seconds since 1970: wall_s above is the steady clock since the
-      // node started, so the node started at about end_unix_s - wall_s (scripts/tta.py measures
-      // times from a launch this way).
-      .field("end_unix_s", std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count())
-      .field("train_loss", s.last.train_loss);
-  j.field("test_loss", s.last.test_loss);
-  j.field("test_acc", s.last.test_acc);
-  j.field("consensus_dist", s.last.consensus_dist);
-  j.field("avg_test_loss", s.last.avg_test_loss);
-  j.field("avg_test_acc", s.last.avg_test_acc);
-  j.field("bytes_sent", s.last.bytes_sent)
-      .field("bytes_recv", s.last.bytes_recv)
-      .field("mean_round_bytes_sent", s.mean_round_bytes_sent)
-      .field("time_compute_s", s.last.compute_s)
-      .field("time_codec_s", s.last.codec_s)
-      .field("time_comm_s", s.last.comm_s)
-      .field("time_transfer_s", s.last.transfer_s)
-      .field("transfer_bytes", s.last.transfer_bytes)
-      .field("rejected", s.last.rejected)
-      .field("probe_bytes_sent", s.last.probe_bytes_sent)
-      .field("rejected_detail", s.rejected_detail)
-      .field("departures", s.departures)
-      .field("departed", [&] {
-        std::string out;
-        for (int r : s.departed) out += (out.empty() ? "" : " ") + std::to_string(r);
-        return out;
-      }())
-      .field("model_hash", hex64(s.model_hash))
-      .field("copies_kind", s.copies_kind);
-  for (const auto& c : s.copies) j.field("copy_" + std::to_string(c.rank), hex64(c.hash));
-  j.end_object();
-  write_atomically(dir_ / ("node-" + std::to_string(s.rank) + ".json"), j.str());
+namespace {
 
-  json_writer p;
-  p.begin_object().field("event", s.status == "ok" ? "done" : "error").field("rank", s.rank);
-  if (s.status != "ok") p.field("message", s.error);
-  p.field("iteration", s.last.iteration).field("epoch", s.last.epoch).field("train_loss", s.last.train_loss);
-  p.field("test_acc", s.last.test_acc);
-  p.field("bytes_sent", s.last.bytes_sent).field("bytes_recv", s.last.bytes_recv).field("wall_s", s.wall_s)
-      .end_object();
-  emit(p.str());
+// node-<r>.json: one flat object (scripts read its keys at the top level).
+json summary_json(const node_summary& s) {
+  std::string departed;
+  for (int r : s.departed) departed += (departed.empty() ? "" : " ") + std::to_string(r);
+  json j = {{"rank", s.rank},
+            {"status", s.status},
+            {"error", s.error},
+            {"host", s.host},
+            {"rounds", s.rounds},
+            {"epoch", s.last.epoch},
+            {"wall_s", s.wall_s},
+            // The system clock now, in seconds since 1970: wall_s above is the steady clock since the
+            // node started, so the node started at about end_unix_s - wall_s (scripts/tta.py measures
+            // times from a launch this way).
+            {"end_unix_s", unix_now_s()},
+            {"train_loss", s.last.train_loss},
+            {"test_loss", json_or_null(s.last.test_loss)},
+            {"test_acc", json_or_null(s.last.test_acc)},
+            {"consensus_dist", json_or_null(s.last.consensus_dist)},
+            {"avg_test_loss", json_or_null(s.last.avg_test_loss)},
+            {"avg_test_acc", json_or_null(s.last.avg_test_acc)},
+            {"bytes_sent", s.last.bytes_sent},
+            {"bytes_recv", s.last.bytes_recv},
+            {"mean_round_bytes_sent", s.mean_round_bytes_sent},
+            // The CSV's column names. Summaries written before the rename said time_compute_s,
+            // time_codec_s, time_comm_s, time_transfer_s (run_summary.cpp reads those for a release).
+            {"compute_s", s.last.compute_s},
+            {"codec_s", s.last.codec_s},
+            {"comm_s", s.last.comm_s},
+            {"transfer_s", s.last.transfer_s},
+            {"transfer_bytes", s.last.transfer_bytes},
+            {"rejected", s.last.rejected},
+            {"probe_bytes_sent", s.last.probe_bytes_sent},
+            {"rejected_detail", s.rejected_detail},
+            {"departures", s.departures},
+            {"departed", departed},
+            {"ended", s.stopped_with_peers ? "with its neighbours" : "at its last round"},
+            {"model_hash", hex64(s.model_hash)},
+            {"copies_kind", s.copies_kind}};
+  for (const auto& c : s.copies) j["copy_" + std::to_string(c.rank)] = hex64(c.hash);
+  return j;
+}
+
+}  // namespace
+
+void run_log::finish(const node_summary& s) {
+  write_atomically(dir_ / ("node-" + std::to_string(s.rank) + ".json"), json_text(summary_json(s), true));
+
+  json p = {{"event", s.status == "ok" ? "done" : "error"}, {"rank", s.rank}};
+  if (s.status != "ok") p["message"] = s.error;
+  p["iteration"] = s.last.iteration;
+  p["epoch"] = s.last.epoch;
+  p["train_loss"] = s.last.train_loss;
+  p["test_acc"] = json_or_null(s.last.test_acc);
+  p["bytes_sent"] = s.last.bytes_sent;
+  p["bytes_recv"] = s.last.bytes_recv;
+  p["wall_s"] = s.wall_s;
+  emit(json_text(p));
 }
 
 void run_log::error(const std::string& message) {
-  json_writer j;
-  j.begin_object().field("event", "error").field("rank", rank_).field("message", message).end_object();
-  emit(j.str());
+  emit(json_text({{"event", "error"}, {"rank", rank_}, {"message", message}}));
 }
 
 void run_log::peer_left(int peer, std::uint64_t round, int reported_by, const std::string& cause) {
-  json_writer j;
-  j.begin_object().field("event", "peer_left").field("rank", rank_).field("peer", peer).field("round", round)
-      .field("reported_by", reported_by).field("cause", cause)
-      .field("unix_s", std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count())
-      .end_object();
-  emit(j.str());
+  emit(json_text({{"event", "peer_left"},
+                  {"rank", rank_},
+                  {"peer", peer},
+                  {"round", round},
+                  {"reported_by", reported_by},
+                  {"cause", cause},
+                  {"unix_s", unix_now_s()}}));
 }
 
 }  // namespace qgossip

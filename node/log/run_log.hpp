@@ -3,11 +3,13 @@
 //   node-<rank>.csv      one row per logged round, flushed as written (a crash loses nothing);
 //                        columns in kCsvColumns, cumulative bytes and seconds, test columns empty
 //                        on rows without an evaluation
-//   node-<rank>.json     the node's summary at the end (or on failure): final metrics, traffic,
-//                        time split, end_unix_s (the system clock when written), and 64-bit hashes of its model ("model_hash") and of every
-//                        copy it holds ("copy_<rank>"), one flat JSON object
+//   node-<rank>.json     the node's summary at the end (or on failure): final metrics, traffic, the
+//                        time split under the CSV's names (compute_s, codec_s, comm_s, transfer_s),
+//                        end_unix_s (the system clock when written), and 64-bit hashes of its model
+//                        ("model_hash") and of every copy it holds ("copy_<rank>"), one flat JSON
+//                        object (written with core/json.hpp)
 //   run.json             the resolved config, versions and host (rank 0 writes it)
-// and, on stdout, one JSON object per line for the launcher (node/progress.hpp parses them):
+// and, on stdout, one JSON object per line for the launcher (node/launch/progress.hpp parses them):
 //   {"event":"start"|"progress"|"done"|"error"|"peer_left", "rank":..., ...}
 // Not thread-safe: the node loop's thread owns it.
 #include <cstdint>
@@ -71,6 +73,9 @@ struct node_summary {
   // "3 at round 120 (rank 2: its link closed ...); ...". Empty when none left.
   std::string departures;
   std::vector<int> departed;     // the ranks in departures, ascending ("departed": "3 5" in the JSON)
+  // Asynchronous gossip: the node stopped before its last round because every neighbour had
+  // finished ("ended": "with its neighbours"; else "at its last round").
+  bool stopped_with_peers = false;
 };
 
 class run_log {

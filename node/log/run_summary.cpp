@@ -7,12 +7,11 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
-#include <regex>
-#include <set>
 #include <sstream>
 
-#include "node/log/json_writer.hpp"
-#include "node/launch/progress.hpp"
+#include "core/json.hpp"
+#include "core/units.hpp"
+#include "node/log/run_dir.hpp"
 
 namespace qgossip {
 
@@ -59,7 +58,7 @@ std::optional<double> finite(std::optional<double> v) { return v && std::isfinit
 
 // ---- node-<r>.csv ------------------------------------------------------------------------------
 
-// The columns the report reads, noted when absent. Others (node/run_log.hpp's kCsvColumns grows) are
+// The columns the report reads, noted when absent. Others (node/log/run_log.hpp's kCsvColumns grows) are
 // optional: read when present (consensus_dist, avg_test_*), ignored when unknown.
 const char* const kReadColumns[] = {"iteration", "epoch",    "wall_s",     "train_loss",
                                     "test_loss", "test_acc", "bytes_sent", "bytes_recv",
@@ -145,34 +144,35 @@ std::optional<double> csv_latest(const csv_tail& t, const std::string& column) {
 
 // ---- node-<r>.json / run.json -----------------------------------------------------------------
 
-std::optional<double> json_number(const flat_json& j, std::string_view key) {
-  const json_value* v = j.find(key);
-  if (!v) return std::nullopt;
-  if (const double* d = std::get_if<double>(v)) return *d;
-  return std::nullopt;
-}
+using json = nlohmann::ordered_json;
 
-std::string json_string(const flat_json& j, std::string_view key) {
-  const json_value* v = j.find(key);
-  if (!v) return "";
-  if (const std::string* s = std::get_if<std::string>(v)) return *s;
-  return "";
+// The string at j[key]; "" when absent or not a string.
+std::string text_of(const json& j, std::string_view key) {
+  const std::string* s = json_string(j, key);
+  return s ? *s : "";
 }
 
 std::uint64_t to_count(std::optional<double> v) {
   return v && *v > 0 && std::isfinite(*v) ? static_cast<std::uint64_t>(std::llround(*v)) : 0;
 }
 
-void fill_from_summary(node_report& r, const flat_json& j) {
+// A time of the summary: `key` (compute_s, codec_s, comm_s), or, in a summary written before the
+// keys took the CSV's names, "time_<key>". That alias is read for one release, then removed.
+std::optional<double> seconds(const json& j, const std::string& key) {
+  if (auto v = json_number(j, key)) return v;
+  return json_number(j, "time_" + key);
+}
+
+void fill_from_summary(node_report& r, const json& j) {
   r.source = "summary";
-  r.status = json_string(j, "status");
+  r.status = text_of(j, "status");
   if (r.status.empty()) {
     r.status = "?";
     r.notes.push_back("node-" + std::to_string(r.rank) + ".json has no status");
   }
-  r.error = json_string(j, "error");
-  r.departures = json_string(j, "departures");
-  r.host = json_string(j, "host");
+  r.error = text_of(j, "error");
+  r.departures = text_of(j, "departures");
+  r.host = text_of(j, "host");
   r.rounds = to_count(json_number(j, "rounds"));
   r.epoch = json_number(j, "epoch").value_or(0);
   r.wall_s = json_number(j, "wall_s").value_or(0);
@@ -182,11 +182,11 @@ void fill_from_summary(node_report& r, const flat_json& j) {
   r.bytes_sent = to_count(json_number(j, "bytes_sent"));
   r.bytes_recv = to_count(json_number(j, "bytes_recv"));
   r.mean_round_bytes_sent = json_number(j, "mean_round_bytes_sent").value_or(0);
-  r.compute_s = json_number(j, "time_compute_s").value_or(0);
-  r.codec_s = json_number(j, "time_codec_s").value_or(0);
-  r.comm_s = json_number(j, "time_comm_s").value_or(0);
+  r.compute_s = seconds(j, "compute_s").value_or(0);
+  r.codec_s = seconds(j, "codec_s").value_or(0);
+  r.comm_s = seconds(j, "comm_s").value_or(0);
   r.rejected = to_count(json_number(j, "rejected"));
-  r.rejected_detail = json_string(j, "rejected_detail");
+  r.rejected_detail = text_of(j, "rejected_detail");
   if (auto v = json_number(j, "consensus_dist")) r.consensus_dist = v;
   if (auto v = json_number(j, "avg_test_loss")) r.avg_test_loss = v;
   if (auto v = json_number(j, "avg_test_acc")) r.avg_test_acc = v;
@@ -263,33 +263,23 @@ void classify_unfinished(run_summary& s, const log_thresholds& th) {
         format_duration(*freshest) + " ago)");
 }
 
-node_report read_node(const fs::path& dir, int rank) {
+node_report read_node(const run_dir_contents& d, const node_files& f) {
   node_report r;
-  r.rank = rank;
-  const std::string stem = "node-" + std::to_string(rank);
-  const fs::path json_path = dir / (stem + ".json"), csv_path = dir / (stem + ".csv"),
-                 log_path = dir / (stem + ".log");
-  std::error_code ec;
-
+  r.rank = f.rank;
+  const std::string stem = "node-" + std::to_string(f.rank);
   std::optional<csv_tail> csv;
-  if (fs::exists(csv_path, ec)) {
-    csv = read_csv(csv_path, r.notes);
+  if (f.has_csv) {
+    csv = read_csv(d.file(f.rank, ".csv"), r.notes);
     r.has_csv = csv.has_value();
     if (csv) r.csv_rows = csv->rows;
   } else {
     r.notes.push_back("no " + stem + ".csv");
   }
-
-  if (fs::exists(json_path, ec)) {
-    auto text = slurp(json_path);
-    std::string why = "cannot read it";
-    std::optional<flat_json> j = text ? parse_flat_json(*text, &why) : std::nullopt;
-    if (j) {
-      r.has_summary = true;
-      fill_from_summary(r, *j);
-    } else {
-      r.notes.push_back(stem + ".json is unreadable (" + why + ")");
-    }
+  if (f.summary) {
+    r.has_summary = true;
+    fill_from_summary(r, *f.summary);
+  } else if (f.has_json) {
+    r.notes.push_back(stem + ".json is unreadable (" + f.summary_error + ")");
   }
   if (csv) {  // the summary's values, read above, win
     if (!r.consensus_dist) r.consensus_dist = csv_latest(*csv, "consensus_dist");
@@ -300,13 +290,52 @@ node_report read_node(const fs::path& dir, int rank) {
     // Running or stopped: read_run_summary decides, from all the nodes together.
     r.status = "no summary";
     if (csv && csv->rows > 0) fill_from_csv(r, *csv);
-    if (r.has_csv) r.csv_age_s = age_s(csv_path);
-    if (fs::exists(log_path, ec)) {
-      std::string last = last_log_line(log_path);
+    if (r.has_csv) r.csv_age_s = age_s(d.file(f.rank, ".csv"));
+    if (f.has_log) {
+      std::string last = last_log_line(d.file(f.rank, ".log"));
       if (!last.empty()) r.error = "last line of " + stem + ".log: " + last;
     }
   }
   return r;
+}
+
+// The run's name, algorithm, ... from run.json, or a note saying why there are none.
+void read_run_meta(run_summary& s, const run_dir_contents& d) {
+  if (d.run_json) {
+    const json& j = *d.run_json;
+    s.name = text_of(j, "name");
+    s.algorithm = text_of(j, "algorithm");
+    s.compressor = text_of(j, "compressor");
+    s.model = text_of(j, "model");
+    s.started = text_of(j, "started");
+    s.network_shaping = text_of(j, "network_shaping");
+    s.n = d.n;
+  } else if (d.has_run_json) {
+    s.notes.push_back("run.json is unreadable (" + d.run_json_error + ")");
+  } else {
+    s.notes.push_back("no run.json (rank 0 writes it when it starts)");
+  }
+  if (s.name.empty()) s.name = fs::absolute(d.dir).lexically_normal().filename().string();
+  if (s.name.empty()) s.name = fs::absolute(d.dir).lexically_normal().parent_path().filename().string();
+}
+
+// One report per rank with files, and a "no files" one per rank of run.json's n without any.
+void read_nodes(run_summary& s, const run_dir_contents& d) {
+  for (const auto& [rank, f] : d.nodes) s.nodes.push_back(read_node(d, f));
+  std::string absent;
+  for (int r = 0; r < s.n; ++r) {
+    if (d.nodes.count(r)) continue;
+    node_report nr;
+    nr.rank = r;
+    nr.status = "no files";
+    s.nodes.push_back(nr);
+    absent += (absent.empty() ? "" : ", ") + std::to_string(r);
+  }
+  if (!absent.empty()) s.notes.push_back("rank(s) " + absent + ": no files at all");
+  std::sort(s.nodes.begin(), s.nodes.end(), [](const auto& a, const auto& b) { return a.rank < b.rank; });
+  if (s.n > 0 && !d.nodes.empty() && d.nodes.rbegin()->first >= s.n)
+    s.notes.push_back("files for rank " + std::to_string(d.nodes.rbegin()->first) + " but run.json says n = " +
+                      std::to_string(s.n) + " (left over from an earlier, larger run?)");
 }
 
 // ---- warnings ---------------------------------------------------------------------------------
@@ -408,66 +437,20 @@ std::optional<value_spread> spread_of(std::vector<double> values) {
   return s;
 }
 
-std::optional<run_summary> read_run_summary(const fs::path& dir, std::string* why, const log_thresholds& th) {
+std::optional<run_summary> read_run_summary(const run_dir_contents& d, std::string* why, const log_thresholds& th) {
   auto fail = [&](std::string m) -> std::optional<run_summary> {
     if (why) *why = std::move(m);
     return std::nullopt;
   };
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec)) return fail(dir.string() + ": not a directory");
+  if (!d.is_directory) return fail(d.dir.string() + ": not a directory");
+  if (!d.list_error.empty()) return fail("cannot read " + d.dir.string() + ": " + d.list_error);
+  if (d.nodes.empty() && !d.has_run_json)
+    return fail(d.dir.string() + " holds no run (no node-<rank>.csv, node-<rank>.json or run.json)");
 
   run_summary s;
-  s.dir = dir;
-  std::set<int> ranks;
-  static const std::regex kNodeFile(R"(node-(\d{1,6})\.(csv|json|log))");
-  bool run_json = false;
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    const std::string name = it->path().filename().string();
-    std::smatch m;
-    if (std::regex_match(name, m, kNodeFile)) ranks.insert(std::stoi(m[1].str()));
-    if (name == "run.json") run_json = true;
-  }
-  if (ec) return fail("cannot read " + dir.string() + ": " + ec.message());
-  if (ranks.empty() && !run_json)
-    return fail(dir.string() + " holds no run (no node-<rank>.csv, node-<rank>.json or run.json)");
-
-  if (run_json) {
-    auto text = slurp(dir / "run.json");
-    std::string err = "cannot read it";
-    auto j = text ? parse_flat_json(*text, &err) : std::nullopt;
-    if (j) {
-      s.name = json_string(*j, "name");
-      s.algorithm = json_string(*j, "algorithm");
-      s.compressor = json_string(*j, "compressor");
-      s.model = json_string(*j, "model");
-      s.started = json_string(*j, "started");
-      s.network_shaping = json_string(*j, "network_shaping");
-      s.n = static_cast<int>(to_count(json_number(*j, "n")));
-    } else {
-      s.notes.push_back("run.json is unreadable (" + err + ")");
-    }
-  } else {
-    s.notes.push_back("no run.json (rank 0 writes it when it starts)");
-  }
-  if (s.name.empty()) s.name = fs::absolute(dir).lexically_normal().filename().string();
-  if (s.name.empty()) s.name = fs::absolute(dir).lexically_normal().parent_path().filename().string();
-
-  for (int r : ranks) s.nodes.push_back(read_node(dir, r));
-  std::string absent;
-  for (int r = 0; r < s.n; ++r) {
-    if (ranks.count(r)) continue;
-    node_report nr;
-    nr.rank = r;
-    nr.status = "no files";
-    s.nodes.push_back(nr);
-    absent += (absent.empty() ? "" : ", ") + std::to_string(r);
-  }
-  if (!absent.empty()) s.notes.push_back("rank(s) " + absent + ": no files at all");
-  std::sort(s.nodes.begin(), s.nodes.end(), [](const auto& a, const auto& b) { return a.rank < b.rank; });
-  if (s.n > 0 && !ranks.empty() && *ranks.rbegin() >= s.n)
-    s.notes.push_back("files for rank " + std::to_string(*ranks.rbegin()) + " but run.json says n = " +
-                      std::to_string(s.n) + " (left over from an earlier, larger run?)");
-
+  s.dir = d.dir;
+  read_run_meta(s, d);
+  read_nodes(s, d);
   classify_unfinished(s, th);
   s.test_acc = spread_over(s.nodes, [](const node_report& n) { return n.test_acc; });
   s.test_loss = spread_over(s.nodes, [](const node_report& n) { return n.test_loss; });
@@ -477,6 +460,10 @@ std::optional<run_summary> read_run_summary(const fs::path& dir, std::string* wh
   });
   add_warnings(s, th);
   return s;
+}
+
+std::optional<run_summary> read_run_summary(const fs::path& dir, std::string* why, const log_thresholds& th) {
+  return read_run_summary(read_run_dir(dir), why, th);
 }
 
 // ---- output -----------------------------------------------------------------------------------
@@ -502,18 +489,38 @@ std::string spread_line(const char* label, const std::optional<value_spread>& s,
   return buf;
 }
 
-void spread_field(json_writer& j, const char* key, const std::optional<value_spread>& s) {
-  j.key(key);
-  if (!s) {
-    j.null();
-    return;
-  }
-  j.begin_object()
-      .field("min", s->min)
-      .field("median", s->median)
-      .field("max", s->max)
-      .field("count", s->count)
-      .end_object();
+nlohmann::ordered_json spread_json(const std::optional<value_spread>& s) {
+  if (!s) return nullptr;
+  return {{"min", s->min}, {"median", s->median}, {"max", s->max}, {"count", s->count}};
+}
+
+nlohmann::ordered_json node_json(const node_report& n) {
+  return {{"rank", n.rank},
+          {"status", n.status},
+          {"error", n.error},
+          {"source", n.source},
+          {"has_summary", n.has_summary},
+          {"has_csv", n.has_csv},
+          {"csv_rows", n.csv_rows},
+          {"host", n.host},
+          {"rounds", n.rounds},
+          {"epoch", n.epoch},
+          {"wall_s", n.wall_s},
+          {"train_loss", json_or_null(n.train_loss)},
+          {"test_loss", json_or_null(n.test_loss)},
+          {"test_acc", json_or_null(n.test_acc)},
+          {"bytes_sent", n.bytes_sent},
+          {"bytes_recv", n.bytes_recv},
+          {"mean_round_bytes_sent", n.mean_round_bytes_sent},
+          {"compute_s", n.compute_s},
+          {"codec_s", n.codec_s},
+          {"comm_s", n.comm_s},
+          {"rejected", n.rejected},
+          {"rejected_detail", n.rejected_detail},
+          {"consensus_dist", json_or_null(n.consensus_dist)},
+          {"avg_test_loss", json_or_null(n.avg_test_loss)},
+          {"avg_test_acc", json_or_null(n.avg_test_acc)},
+          {"notes", n.notes}};
 }
 
 }  // namespace
@@ -584,64 +591,27 @@ std::string format_run_summary(const run_summary& s) {
 }
 
 std::string run_summary_json(const run_summary& s) {
-  json_writer j(true);
-  j.begin_object()
-      .field("dir", s.dir.string())
-      .field("name", s.name)
-      .field("algorithm", s.algorithm)
-      .field("compressor", s.compressor)
-      .field("model", s.model)
-      .field("started", s.started)
-      .field("network_shaping", s.network_shaping)
-      .field("n", s.n);
-  j.key("nodes").begin_array();
-  for (const auto& n : s.nodes) {
-    j.begin_object()
-        .field("rank", n.rank)
-        .field("status", n.status)
-        .field("error", n.error)
-        .field("source", n.source)
-        .field("has_summary", n.has_summary)
-        .field("has_csv", n.has_csv)
-        .field("csv_rows", static_cast<std::uint64_t>(n.csv_rows))
-        .field("host", n.host)
-        .field("rounds", n.rounds)
-        .field("epoch", n.epoch)
-        .field("wall_s", n.wall_s);
-    j.field("train_loss", n.train_loss);
-    j.field("test_loss", n.test_loss);
-    j.field("test_acc", n.test_acc);
-    j.field("bytes_sent", n.bytes_sent)
-        .field("bytes_recv", n.bytes_recv)
-        .field("mean_round_bytes_sent", n.mean_round_bytes_sent)
-        .field("compute_s", n.compute_s)
-        .field("codec_s", n.codec_s)
-        .field("comm_s", n.comm_s)
-        .field("rejected", n.rejected)
-        .field("rejected_detail", n.rejected_detail);
-    j.field("consensus_dist", n.consensus_dist);
-    j.field("avg_test_loss", n.avg_test_loss);
-    j.field("avg_test_acc", n.avg_test_acc);
-    j.key("notes").begin_array();
-    for (const auto& note : n.notes) j.value(note);
-    j.end_array().end_object();
-  }
-  j.end_array();
-  j.key("spread").begin_object();
-  spread_field(j, "test_acc", s.test_acc);
-  spread_field(j, "test_loss", s.test_loss);
-  spread_field(j, "train_loss", s.train_loss);
-  spread_field(j, "wall_s", s.wall_s);
-  j.end_object();
-  j.key("notes").begin_array();
-  for (const auto& note : s.notes) j.value(note);
-  j.end_array();
-  j.key("warnings").begin_array();
-  for (const auto& w : s.warnings)
-    j.begin_object().field("rank", w.rank).field("kind", w.kind).field("message", w.message).end_object();
-  j.end_array();
-  j.end_object();
-  return j.str();
+  nlohmann::ordered_json nodes = nlohmann::ordered_json::array();
+  for (const auto& n : s.nodes) nodes.push_back(node_json(n));
+  nlohmann::ordered_json warnings = nlohmann::ordered_json::array();
+  for (const auto& w : s.warnings) warnings.push_back({{"rank", w.rank}, {"kind", w.kind}, {"message", w.message}});
+  const nlohmann::ordered_json j = {{"dir", s.dir.string()},
+                                    {"name", s.name},
+                                    {"algorithm", s.algorithm},
+                                    {"compressor", s.compressor},
+                                    {"model", s.model},
+                                    {"started", s.started},
+                                    {"network_shaping", s.network_shaping},
+                                    {"n", s.n},
+                                    {"nodes", std::move(nodes)},
+                                    {"spread",
+                                     {{"test_acc", spread_json(s.test_acc)},
+                                      {"test_loss", spread_json(s.test_loss)},
+                                      {"train_loss", spread_json(s.train_loss)},
+                                      {"wall_s", spread_json(s.wall_s)}}},
+                                    {"notes", s.notes},
+                                    {"warnings", std::move(warnings)}};
+  return json_text(j, true);
 }
 
 }  // namespace qgossip

@@ -1,6 +1,8 @@
 #pragma once
-// A run directory (runs/<name>/, see node/run_log.hpp) read back into one struct, with the
-// cross-node spread and the warnings a person should see first: what `qgossip logs` prints.
+// A run directory (runs/<name>/, see node/log/run_log.hpp) read back into one struct, with the
+// cross-node spread and the warnings a person should see first: what `qgossip logs` prints. The
+// directory is read by read_run_dir (node/log/run_dir.hpp), as `qgossip verify` reads it; this file
+// adds the CSVs' last rows and the logs' last lines.
 //
 // Reading never throws on the directory's content: a run still in progress, a node that crashed
 // before writing its node-<r>.json, a half-written last CSV line or an unreadable file each become
@@ -24,6 +26,8 @@
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "node/log/run_dir.hpp"
 
 namespace qgossip {
 
@@ -95,8 +99,12 @@ struct run_summary {
   std::vector<run_warning> warnings;
 };
 
-// Reads `dir`. Returns nullopt when it holds no run at all (no node-<r>.csv, node-<r>.json or
-// run.json, or it is not a readable directory); *why then says which.
+// Reads the run in `d` (and its node-<r>.csv and node-<r>.log). Returns nullopt when it holds no run
+// at all (no node-<r>.csv, node-<r>.json or run.json, or it is not a readable directory); *why then
+// says which: "<dir>: not a directory", "cannot read <dir>: <the system's words>", "<dir> holds no run (...)".
+[[nodiscard]] std::optional<run_summary> read_run_summary(const run_dir_contents& d, std::string* why,
+                                                          const log_thresholds& thresholds = {});
+// The same on read_run_dir(dir).
 [[nodiscard]] std::optional<run_summary> read_run_summary(const std::filesystem::path& dir, std::string* why,
                                                           const log_thresholds& thresholds = {});
 

@@ -1,7 +1,7 @@
 #pragma once
 // Multi-layer perceptron: hidden fully connected layers with ReLU, then a linear output layer
 // with the softmax cross-entropy head. widths = {dim, hidden..., classes}; layer l maps
-// widths[l] → widths[l+1]. See node/model.hpp for the parameter layout and thread-safety.
+// widths[l] → widths[l+1]. See node/models/model.hpp for the parameter layout and thread-safety.
 #include <cstddef>
 #include <cstdint>
 #include <span>

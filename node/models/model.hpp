@@ -59,7 +59,7 @@ class model {
   [[nodiscard]] virtual std::size_t classes() const = 0;
 
   // Fills params with a fresh initialization, a function of the seed only (same on every platform
-  // up to libm rounding; see node/portable_random.hpp). REQUIRES: params.size() == num_params().
+  // up to libm rounding; see core/portable_random.hpp). REQUIRES: params.size() == num_params().
   virtual void init(std::span<float> params, std::uint64_t seed) const = 0;
 
   // Returns the mean loss over d's examples `batch` and writes its gradient w.r.t. params to grad.

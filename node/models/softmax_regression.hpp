@@ -1,6 +1,6 @@
 #pragma once
 // Softmax regression (multinomial logistic regression): logits = W·x + b, one layer,
-// W classes × dim. See node/model.hpp for the parameter layout and the thread-safety contract.
+// W classes × dim. See node/models/model.hpp for the parameter layout and the thread-safety contract.
 // Also home of the softmax cross-entropy head that the MLP's output layer shares.
 #include <cstddef>
 #include <cstdint>

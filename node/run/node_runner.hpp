@@ -23,7 +23,7 @@ enum class node_exit : int {
 };
 
 struct node_run_options {
-  bool progress_json = true;  // the launcher protocol on stdout (node/progress.hpp)
+  bool progress_json = true;  // the launcher protocol on stdout (node/launch/progress.hpp)
   // Continue from a checkpoint (docs/checkpoints.md): from the newest round every node has, found
   // in every rank's checkpoint directory (node/run/resume.hpp common_resume_round), or from
   // resume_round when given (0: from the start). Without resume the node deletes its checkpoints.

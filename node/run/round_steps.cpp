@@ -190,6 +190,7 @@ void round_steps::write_summary(const step_end& end) {
                    : end.exit == node_exit::interrupted ? "interrupted" : "failed";
   summary.last = rec_;
   summary.rounds = completed_;
+  summary.stopped_with_peers = end && completed_ < s_.plan.rounds;
   const exchange_stats st = traffic();
   summary.mean_round_bytes_sent =
       completed_ ? static_cast<double>(st.bytes_sent - st.probe_bytes_sent - st.notice_bytes_sent) /

@@ -226,10 +226,10 @@ bool wait_for_handler(int pid, int sig, double timeout_s) {
 }
 
 std::string summary_field(const fs::path& file, const char* key) {
-  auto j = qgossip::parse_flat_json(read_file(file));
+  auto j = qgossip::parse_json_object(read_file(file));
   if (!j) return "(unreadable)";
-  const qgossip::json_value* v = j->find(key);
-  return v && std::holds_alternative<std::string>(*v) ? std::get<std::string>(*v) : "(missing)";
+  const std::string* v = qgossip::json_string(*j, key);
+  return v ? *v : "(missing)";
 }
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {

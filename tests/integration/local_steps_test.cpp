@@ -34,7 +34,7 @@ std::string golden_config(const std::string& name, const std::string& algorithm,
   return y.str();
 }
 
-std::map<int, flat_json> launch(const temp_dir& tmp, const std::string& name, const std::string& algorithm,
+std::map<int, nlohmann::ordered_json> launch(const temp_dir& tmp, const std::string& name, const std::string& algorithm,
                                 const std::string& compressor, const std::string& extra_train) {
   const fs::path cfg = tmp.path / (name + ".yaml");
   write_file(cfg, golden_config(name, algorithm, compressor, tmp.path / "runs", free_port_range(8), extra_train));

@@ -25,7 +25,7 @@
 #include <thread>
 #include <vector>
 
-#include "node/launch/progress.hpp"
+#include "core/json.hpp"
 #include "node/log/replica_check.hpp"
 #include "tests/integration/process.hpp"
 
@@ -98,13 +98,13 @@ double first_notice(const cluster& c, int peer) {
     std::istringstream in(read_file(n.log));
     for (std::string line; std::getline(in, line);) {
       if (line.find("\"peer_left\"") == std::string::npos) continue;
-      const auto obj = parse_flat_json(line);
+      const auto obj = parse_json_object(line);
       REQUIRE(obj);
-      const auto* p = obj->find("peer");
-      const auto* t = obj->find("unix_s");
+      const auto p = json_number(*obj, "peer");
+      const auto t = json_number(*obj, "unix_s");
       REQUIRE((p && t));
-      if (static_cast<int>(std::get<double>(*p)) != peer) continue;
-      const double at = std::get<double>(*t);
+      if (static_cast<int>(*p) != peer) continue;
+      const double at = *t;
       if (first == 0 || at < first) first = at;
     }
   }
@@ -112,10 +112,10 @@ double first_notice(const cluster& c, int peer) {
 }
 
 // The summaries of the given ranks (a killed node writes none).
-std::map<int, flat_json> summaries_of(const fs::path& dir, const std::vector<int>& ranks) {
-  std::map<int, flat_json> out;
+std::map<int, nlohmann::ordered_json> summaries_of(const fs::path& dir, const std::vector<int>& ranks) {
+  std::map<int, nlohmann::ordered_json> out;
   for (int r : ranks) {
-    auto j = parse_flat_json(read_file(dir / ("node-" + std::to_string(r) + ".json")));
+    auto j = parse_json_object(read_file(dir / ("node-" + std::to_string(r) + ".json")));
     REQUIRE_MESSAGE(j.has_value(), "summary of node " << r << " unreadable in " << dir);
     out[r] = *j;
   }

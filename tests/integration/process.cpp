@@ -131,31 +131,32 @@ std::string read_file(const std::filesystem::path& path) {
   return ss.str();
 }
 
-std::map<int, flat_json> summaries(const fs::path& dir, int n) {
-  std::map<int, flat_json> out;
+std::map<int, nlohmann::ordered_json> summaries(const fs::path& dir, int n) {
+  std::map<int, nlohmann::ordered_json> out;
   for (int r = 0; r < n; ++r) {
     std::ifstream in(dir / ("node-" + std::to_string(r) + ".json"));
     std::stringstream ss;
     ss << in.rdbuf();
-    auto j = parse_flat_json(ss.str());
-    REQUIRE_MESSAGE(j.has_value(), "summary of node " << r << " unreadable in " << dir);
+    std::string error;
+    auto j = parse_json_object(ss.str(), &error);
+    REQUIRE_MESSAGE(j.has_value(), "summary of node " << r << " unreadable in " << dir << ": " << error);
     out[r] = *j;
   }
   return out;
 }
 
-double number(const flat_json& j, const char* key) {
-  const json_value* v = j.find(key);
-  REQUIRE_MESSAGE(v != nullptr, "missing " << key);
-  REQUIRE_MESSAGE(std::holds_alternative<double>(*v), key << " is not a number");
-  return std::get<double>(*v);
+double number(const nlohmann::ordered_json& j, const char* key) {
+  REQUIRE_MESSAGE(j.contains(key), "missing " << key);
+  const std::optional<double> v = json_number(j, key);
+  REQUIRE_MESSAGE(v.has_value(), key << " is not a number");
+  return *v;
 }
 
-std::string text(const flat_json& j, const std::string& key) {
-  const json_value* v = j.find(key);
-  REQUIRE_MESSAGE(v != nullptr, "missing " << key);
-  REQUIRE_MESSAGE(std::holds_alternative<std::string>(*v), key << " is not a string");
-  return std::get<std::string>(*v);
+std::string text(const nlohmann::ordered_json& j, const std::string& key) {
+  REQUIRE_MESSAGE(j.contains(key), "missing " << key);
+  const std::string* v = json_string(j, key);
+  REQUIRE_MESSAGE(v != nullptr, key << " is not a string");
+  return *v;
 }
 
 }  // namespace qgossip::testing

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "node/launch/progress.hpp"
+#include "core/json.hpp"
 
 namespace qgossip::testing {
 
@@ -45,10 +45,10 @@ int wait_for(background_process& p, double timeout_s);
 std::string read_file(const std::filesystem::path& path);
 
 // The node summaries node-<r>.json of ranks 0..n-1 in dir, parsed (a test failure if one is unreadable).
-std::map<int, flat_json> summaries(const std::filesystem::path& dir, int n);
+std::map<int, nlohmann::ordered_json> summaries(const std::filesystem::path& dir, int n);
 // A number field of a summary (a test failure if it is missing or not a number).
-double number(const flat_json& j, const char* key);
+double number(const nlohmann::ordered_json& j, const char* key);
 // The string field `key` of a summary (a test failure if it is missing or not a string).
-std::string text(const flat_json& j, const std::string& key);
+std::string text(const nlohmann::ordered_json& j, const std::string& key);
 
 }  // namespace qgossip::testing

@@ -164,7 +164,7 @@ void check_same_run(const temp_dir& tmp, const std::string& a, const std::string
     CHECK(text(sb.at(r), "status") == "ok");
     CHECK(text(sb.at(r), "model_hash") == text(sa.at(r), "model_hash"));
     for (int j = 0; j < n; ++j)
-      if (sa.at(r).find("copy_" + std::to_string(j)))
+      if (sa.at(r).contains("copy_" + std::to_string(j)))
         CHECK(text(sb.at(r), "copy_" + std::to_string(j)) == text(sa.at(r), "copy_" + std::to_string(j)));
     const std::string csv = "node-" + std::to_string(r) + ".csv";
     const auto rows_a = deterministic_rows(tmp.path / "runs" / a / csv);

@@ -56,11 +56,10 @@ std::string ring_config(const fs::path& out, int base_port, const std::string& s
   return y.str();
 }
 
-std::string text_field(const flat_json& j, const char* key) {
-  const json_value* v = j.find(key);
+std::string text_field(const nlohmann::ordered_json& j, const char* key) {
+  const std::string* v = json_string(j, key);
   REQUIRE(v != nullptr);
-  REQUIRE(std::holds_alternative<std::string>(*v));
-  return std::get<std::string>(*v);
+  return *v;
 }
 
 bool wait_until(const std::function<bool()>& pred, std::chrono::seconds limit) {
@@ -202,11 +201,10 @@ attacked_run launch_under_attack(const temp_dir& tmp, const std::string& securit
   // Once rank 0 has logged a few rounds, every link is up: the attack comes mid-run.
   const bool running = wait_until([&] { return last_iteration(run.dir / "node-0.csv") >= 20; }, 60s);
   if (running) {
-    const flat_json meta = parse_flat_json(read_file(run.dir / "run.json")).value_or(flat_json{});
-    const json_value* id = meta.find("run_id");
-    const std::uint64_t run_id = id && std::holds_alternative<std::string>(*id)
-                                     ? std::stoull(std::get<std::string>(*id), nullptr, 16)
-                                     : 0;
+    const nlohmann::ordered_json meta =
+        parse_json_object(read_file(run.dir / "run.json")).value_or(nlohmann::ordered_json::object());
+    const std::string* id = json_string(meta, "run_id");
+    const std::uint64_t run_id = id ? std::stoull(*id, nullptr, 16) : 0;
     run.report = attack(run.dir, port, run_id);
     run.attacked_mid_run = last_iteration(run.dir / "node-0.csv") < 992;
   }
@@ -235,7 +233,7 @@ TEST_CASE("security curve: attacks without an allowed key change no model and st
   // Everything the attacker sent to rank 0 was refused before it reached the exchange: connections
   // that failed the handshake (raw TCP, the plain ZeroMQ clients) or the ZAP check (the stranger's
   // key); nothing was malformed, had a wrong checksum, or named the wrong sender.
-  const flat_json& r0 = nodes.at(0);
+  const nlohmann::ordered_json& r0 = nodes.at(0);
   const std::string detail = text_field(r0, "rejected_detail");
   MESSAGE("curve: rank 0 refused " << number(r0, "rejected") << ": " << detail << "; the attacker sent "
                                    << run.report.garbage_frames << " random frames on " << run.report.garbage_connections

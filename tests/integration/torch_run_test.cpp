@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "core/portable_random.hpp"
-#include "node/launch/progress.hpp"
+#include "core/json.hpp"
 #include "node/log/replica_check.hpp"
 #include "tests/integration/process.hpp"
 

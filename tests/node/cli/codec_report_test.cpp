@@ -1,4 +1,4 @@
-// What `qgossip codec` measures (node/codec_report.hpp): the generated vectors, the inputs it reads,
+// What `qgossip codec` measures (node/cli/codec_report.hpp): the generated vectors, the inputs it reads,
 // and the metrics, checked against codecs whose answers are known exactly (identity, fixed-size QSGD,
 // and test doubles that scale, zero or misbehave) and, for the statistical ones, against stated bounds.
 #include "node/cli/codec_report.hpp"

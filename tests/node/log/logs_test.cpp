@@ -161,7 +161,7 @@ TEST_CASE("logs: a healthy run reads back what the nodes wrote, with no warnings
   const std::string json = run_summary_json(s);
   CHECK(json.find("\"warnings\": []") != std::string::npos);
   CHECK(json.find("\"test_acc\": {") != std::string::npos);
-  CHECK(json.find("\"median\": 11,") != std::string::npos);  // wall time, exact in binary
+  CHECK(json.find("\"median\": 11.0,") != std::string::npos);  // wall time, exact in binary (a double: 11.0)
 }
 
 TEST_CASE("logs: failed, diverged and interrupted nodes are warned about with their error") {
@@ -436,4 +436,24 @@ TEST_CASE(
   log_thresholds impatient;
   impatient.in_progress_s = -1;
   CHECK(read(tmp.dir, impatient).nodes[0].status == "no summary");
+}
+
+TEST_CASE("logs: the summary's times have the CSV's names; the old time_* names are still read") {
+  scratch tmp;
+  write_run(tmp.dir, 2);
+  write_node(tmp.dir, 0);
+  std::ifstream in(tmp.dir / "node-0.json");
+  const std::string written((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (const char* key : {"\"compute_s\": 4", "\"codec_s\": 1", "\"comm_s\": 5", "\"transfer_s\": 0"})
+    CHECK_MESSAGE(written.find(key) != std::string::npos, key);
+  CHECK(written.find("time_") == std::string::npos);
+
+  // A summary written before the rename.
+  std::ofstream(tmp.dir / "node-1.json") << R"({"rank": 1, "status": "ok", "rounds": 100, "wall_s": 10,
+    "time_compute_s": 3.5, "time_codec_s": 0.5, "time_comm_s": 6, "time_transfer_s": 0})";
+  const run_summary s = read(tmp.dir);
+  CHECK(s.nodes[1].source == "summary");
+  CHECK(s.nodes[1].compute_s == 3.5);
+  CHECK(s.nodes[1].codec_s == 0.5);
+  CHECK(s.nodes[1].comm_s == 6);
 }

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <random>
 #include <string>
 
@@ -82,4 +83,18 @@ TEST_CASE("a node with status ok but fewer rounds than the others did not reach 
   CHECK(!res.finished());
   CHECK(has(res.unfinished, "node 1 did not reach the last round: 60 rounds of 100"));
   CHECK(res.mismatches.empty());
+}
+
+TEST_CASE("an unreadable summary is a problem that names the file and what is wrong with it") {
+  scratch s;
+  for (int r = 0; r < 3; ++r) write_node(s.dir, 3, r, "ok", 100, 7, 7);
+  std::ofstream(s.dir / "node-1.json") << "{\"rank\": 1, \"status\": ";  // cut short
+  const replica_check_result res = check_replicas(s.dir);
+  CHECK(!res.ok());
+  CHECK(has(res.problems, (s.dir / "node-1.json").string() + ": parse error at line 1"));
+  CHECK(has(res.unfinished, "node 1 has no summary (node-1.json)"));
+
+  const replica_check_result none = check_replicas(s.dir / "absent");
+  CHECK(has(none.problems, "cannot read " + (s.dir / "absent").string() + ": No such file or directory"));
+  CHECK(has(none.problems, "no node-<rank>.json summaries in " + (s.dir / "absent").string()));
 }

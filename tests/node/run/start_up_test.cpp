@@ -16,7 +16,7 @@
 
 #include "core/errors.hpp"
 #include "node/config/config.hpp"
-#include "node/launch/progress.hpp"
+#include "core/json.hpp"
 #include "node/run/node_network.hpp"
 #include "node/run/node_runner.hpp"
 #include "tests/scratch_dir.hpp"
@@ -77,14 +77,14 @@ TEST_CASE("a stop requested before round 1 ends the start-up with an interrupted
   CHECK(e == node_exit::interrupted);
   const std::string summary = read_text(s.dir / "runs" / "startup" / "node-2.json");
   INFO(summary);
-  auto j = parse_flat_json(summary);
+  auto j = parse_json_object(summary);
   REQUIRE(j.has_value());
-  const json_value* status = j->find("status");
+  const std::string* status = json_string(*j, "status");
   REQUIRE(status != nullptr);
-  CHECK(std::get<std::string>(*status) == "interrupted");
-  const json_value* error = j->find("error");
+  CHECK(*status == "interrupted");
+  const std::string* error = json_string(*j, "error");
   REQUIRE(error != nullptr);
-  CHECK(contains(std::get<std::string>(*error),
+  CHECK(contains(*error,
                  "interrupted by a signal during start-up (before building the topology)"));
 }
 
