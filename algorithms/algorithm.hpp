@@ -126,7 +126,8 @@ struct algorithm_options {
   // Asynchronous gossip (train.max_staleness > 0; the decentralized algorithms): absorb() may come
   // any number of times per neighbour per round, each with the iteration of that neighbour's message
   // (its own round), in that neighbour's order, and a round may finish without one: the algorithm
-  // mixes with the newest copy it holds (algorithms/receipts.hpp).
+  // mixes with the newest copy it holds of each neighbour that sent something since its last mix,
+  // and leaves a silent neighbour's weight with itself (algorithms/receipts.hpp).
   bool asynchronous = false;
 };
 

@@ -34,8 +34,10 @@ void choco_sgd::absorb(int from, std::span<const float> decoded, std::uint64_t) 
 
 void choco_sgd::finish(std::uint64_t t) {
   received_.check_complete(row_, t);
-  // x += gamma_c * sum_j W_ij (x^_j - x^_i), neighbours in ascending order.
+  // x += gamma_c * sum_j W_ij (x^_j - x^_i), neighbours in ascending order (asynchronous: the
+  // neighbours that sent something since the last mix).
   for (std::size_t k = 0; k < copies_.size(); ++k) {
+    if (!received_.take_fresh(k)) continue;
     const float a = consensus_step_ * static_cast<float>(row_.weights[k]);
     mixing::axpy(x_, a, copies_[k]);
     mixing::axpy(x_, -a, own_copy_);
@@ -48,7 +50,7 @@ std::vector<held_copy> choco_sgd::held_copies() const {
   return out;
 }
 
-void choco_sgd::remix(const mixing_row& next) { remix_row(row_, next, copies_, received_.flags()); }
+void choco_sgd::remix(const mixing_row& next) { remix_row(row_, next, copies_, received_.entries()); }
 
 void choco_sgd::save_state(state_writer& out) const {
   algorithm_state::save_identity(out, name(), row_);
@@ -58,7 +60,7 @@ void choco_sgd::save_state(state_writer& out) const {
 }
 
 void choco_sgd::load_state(state_reader& in) {
-  remix_row(row_, algorithm_state::load_identity(in, name(), row_), copies_, received_.flags());
+  remix_row(row_, algorithm_state::load_identity(in, name(), row_), copies_, received_.entries());
   in.get_floats("x", x_);
   in.get_floats("own_copy", own_copy_);
   algorithm_state::load_copies(in, "public_copy", row_, copies_);

@@ -15,10 +15,12 @@ dcd_psgd::dcd_psgd(const mixing_row& row, std::span<const float> x0, bool asynch
       received_(row.neighbours.size(), asynchronous) {}
 
 std::span<const float> dcd_psgd::outgoing(std::span<const float> grad, float lr, std::uint64_t) {
-  // z = (W_ii x + sum_j W_ij x^_j - gamma g) - x, built in z_.
-  mixing::scale(z_, static_cast<float>(row_.self_weight), x_);
+  // z = (W_ii x + sum_j W_ij x^_j - gamma g) - x, built in z_ (asynchronous: a neighbour that sent
+  // nothing since the last mix leaves its weight W_ij on x).
+  const std::vector<bool> fresh = take_fresh(received_, replicas_.size());
+  mixing::scale(z_, static_cast<float>(own_weight(row_, fresh)), x_);
   for (std::size_t k = 0; k < replicas_.size(); ++k)
-    mixing::axpy(z_, static_cast<float>(row_.weights[k]), replicas_[k]);
+    if (fresh[k]) mixing::axpy(z_, static_cast<float>(row_.weights[k]), replicas_[k]);
   mixing::axpy(z_, -lr, grad);
   mixing::axpy(z_, -1.0f, x_);
   received_.begin_round();
@@ -43,7 +45,7 @@ std::vector<held_copy> dcd_psgd::held_copies() const {
   return out;
 }
 
-void dcd_psgd::remix(const mixing_row& next) { remix_row(row_, next, replicas_, received_.flags()); }
+void dcd_psgd::remix(const mixing_row& next) { remix_row(row_, next, replicas_, received_.entries()); }
 
 void dcd_psgd::save_state(state_writer& out) const {
   algorithm_state::save_identity(out, name(), row_);
@@ -52,7 +54,7 @@ void dcd_psgd::save_state(state_writer& out) const {
 }
 
 void dcd_psgd::load_state(state_reader& in) {
-  remix_row(row_, algorithm_state::load_identity(in, name(), row_), replicas_, received_.flags());
+  remix_row(row_, algorithm_state::load_identity(in, name(), row_), replicas_, received_.entries());
   in.get_floats("x", x_);
   algorithm_state::load_copies(in, "replica", row_, replicas_);
 }

@@ -29,12 +29,15 @@ void dpsgd::absorb(int from, std::span<const float> decoded, std::uint64_t) {
 void dpsgd::finish(std::uint64_t t) {
   received_.check_complete(row_, t);
   // Every input of the sum was fixed before this point, so x_ may be overwritten in place.
-  mixing::scale(x_, static_cast<float>(row_.self_weight), x_);
-  for (std::size_t k = 0; k < inbox_.size(); ++k) mixing::axpy(x_, static_cast<float>(row_.weights[k]), inbox_[k]);
+  // Asynchronous: a neighbour that sent nothing since the last mix leaves its weight on x.
+  const std::vector<bool> fresh = take_fresh(received_, inbox_.size());
+  mixing::scale(x_, static_cast<float>(own_weight(row_, fresh)), x_);
+  for (std::size_t k = 0; k < inbox_.size(); ++k)
+    if (fresh[k]) mixing::axpy(x_, static_cast<float>(row_.weights[k]), inbox_[k]);
   mixing::axpy(x_, -1.0f, step_);
 }
 
-void dpsgd::remix(const mixing_row& next) { remix_row(row_, next, inbox_, received_.flags()); }
+void dpsgd::remix(const mixing_row& next) { remix_row(row_, next, inbox_, received_.entries()); }
 
 void dpsgd::save_state(state_writer& out) const {
   algorithm_state::save_identity(out, name(), row_);
@@ -42,7 +45,7 @@ void dpsgd::save_state(state_writer& out) const {
 }
 
 void dpsgd::load_state(state_reader& in) {
-  remix_row(row_, algorithm_state::load_identity(in, name(), row_), inbox_, received_.flags());
+  remix_row(row_, algorithm_state::load_identity(in, name(), row_), inbox_, received_.entries());
   in.get_floats("x", x_);
 }
 

@@ -16,9 +16,11 @@ ecd_psgd::ecd_psgd(const mixing_row& row, std::span<const float> x0, bool asynch
 
 std::span<const float> ecd_psgd::outgoing(std::span<const float> grad, float lr, std::uint64_t t) {
   QG_ENFORCE(t >= 1, "ECD-PSGD rounds count from 1");
-  mixing::scale(next_, static_cast<float>(row_.self_weight), own_estimate_);
+  // Asynchronous: a neighbour that sent nothing since the last mix leaves its weight on the node's own estimate.
+  const std::vector<bool> fresh = take_fresh(received_, estimates_.size());
+  mixing::scale(next_, static_cast<float>(own_weight(row_, fresh)), own_estimate_);
   for (std::size_t k = 0; k < estimates_.size(); ++k)
-    mixing::axpy(next_, static_cast<float>(row_.weights[k]), estimates_[k]);
+    if (fresh[k]) mixing::axpy(next_, static_cast<float>(row_.weights[k]), estimates_[k]);
   mixing::axpy(next_, -lr, grad);
   // z = x + (t/2)(x_next - x): the same value as (1 - t/2)x + (t/2)x_next, without the
   // cancellation of two large terms when t is large.
@@ -53,7 +55,7 @@ std::vector<held_copy> ecd_psgd::held_copies() const {
   return out;
 }
 
-void ecd_psgd::remix(const mixing_row& next) { remix_row(row_, next, estimates_, received_.flags()); }
+void ecd_psgd::remix(const mixing_row& next) { remix_row(row_, next, estimates_, received_.entries()); }
 
 void ecd_psgd::save_state(state_writer& out) const {
   algorithm_state::save_identity(out, name(), row_);
@@ -63,7 +65,7 @@ void ecd_psgd::save_state(state_writer& out) const {
 }
 
 void ecd_psgd::load_state(state_reader& in) {
-  remix_row(row_, algorithm_state::load_identity(in, name(), row_), estimates_, received_.flags());
+  remix_row(row_, algorithm_state::load_identity(in, name(), row_), estimates_, received_.entries());
   in.get_floats("x", x_);
   in.get_floats("own_estimate", own_estimate_);
   algorithm_state::load_copies(in, "estimate", row_, estimates_);

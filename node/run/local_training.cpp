@@ -28,7 +28,8 @@ local_training::local_training(const run_config& c, int rank, node_learner& lear
       local_rounds_(plan.local_steps > 1 || !c.train.outer.is_identity()),
       work_(local_rounds_ ? learner.model->num_params() : 0),
       outer_(local_rounds_ ? learner.model->num_params() : 0, c.train.outer),
-      outer_after_round_(local_rounds_ && !c.train.outer.is_identity() && !learner.alg->adjustable_model().empty()),
+      outer_after_round_(local_rounds_ && !c.train.outer.is_identity() && !learner.alg->adjustable_model().empty() &&
+                         c.train.max_staleness == 0),
       delta_(outer_after_round_ ? learner.model->num_params() : 0),
       grad_(learner.model->num_params()) {
   const augment_spec& a = c.data.augment;

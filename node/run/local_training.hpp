@@ -9,9 +9,11 @@
 //              Where the algorithm lets the node adjust its model after the round
 //              (algorithm::adjustable_model: choco, dpsgd, naive, the centralized ones) it gets the
 //              plain change and finish_round() applies the outer step to the whole round's change
-//              x_t − x_{t+1}; elsewhere (dcd, ecd, whose neighbours copy x from the messages) the
-//              outer step of the local change goes in place of γ·g. Either way the node average
-//              moves by the outer step of the mean change.
+//              x_t − x_{t+1}; elsewhere (dcd, ecd, whose neighbours copy x from the messages), and
+//              in asynchronous gossip (train.max_staleness > 0, where the mix uses copies of
+//              different ages and the momentum would integrate their lag), the outer step of the
+//              local change goes in place of γ·g. Synchronously the node average moves by the outer
+//              step of the mean change.
 // Each step's gradient comes from the learner's codec (a factor codec keeps that pass's factors),
 // on the plan's batches (augmented when data.augment asks), at the schedule's rate. Not
 // thread-safe: the node's one thread.

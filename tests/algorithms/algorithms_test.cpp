@@ -287,3 +287,110 @@ TEST_CASE("asynchronous algorithms take any number of a neighbour's messages per
     for (float v : async->model()) CHECK(std::isfinite(v));
   }
 }
+
+namespace {
+
+void check_near(std::span<const float> got, const std::vector<float>& want) {
+  REQUIRE(got.size() == want.size());
+  for (std::size_t i = 0; i < got.size(); ++i) CHECK(got[i] == doctest::Approx(want[i]).epsilon(1e-6));
+}
+
+// a*x + b*y + c*z elementwise (vectors of one length; an empty one counts as zero).
+std::vector<float> combine(float a, const std::vector<float>& x, float b, const std::vector<float>& y, float c = 0,
+                           const std::vector<float>& z = {}) {
+  std::vector<float> out(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) out[i] = a * x[i] + b * y[i] + (z.empty() ? 0.0f : c * z[i]);
+  return out;
+}
+
+}  // namespace
+
+// Asynchronous mixing (algorithms/receipts.hpp): neighbour j's term enters the mix once per batch of
+// messages it sent since the node last mixed; a neighbour that sent nothing leaves its weight W_ij
+// with the node (so a stalled neighbour's old copy does not pull the node back round after round).
+// Node 0 of a ring of 4 (neighbours 1 and 3, every weight 1/3); hand-computed expectations.
+TEST_CASE("asynchronous mixing: a neighbour counts once per batch of new messages, a silent one's weight stays home") {
+  const float lr = 0.1f;
+  const std::vector<float> x0{1.0f, -2.0f, 0.5f}, g{0.5f, 1.0f, -1.0f}, m{0.2f, 0.1f, -0.3f}, a{1.0f, 2.0f, 3.0f},
+      b{-1.0f, 0.5f, 2.0f}, c{0.3f, -0.7f, 0.9f};
+  const std::vector<float> step = combine(lr, g, 0, g);
+
+  SUBCASE("choco: x += γ Σ_fresh W_ij (x̂_j − x̂_i)") {
+    const float gamma = 0.5f;
+    auto node = make_algorithm("choco", ring_row(0, 4), x0, {gamma, true});
+    (void)node->outgoing(g, lr, 1);
+    node->absorb_own(m, 1);  // x̂_0 = x0 + m
+    node->absorb(1, m, 1);   // x̂_1 = x0 + m
+    node->absorb(3, m, 1);   // x̂_3 = x0 + m: every difference is zero
+    node->finish(1);
+    const std::vector<float> x1 = combine(1, x0, -lr, g);
+    check_near(node->model(), x1);
+    (void)node->outgoing(g, lr, 2);
+    node->absorb_own(m, 2);  // x̂_0 = x0 + 2m
+    node->absorb(1, combine(3, m, 0, m), 2);  // x̂_1 = x0 + 4m; rank 3 silent (x̂_3 = x0 + m)
+    node->finish(2);
+    const std::vector<float> x2 = combine(1, x1, -lr, g, gamma / 3.0f * 2.0f, m);  // only (x̂_1 − x̂_0) = 2m
+    check_near(node->model(), x2);
+    (void)node->outgoing(g, lr, 3);
+    node->absorb_own(m, 3);
+    node->finish(3);  // nobody sent: no mixing at all
+    check_near(node->model(), combine(1, x2, -lr, g));
+  }
+  SUBCASE("dpsgd: x = (W_ii + Σ_silent W_ij) x + Σ_fresh W_ij x_j − γg") {
+    auto node = make_algorithm("dpsgd", ring_row(0, 4), x0, {1.0, true});
+    (void)node->outgoing(g, lr, 1);
+    node->absorb(1, a, 1);
+    node->absorb(3, b, 1);
+    node->finish(1);
+    std::vector<float> x1(3);
+    for (int i = 0; i < 3; ++i) x1[i] = (x0[i] + a[i] + b[i]) / 3.0f - lr * g[i];
+    check_near(node->model(), x1);
+    (void)node->outgoing(g, lr, 2);
+    node->absorb(1, c, 2);  // rank 3 silent: its 1/3 stays with the node
+    node->finish(2);
+    const std::vector<float> x2 = combine(2.0f / 3.0f, x1, 1.0f / 3.0f, c, -lr, g);
+    check_near(node->model(), x2);
+    (void)node->outgoing(g, lr, 3);
+    node->finish(3);
+    check_near(node->model(), combine(1, x2, -lr, g));
+  }
+  SUBCASE("dcd: z = (W_ii + Σ_silent W_ij) x + Σ_fresh W_ij x̂_j − γg − x") {
+    auto node = make_algorithm("dcd", ring_row(0, 4), x0, {1.0, true});
+    check_near(node->outgoing(g, lr, 1), combine(-lr, g, 0, g));  // no messages yet: the node alone
+    node->absorb_own(m, 1);  // x = x0 + m
+    node->absorb(1, a, 1);   // x̂_1 = x0 + a
+    node->absorb(3, b, 1);   // x̂_3 = x0 + b
+    node->finish(1);
+    const std::vector<float> x = combine(1, x0, 1, m), r1 = combine(1, x0, 1, a), r3 = combine(1, x0, 1, b);
+    std::vector<float> z2(3);
+    for (int i = 0; i < 3; ++i) z2[i] = (x[i] + r1[i] + r3[i]) / 3.0f - lr * g[i] - x[i];
+    check_near(node->outgoing(g, lr, 2), z2);
+    const std::vector<float> x2 = combine(1, x, 1, m);
+    node->absorb_own(m, 2);
+    node->absorb(1, c, 2);  // x̂_1 = x0 + a + c; rank 3 silent
+    node->finish(2);
+    const std::vector<float> r1b = combine(1, r1, 1, c);
+    std::vector<float> z3(3);
+    for (int i = 0; i < 3; ++i) z3[i] = (2.0f * x2[i] + r1b[i]) / 3.0f - lr * g[i] - x2[i];
+    check_near(node->outgoing(g, lr, 3), z3);
+    node->absorb_own(m, 3);
+    node->finish(3);
+    check_near(node->outgoing(g, lr, 4), combine(-lr, g, 0, g));  // nobody sent since: the node alone
+  }
+  SUBCASE("ecd: x_{t+1} = (W_ii + Σ_silent W_ij) x̃_i + Σ_fresh W_ij x̃_j − γg") {
+    auto node = make_algorithm("ecd", ring_row(0, 4), x0, {1.0, true});
+    (void)node->outgoing(g, lr, 1);
+    check_near(node->model(), combine(1, x0, -lr, g));  // no messages yet: the node's own estimate x0
+    node->absorb_own(a, 1);  // t = 1: estimates become the decoded message itself (blend 1 − 2/1 = −1, 2)
+    node->absorb(1, b, 1);
+    node->finish(1);  // rank 3 silent
+    const std::vector<held_copy> held = node->held_copies();  // own estimate, then rank 1's, rank 3's
+    REQUIRE(held[1].rank == 1);
+    const std::vector<float> own(held[0].values.begin(), held[0].values.end()),
+        est1(held[1].values.begin(), held[1].values.end());
+    (void)node->outgoing(g, lr, 2);
+    std::vector<float> want(3);
+    for (int i = 0; i < 3; ++i) want[i] = 2.0f / 3.0f * own[i] + est1[i] / 3.0f - lr * g[i];
+    check_near(node->model(), want);
+  }
+}
