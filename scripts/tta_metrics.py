@@ -10,7 +10,11 @@ the node started at end_unix_s - wall_s (Unix seconds) and a row's time from the
 
 The accuracy. Peers: rank 0's evaluation of the global model. qgossip: at each evaluated iteration
 that every node has logged, the mean over the nodes of their test accuracies; its time is that of the
-LAST node to log the row. Time to a target: the first evaluation whose accuracy is >= the target.
+LAST node to log the row. Asynchronous gossip (train.max_staleness in run.json's config), where nodes
+run at their own pace and a slow one evaluates at other iterations (or stops with its neighbours
+before its next evaluation): at each evaluation any node logs, once every node has logged one, the
+mean over the nodes of their latest accuracies, at that time (the epoch: the furthest node's). Time
+to a target: the first evaluation whose accuracy is >= the target.
 
 Two times to each target, the same definitions for every system:
   from launch    the evaluation's time on the launch clock (start-up included);
@@ -26,6 +30,7 @@ import csv
 import json
 import math
 import os
+import re
 
 
 class MetricsError(Exception):
@@ -104,12 +109,35 @@ def curve_qgossip(run_dir, launch_unix):
                 continue
             rows[int(it)] = (offset + wall, _num(row.get("epoch")), acc)
         per_node[rank] = rows
+    if asynchronous(run_dir):
+        return latest_means(per_node), notes
     common = set.intersection(*(set(r) for r in per_node.values())) if per_node else set()
     points = []
     for it in sorted(common):
         entries = [per_node[r][it] for r in per_node]
         points.append((max(e[0] for e in entries), entries[0][1], sum(e[2] for e in entries) / len(entries), it))
     return points, notes
+
+
+def asynchronous(run_dir):
+    """Whether the run's config (run.json, written by rank 0) sets train.max_staleness above 0."""
+    config = (read_json(os.path.join(run_dir, "run.json")) or {}).get("config_yaml", "")
+    m = re.search(r"^\s*max_staleness:\s*(\S+)", config, re.MULTILINE)
+    return bool(m) and m.group(1) != "0"
+
+
+def latest_means(per_node):
+    """Asynchronous runs: [(time, epoch, mean accuracy, iteration)] at each node's evaluation, the
+    mean over the nodes of their latest accuracies once every node has one (epoch and iteration: the
+    furthest node's)."""
+    events = sorted((t, rank, epoch, acc, it) for rank, rows in per_node.items() for it, (t, epoch, acc) in rows.items())
+    latest, points = {}, []
+    for t, rank, epoch, acc, it in events:
+        latest[rank] = (epoch, acc, it)
+        if len(latest) == len(per_node):
+            points.append((t, max(e for e, _, _ in latest.values()), sum(a for _, a, _ in latest.values()) / len(latest),
+                           max(i for _, _, i in latest.values())))
+    return points
 
 
 def qgossip_startup(run_dir, launch_unix):

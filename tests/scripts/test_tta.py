@@ -290,6 +290,25 @@ class Clock(unittest.TestCase):
         # Without the launch time (or the columns) it cannot be told.
         self.assertIsNone(tta_metrics.qgossip_startup(self.d, None))
 
+    def test_asynchronous_runs_take_each_nodes_latest_evaluation(self):
+        launch = 1000.0
+        # Node 1 is a straggler: it evaluates once, at its own iteration 3, while node 0 runs on.
+        for rank, (end, wall, rows) in enumerate([(1030.0, 30.0, [(10, 1.0, 10.0, 0.80), (20, 2.0, 20.0, 0.86),
+                                                                  (30, 3.0, 30.0, 0.88)]),
+                                                  (1030.0, 30.0, [(3, 0.3, 15.0, 0.70)])]):
+            write_rows(os.path.join(self.d, f"node-{rank}.csv"), rows)
+            write(os.path.join(self.d, f"node-{rank}.json"), json.dumps({"rank": rank, "end_unix_s": end,
+                                                                         "wall_s": wall, "epoch": 3.0}))
+        write(os.path.join(self.d, "run.json"), json.dumps({"config_yaml": "train:\n  max_staleness: unbounded\n"}))
+        points, notes = tta_metrics.curve_qgossip(self.d, launch)
+        self.assertEqual(notes, [])
+        # Nothing before node 1's first evaluation (15 s); then the mean of the latest of each.
+        self.assertEqual([(t, e, round(a, 6), it) for t, e, a, it in points],
+                         [(15.0, 1.0, 0.75, 10), (20.0, 2.0, 0.78, 20), (30.0, 3.0, 0.79, 30)])
+        # Synchronous (max_staleness 0, or absent): only iterations every node evaluated.
+        write(os.path.join(self.d, "run.json"), json.dumps({"config_yaml": "train:\n  max_staleness: 0\n"}))
+        self.assertEqual(tta_metrics.curve_qgossip(self.d, launch)[0], [])
+
     def test_a_node_without_its_start_is_said(self):
         write_rows(os.path.join(self.d, "node-0.csv"), [(5, 1.0, 3.0, 0.9)])
         points, notes = tta_metrics.curve_qgossip(self.d, 1000.0)
