@@ -152,6 +152,9 @@ int wire_seeds(const fs::path& dir) {
   // docs/wire.md's golden finished message: no codec, no payload.
   const wire_header done{.kind = message_kind::finished, .run_id = fuzz::kRunId, .sender = 3, .iteration = 17};
   frame(dir, count, 0, done, {});
+  // docs/wire.md's golden finished_ack: no codec, no payload.
+  const wire_header ack{.kind = message_kind::finished_ack, .run_id = fuzz::kRunId, .sender = 3, .iteration = 17};
+  frame(dir, count, 0, ack, {});
   // Broken: a truncated header, a foreign sender, an empty payload.
   frame(dir, count, 0, h, raw, 1 + 20);
   wire_header stranger = h;

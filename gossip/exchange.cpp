@@ -192,6 +192,7 @@ exchange::exchange(transport& t, exchange_options options) : transport_(t), opti
   rejected_on_link_.resize(nb.size());
   dropped_.resize(nb.size());
   finished_.resize(nb.size());
+  acked_.resize(nb.size());
   closed_.resize(nb.size());
 }
 
@@ -305,6 +306,30 @@ void exchange::handle_finished(std::size_t k, const wire_header& h) {
     --missing_;
     out_index_[k] = -1;
   }
+  // Tell it its finished message (and so everything it sent before) arrived: it may close its links
+  // once every peer has said so. Best effort: without it, the peer leaves when this node's link closes.
+  wire_header ack;
+  ack.kind = message_kind::finished_ack;
+  ack.run_id = options_.run_id;
+  ack.sender = static_cast<std::uint32_t>(options_.rank);
+  ack.iteration = h.iteration;
+  std::array<std::byte, kWireHeaderBytes> bytes{};
+  encode_header(ack, {}, bytes);
+  const int peer = options_.neighbours[k];
+  if (status sent = transport_.send_all(std::span<const int>(&peer, 1), bytes, {}); !sent) {
+    note("could not acknowledge rank " + std::to_string(peer) + "'s finished message: " + sent.to_string());
+    return;
+  }
+  ++stats_.messages_sent;
+  stats_.bytes_sent += kWireHeaderBytes;
+  stats_.notice_bytes_sent += kWireHeaderBytes;
+}
+
+void exchange::handle_finished_ack(std::size_t k) {
+  stats_.notice_bytes_received += kWireHeaderBytes;
+  ++stats_.messages_delivered;
+  if (acked_[k]) ++stats_.duplicates;
+  acked_[k] = true;
 }
 
 status exchange::send_notice(std::span<const int> to, std::span<const std::byte> payload, std::uint64_t iteration) {
@@ -433,6 +458,10 @@ void exchange::handle(message_kind kind, const codec_expectation& codec, std::ve
   }
   if (h.kind == message_kind::finished) {
     handle_finished(k, h);
+    return;
+  }
+  if (h.kind == message_kind::finished_ack) {
+    handle_finished_ack(k);
     return;
   }
   if (options_.asynchronous && h.kind == message_kind::train) {
@@ -636,10 +665,15 @@ status exchange::finish(std::uint64_t iteration, transport_clock::time_point dea
     stats_.notice_bytes_sent += live_send_.size() * kWireHeaderBytes;
   }
   std::vector<inbound_message> arrived;
+  // A peer is done with this node once it has finished (nothing more will come from it) and has
+  // acknowledged this node's finished message (it holds everything this node sent), or its link
+  // closed after it finished (it left, holding everything: it too waited for this node's finished).
   auto unfinished = [&] {
     std::string who;
     for (std::size_t k = 0; k < nb.size(); ++k)
-      if (!dropped_[k] && !finished_[k]) who += (who.empty() ? "rank " : ", rank ") + std::to_string(nb[k]);
+      if (!dropped_[k] && !(finished_[k] && (acked_[k] || closed_[k])))
+        who += (who.empty() ? "rank " : ", rank ") + std::to_string(nb[k]) +
+               (finished_[k] ? " (finished, but had not confirmed this node's finished message)" : "");
     return who;
   };
   while (pending_failure_.is_ok()) {
@@ -792,18 +826,44 @@ status exchange::gather(std::uint64_t iteration, const outgoing_message& msg, st
     if (!pending_failure_.is_ok()) return fail(pending_failure_);
     bool waiting = false;
     for (std::size_t k = 0; k < options_.neighbours.size() && !waiting; ++k) waiting = waiting_for(k, need);
-    if (!waiting) break;
+    // Flow control: no next round while a link still holds more than this round's message and the
+    // previous one (nothing tells when it drains: look again every kBacklogPoll).
+    const std::size_t backlog_limit = 2 * (kWireHeaderBytes + msg.payload.size());
+    bool backlogged = false;
+    for (std::size_t k = 0; k < options_.neighbours.size() && !waiting && !backlogged; ++k)
+      backlogged = link_backlogged(k, backlog_limit);
+    if (!waiting && !backlogged) break;
     if (options_.should_stop && options_.should_stop())
       return fail(status::error(errc::cancelled, "stopped while waiting for round " + std::to_string(iteration)));
-    const auto slice_end =
-        options_.should_stop ? std::min(deadline, transport_clock::now() + kStopCheckInterval) : deadline;
+    auto slice_end = options_.should_stop ? std::min(deadline, transport_clock::now() + kStopCheckInterval) : deadline;
+    if (!waiting) slice_end = std::min(slice_end, transport_clock::now() + kBacklogPoll);
     if (status s = receive_one(slice_end, message_kind::train, async_codec_, out, got); !s) return fail(s);
-    if (!got && slice_end >= deadline) return fail(status::error(errc::timeout, stale_message(need, waited)));
+    if (!got && slice_end >= deadline)
+      return fail(status::error(errc::timeout, waiting ? stale_message(need, waited) : backlog_message(backlog_limit, waited)));
   }
   out.resize(delivered_count_);
   ++stats_.rounds;
   if (options_.log) flush_log_limits();
   return status::ok();
+}
+
+bool exchange::link_backlogged(std::size_t k, std::size_t limit) const {
+  if (dropped_[k] || closed_[k] || finished_[k]) return false;
+  const std::optional<std::size_t> held = transport_.unacknowledged_bytes(options_.neighbours[k]);
+  return held && *held > limit;
+}
+
+std::string exchange::backlog_message(std::size_t limit, std::chrono::milliseconds waited) const {
+  std::string who;
+  for (std::size_t k = 0; k < options_.neighbours.size(); ++k) {
+    if (!link_backlogged(k, limit)) continue;
+    const int peer = options_.neighbours[k];
+    who += (who.empty() ? "rank " : ", rank ") + std::to_string(peer) + " (" +
+           std::to_string(transport_.unacknowledged_bytes(peer).value_or(0)) + " bytes)";
+  }
+  return "the links to " + who + " still held more than " + std::to_string(limit) +
+         " bytes of this node's messages (two rounds') after " + std::to_string(waited.count()) +
+         " ms: the neighbour's host acknowledged nothing";
 }
 
 std::string exchange::stale_message(std::uint64_t need, std::chrono::milliseconds waited) const {

@@ -90,6 +90,8 @@ struct exchange_options {
 };
 
 inline constexpr std::chrono::milliseconds kStopCheckInterval{100};
+// How often an asynchronous round waiting on flow control looks at its links' queues again.
+inline constexpr std::chrono::milliseconds kBacklogPoll{2};
 
 // What this node sends in a round. The payload must stay valid during round().
 struct outgoing_message {
@@ -192,7 +194,10 @@ class exchange {
   // before it, then delivers into out every train message that has arrived (any number per peer,
   // each peer's in ascending iteration, each validated and passed to `validate` in that order),
   // waiting only while a live peer that has not finished below `need` has delivered less than
-  // `need` (0: never waits). Notices, finished messages and losses are handled as in round().
+  // `need` (0: never waits), and, flow control, while the transport's link to a live unfinished
+  // peer still holds more than two messages of this size of ours (transport::unacknowledged_bytes;
+  // looked at every kBacklogPoll): a node never runs further ahead of a slow link than the message
+  // it just sent and the one before. Notices, finished messages and losses are handled as in round().
   // Errors as round(). REQUIRES: options().asynchronous; iterations ascending.
   status gather(std::uint64_t iteration, const outgoing_message& msg, std::uint64_t need,
                 std::vector<inbound_message>& out);
@@ -208,9 +213,11 @@ class exchange {
   status send_notice(std::span<const int> peers, std::span<const std::byte> payload, std::uint64_t iteration);
   // Ends this node's part of the run after its last round, `iteration`: sends a finished message
   // (message_kind::finished) to every live peer, then receives until every live peer has finished
-  // too, or its link was lost, or deadline passes. Only then may the node close its links: a peer
-  // that finished has completed its last round, so it holds every message it needs from this node,
-  // while one that has not may still be waiting for this node's last messages. Meanwhile notices
+  // too and acknowledged this node's finished message (message_kind::finished_ack, which every
+  // exchange sends as a peer's finished message arrives), or its link closed after it finished, or
+  // deadline passes. Only then may the node close its links: the acknowledgement says the peer holds
+  // every message this node sent it (links are ordered), the last asynchronous rounds included;
+  // a link closing after the peer finished says the peer left holding them. Meanwhile notices
   // go to on_notice and a peer whose link is lost before it finished to on_peer_failure (as in a
   // round); train and probe messages (for rounds this node will not run) are counted as expired.
   // Returns ok; errc::timeout naming the peers that had not finished by deadline; errc::peer_lost
@@ -245,7 +252,8 @@ class exchange {
 
   void handle(message_kind kind, const codec_expectation& codec, std::vector<inbound_message>& out);
   void handle_notice(const wire_header& h);
-  void handle_finished(std::size_t k, const wire_header& h);
+  void handle_finished(std::size_t k, const wire_header& h);  // and acknowledges it
+  void handle_finished_ack(std::size_t k);
   // Asynchronous: a train message from neighbour k, delivered in its order or rejected.
   void deliver_in_order(std::size_t k, const wire_header& h, const codec_expectation& codec,
                         std::vector<inbound_message>& out);
@@ -253,6 +261,10 @@ class exchange {
   [[nodiscard]] status receive_one(transport_clock::time_point until, message_kind kind,
                                    const codec_expectation& codec, std::vector<inbound_message>& out, bool& got);
   [[nodiscard]] bool waiting_for(std::size_t k, std::uint64_t need) const;
+  // Asynchronous flow control: neighbour k takes messages and its link holds more than `limit`
+  // bytes of ours not yet acknowledged (transport::unacknowledged_bytes).
+  [[nodiscard]] bool link_backlogged(std::size_t k, std::size_t limit) const;
+  std::string backlog_message(std::size_t limit, std::chrono::milliseconds waited) const;
   // A peer that takes part in round `iteration`: neither dropped nor finished before it.
   [[nodiscard]] bool in_round(std::size_t k, std::uint64_t iteration) const;
   // A neighbour failed (lost or misbehaving): drops it or sets pending_failure_ (on_peer_failure).
@@ -296,6 +308,7 @@ class exchange {
   // Per neighbour: the last iteration of a neighbour that finished (its finished message arrived),
   // and whether its link has closed since (it exited: nothing more is sent to it).
   std::vector<std::optional<std::uint64_t>> finished_;
+  std::vector<bool> acked_;  // its finished_ack of this node's finished message arrived
   std::vector<bool> closed_;
   bool draining_ = false;                        // inside finish()
   std::size_t delivered_count_ = 0;              // asynchronous: entries of out filled by this gather

@@ -14,6 +14,7 @@
 // tests of peers that stop.
 // Thread safety: as the wrapped transport: one thread at a time. `inner` must outlive the wrapper.
 #include <chrono>
+#include <map>
 #include <cstdint>
 #include <optional>
 #include <random>
@@ -57,6 +58,11 @@ class faulty_transport final : public transport {
   void take_lost_peers(std::vector<int>& out) override;
   // Withdraws an injected loss of peer not yet taken, and tells the inner transport.
   void forget_peer(int peer) override;
+  // The value set by set_unacknowledged(peer), else the inner transport's.
+  std::optional<std::size_t> unacknowledged_bytes(int peer) const override;
+  // Makes unacknowledged_bytes(peer) report `bytes` (nullopt: the inner transport's again): a link
+  // whose queue a test fills and drains by hand.
+  void set_unacknowledged(int peer, std::optional<std::size_t> bytes);
 
   // Injects the loss of the link to peer, as if the transport had found it dead: the next
   // receive() returns errc::peer_lost (before any message, until take_lost_peers takes it), and
@@ -89,6 +95,7 @@ class faulty_transport final : public transport {
   std::vector<held_message> held_;
   std::vector<std::byte> scratch_;  // the corrupted frame
   std::vector<int> lost_;           // injected losses not taken yet (ascending, unique)
+  std::map<int, std::size_t> unacknowledged_;  // set_unacknowledged's values, by peer
 };
 
 }  // namespace qgossip

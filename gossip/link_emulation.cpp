@@ -39,7 +39,7 @@ void emulated_link_transport::enqueue(int peer, const std::shared_ptr<frames>& d
         std::chrono::duration<double>(bytes * 8.0 / link_.rate_bits_per_s));
   }
   link_free_ = departure_done;
-  outbox_.push_back({departure_done + link_.delay, peer, data});
+  outbox_.push_back({departure_done + link_.delay, departure_done, peer, data});
 }
 
 status emulated_link_transport::release_due() {
@@ -73,6 +73,16 @@ status emulated_link_transport::send_all(std::span<const int> peers, std::span<c
   const auto now = transport_clock::now();
   for (int peer : peers) enqueue(peer, data, now);
   return s;
+}
+
+std::optional<std::size_t> emulated_link_transport::unacknowledged_bytes(int peer) const {
+  const std::optional<std::size_t> inner = inner_.unacknowledged_bytes(peer);
+  if (link_.rate_bits_per_s == 0) return inner;
+  const auto now = transport_clock::now();
+  std::size_t leaving = 0;
+  for (const message& m : outbox_)
+    if (m.peer == peer && m.departed > now) leaving += m.data->header.size() + m.data->payload.size();
+  return leaving + inner.value_or(0);
 }
 
 status emulated_link_transport::receive(transport_clock::time_point deadline, inbound_frames& out) {

@@ -78,6 +78,9 @@ class emulated_link_transport final : public transport {
   // Hands over every due message, then waits on the inner transport until deadline or the next
   // message's due time, whichever is first, and loops: the wrapper sends on time while the node waits.
   status receive(transport_clock::time_point deadline, inbound_frames& out) override;
+  // The bytes for peer still leaving the emulated link (their departure not done; those only
+  // waiting out the delay are on the wire), plus what the inner transport holds.
+  std::optional<std::size_t> unacknowledged_bytes(int peer) const override;
   std::string peer_address(int peer) const override { return inner_.peer_address(peer); }
   transport_refusals refusals() const override { return inner_.refusals(); }
   void take_refusal_log(std::vector<std::string>& lines) override { inner_.take_refusal_log(lines); }
@@ -100,6 +103,7 @@ class emulated_link_transport final : public transport {
   };
   struct message {
     transport_clock::time_point due;
+    transport_clock::time_point departed;  // when its last bit has left the link
     int peer;
     std::shared_ptr<frames> data;
   };

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -86,6 +87,11 @@ class transport {
   // one is withdrawn), and its queued outgoing messages are discarded when the transport closes
   // instead of lingering.
   virtual void forget_peer(int peer) {}
+
+  // Flow control (asynchronous gossip, exchange::gather): how many bytes of this node's messages to
+  // peer its side of the link still holds, queued or in flight, not yet acknowledged by the peer's
+  // host; nullopt when the backend cannot tell (then nothing waits on it). Default: nullopt.
+  [[nodiscard]] virtual std::optional<std::size_t> unacknowledged_bytes(int peer) const { return std::nullopt; }
 };
 
 }  // namespace qgossip

@@ -74,6 +74,8 @@ std::string_view to_string(message_kind kind) {
       return "notice";
     case message_kind::finished:
       return "finished";
+    case message_kind::finished_ack:
+      return "finished_ack";
   }
   return "unknown";
 }
@@ -182,9 +184,10 @@ status parse_header(std::span<const std::byte> header_bytes, std::span<const std
                 "reserved: expected 0, received " + std::to_string(out.reserved));
 
   const auto kind = get<std::uint16_t>(p, kOffKind);
-  if (kind < static_cast<std::uint16_t>(message_kind::train) || kind > static_cast<std::uint16_t>(message_kind::finished))
+  if (kind < static_cast<std::uint16_t>(message_kind::train) || kind > static_cast<std::uint16_t>(message_kind::finished_ack))
     return fail(wire_check::kind, failed,
-                "kind: expected 1 (train), 2 (probe), 3 (notice) or 4 (finished), received " + std::to_string(kind));
+                "kind: expected 1 (train), 2 (probe), 3 (notice), 4 (finished) or 5 (finished_ack), received " +
+                    std::to_string(kind));
   out.kind = static_cast<message_kind>(kind);
 
   out.run_id = get<std::uint64_t>(p, kOffRunId);
@@ -209,13 +212,13 @@ status parse_header(std::span<const std::byte> header_bytes, std::span<const std
   out.codec = get<std::uint16_t>(p, kOffCodec);
   out.codec_tag = get<std::uint32_t>(p, kOffCodecTag);
 
-  if (!carries_codec(out.kind)) {  // notice, finished: the codec fields must be zero
+  if (!carries_codec(out.kind)) {  // notice, finished, finished_ack: the codec fields must be zero
     if (out.codec != 0 || out.codec_tag != 0 || out.count != 0)
       return fail(wire_check::codec, failed,
                   "a " + std::string(to_string(out.kind)) + " message carries no codec: codec, codec_tag and count must be 0");
-    if (out.kind == message_kind::finished && out.payload_bytes != 0)
+    if (header_only(out.kind) && out.payload_bytes != 0)
       return fail(wire_check::payload_size, failed,
-                  "payload_bytes: expected 0 (a finished message has no payload), received " +
+                  "payload_bytes: expected 0 (a " + std::string(to_string(out.kind)) + " message has no payload), received " +
                       std::to_string(out.payload_bytes));
     if (failed) *failed = wire_check::ok;
     return status::ok();

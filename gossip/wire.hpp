@@ -19,7 +19,7 @@ namespace qgossip {
 
 inline constexpr std::size_t kWireHeaderBytes = 48;
 // Bump on ANY change to the header layout or the meaning of a field (and update docs/wire.md).
-inline constexpr std::uint16_t kWireVersion = 3;  // 2: message_kind::notice; 3: message_kind::finished
+inline constexpr std::uint16_t kWireVersion = 4;  // 2: notice; 3: finished; 4: finished_ack
 // "QGSP" as it appears on the wire, byte for byte.
 inline constexpr std::byte kWireMagic[4] = {std::byte{'Q'}, std::byte{'G'}, std::byte{'S'}, std::byte{'P'}};
 
@@ -30,8 +30,14 @@ enum class message_kind : std::uint16_t {
   notice = 3,  // membership news, outside the rounds: a peer left, a degree changed
                // (node/membership/notice.hpp); no codec, not sequenced by iteration
   finished = 4,  // the sender completed its last round, `iteration`, and sends nothing more but
-                 // notices (exchange::finish); no codec, no payload
+                 // notices and acknowledgements (exchange::finish); no codec, no payload
+  finished_ack = 5,  // the sender received the receiver's finished message of `iteration` (and so
+                     // every message the receiver sent before it); no codec, no payload
 };
+// True for the kinds that are only a header (no payload): finished, finished_ack.
+[[nodiscard]] constexpr bool header_only(message_kind kind) {
+  return kind == message_kind::finished || kind == message_kind::finished_ack;
+}
 // True for the kinds that carry no codec (codec, codec_tag and count are 0 on the wire).
 [[nodiscard]] constexpr bool carries_codec(message_kind kind) {
   return kind == message_kind::train || kind == message_kind::probe;

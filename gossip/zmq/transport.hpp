@@ -181,6 +181,10 @@ class zmq_transport final : public transport {
   void take_lost_peers(std::vector<int>& out) override;
   // Also sets the link's linger to 0 and stops watching it.
   void forget_peer(int peer) override;
+  // The kernel's count of bytes queued or in flight on the TCP connection to peer, not yet
+  // acknowledged (SIOCOUTQ); nullopt while the connection is not up, or when its descriptor is not
+  // known (heartbeats and pacing off: no monitor reports it), or for ipc://.
+  std::optional<std::size_t> unacknowledged_bytes(int peer) const override;
 
   // With pacing (zmq_options::pace_bytes_per_s): the SO_MAX_PACING_RATE, in bytes per second, of the
   // TCP connection to peer as the kernel reports it now; nullopt while that connection is not

@@ -31,7 +31,8 @@ struct round_record {
   double epoch = 0, wall_s = 0, lr = 0;
   double train_loss = 0;                 // mean batch loss since the previous row
   std::optional<double> test_loss, test_acc;
-  std::uint64_t bytes_sent = 0, bytes_recv = 0;              // cumulative, headers included
+  // Training messages, headers included (notices, finished messages and acknowledgements are not).
+  std::uint64_t bytes_sent = 0, bytes_recv = 0;              // cumulative
   std::uint64_t round_bytes_sent = 0, round_bytes_recv = 0;  // the row's round alone
   double compute_s = 0, codec_s = 0, comm_s = 0;             // cumulative
   std::uint64_t rejected = 0;                                // cumulative rejected messages

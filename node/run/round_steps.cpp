@@ -55,11 +55,15 @@ void round_steps::encode(std::uint64_t t) {
 }
 
 step_end round_steps::exchange(std::uint64_t t) {
+  // The round's own messages: notices, finished messages and their acknowledgements, which come
+  // when they come, are outside the row's round bytes as they are outside bytes_sent.
   const exchange_stats& st = s_.links.ex->stats();
-  const std::uint64_t sent = st.bytes_sent, received = st.bytes_received;
+  auto sent_now = [&] { return st.bytes_sent - st.notice_bytes_sent; };
+  auto received_now = [&] { return st.bytes_received - st.notice_bytes_received; };
+  const std::uint64_t sent = sent_now(), received = received_now();
   const status exchanged = s_.links.pattern->exchange(t);
-  round_sent_ = st.bytes_sent - sent;
-  round_recv_ = st.bytes_received - received;
+  round_sent_ = sent_now() - sent;
+  round_recv_ = received_now() - received;
   if (!exchanged) return failure(exchanged, "round " + std::to_string(t) + ": ");
   staleness_ = std::max(staleness_, s_.links.pattern->staleness());
   s_.links.failures->after_exchange(t);

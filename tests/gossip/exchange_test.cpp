@@ -692,6 +692,34 @@ void finished_as(inproc_transport& from, int sender, std::uint64_t last) {
   inject(from, h, {});
 }
 
+// `sender` acknowledges this node's finished message of `last` (message_kind::finished_ack).
+void acked_as(inproc_transport& from, int sender, std::uint64_t last) {
+  wire_header h;
+  h.kind = message_kind::finished_ack;
+  h.run_id = kRun;
+  h.sender = static_cast<std::uint32_t>(sender);
+  h.iteration = last;
+  inject(from, h, {});
+}
+
+// The kinds of the next `n` messages `at` receives from rank 0 (each with its iteration).
+std::vector<std::pair<message_kind, std::uint64_t>> kinds_received(inproc_transport& at, int n) {
+  wire_expectations e;
+  const int senders[1] = {0};
+  e.run_id = kRun;
+  e.senders = senders;
+  e.max_payload_bytes = 1 << 20;
+  std::vector<std::pair<message_kind, std::uint64_t>> out;
+  for (int i = 0; i < n; ++i) {
+    inbound_frames got;
+    wire_header h;
+    if (!at.receive(transport_clock::now() + 1s, got).is_ok() || !parse_header(got.header, got.payload, e, h).is_ok())
+      break;
+    out.emplace_back(h.kind, h.iteration);
+  }
+  return out;
+}
+
 }  // namespace
 
 TEST_CASE("exchange: a finished peer's lost link is no failure, and its last message, buffered, is still delivered") {
@@ -710,22 +738,18 @@ TEST_CASE("exchange: a finished peer's lost link is no failure, and its last mes
   CHECK(check_delivery({1, 3}, message_kind::train, 1, w.out) == "");
   CHECK(w.failures.empty());
   CHECK_FALSE(w.ex->dropped(3));
-  // This node finishes too: rank 3 is done and gone, so it waits for rank 1 alone.
+  // This node finishes too: rank 3 is done and gone (its link closed after it finished), so it
+  // waits for rank 1 alone: its finished message, and its acknowledgement of this node's.
   finished_as(w.t1, 1, 1);
+  acked_as(w.t1, 1, 1);
   REQUIRE(w.ex->finish(1, transport_clock::now() + 2s).is_ok());
-  wire_expectations e;  // rank 1 hears, after this node's round messages, that it finished
-  const int senders[1] = {0};
-  e.run_id = kRun;
-  e.senders = senders;
-  e.max_payload_bytes = 1 << 20;
-  wire_header h;
-  for (int i = 0; i < 3; ++i) {
-    inbound_frames got;
-    REQUIRE(w.t1.receive(transport_clock::now() + 1s, got).is_ok());
-    REQUIRE(parse_header(got.header, got.payload, e, h).is_ok());
-    CHECK(h.kind == (i < 2 ? message_kind::train : message_kind::finished));
-  }
-  CHECK(h.iteration == 1);
+  // Rank 1 hears this node's round messages, that it finished, then the acknowledgement of its own
+  // finished message; rank 3 had its acknowledgement as soon as its finished message arrived.
+  using mk = message_kind;
+  CHECK(kinds_received(w.t1, 4) ==
+        std::vector<std::pair<mk, std::uint64_t>>{{mk::train, 0}, {mk::train, 1}, {mk::finished, 1}, {mk::finished_ack, 1}});
+  CHECK(kinds_received(w.t3, 3) ==
+        std::vector<std::pair<mk, std::uint64_t>>{{mk::train, 0}, {mk::finished_ack, 1}, {mk::train, 1}});
 }
 
 TEST_CASE("exchange: finish waits for every live peer to finish; a peer lost meanwhile is a failure; a silent one times out") {
@@ -735,10 +759,12 @@ TEST_CASE("exchange: finish waits for every live peer to finish; a peer lost mea
     send_as(w.t3, 3, message_kind::train, 0);
     REQUIRE(w.round(0).is_ok());
     finished_as(w.t1, 1, 0);
+    acked_as(w.t1, 1, 0);
     std::thread late([&] {
       std::this_thread::sleep_for(100ms);
       w.notice(w.t3, 3, "news");
       finished_as(w.t3, 3, 0);
+      acked_as(w.t3, 3, 0);
     });
     const auto start = transport_clock::now();
     const status s = w.ex->finish(0, transport_clock::now() + 2s);
@@ -759,6 +785,46 @@ TEST_CASE("exchange: finish waits for every live peer to finish; a peer lost mea
     CHECK(s.code() == errc::peer_lost);
     REQUIRE(w.failures.size() == 1);
     CHECK(w.failures[0].first == 3);
+  }
+  SUBCASE("a peer that finished is waited for until it acknowledges this node's finished message, or its link closes") {
+    // The asynchronous exit of the links issue's race: rank 1 finished before this node, and this
+    // node's last messages were still on the slow link when rank 1 left; now rank 1 leaves only
+    // after this node's finished message (so everything before it) arrived, and says so.
+    with_failures w;
+    send_as(w.t1, 1, message_kind::train, 0);
+    send_as(w.t3, 3, message_kind::train, 0);
+    REQUIRE(w.round(0).is_ok());
+    finished_as(w.t1, 1, 0);
+    finished_as(w.t3, 3, 0);
+    acked_as(w.t3, 3, 0);
+    std::thread later([&] {
+      std::this_thread::sleep_for(100ms);
+      acked_as(w.t1, 1, 0);
+    });
+    const auto start = transport_clock::now();
+    CHECK(w.ex->finish(0, transport_clock::now() + 2s).is_ok());
+    later.join();
+    CHECK(transport_clock::now() - start >= 90ms);
+    with_failures v;
+    send_as(v.t1, 1, message_kind::train, 0);
+    finished_as(v.t1, 1, 0);
+    send_as(v.t3, 3, message_kind::train, 0);  // last: round 0 reads rank 1's finished message before it
+    REQUIRE(v.round(0).is_ok());
+    finished_as(v.t3, 3, 0);
+    acked_as(v.t3, 3, 0);
+    v.f0.lose(1);  // rank 1 left after it finished: it held everything, no failure
+    CHECK(v.ex->finish(0, transport_clock::now() + 2s).is_ok());
+    CHECK(v.failures.empty());
+    with_failures u;
+    send_as(u.t1, 1, message_kind::train, 0);
+    send_as(u.t3, 3, message_kind::train, 0);
+    REQUIRE(u.round(0).is_ok());
+    finished_as(u.t1, 1, 0);
+    finished_as(u.t3, 3, 0);
+    acked_as(u.t3, 3, 0);
+    const status s = u.ex->finish(0, transport_clock::now() + 300ms);
+    CHECK(s.code() == errc::timeout);
+    CHECK(s.message().find("rank 1 (finished, but had not confirmed this node's finished message)") != std::string::npos);
   }
   SUBCASE("a peer that never finishes is named at the deadline") {
     with_failures w;
@@ -796,6 +862,7 @@ struct async_by_hand {
   inproc_transport t0 = net.endpoint(0);
   inproc_transport t1 = net.endpoint(1);
   inproc_transport t3 = net.endpoint(3);
+  faulty_transport f0{t0, {}};  // no faults: only its unacknowledged bytes, set by hand
   std::vector<std::string> log;
   std::vector<std::pair<int, std::uint64_t>> validated;  // (sender, iteration), in delivery order
   std::unique_ptr<exchange> ex;
@@ -808,7 +875,7 @@ struct async_by_hand {
       validated.emplace_back(static_cast<int>(h.sender), h.iteration);
       return status::ok();
     };
-    ex = std::make_unique<exchange>(t0, o);
+    ex = std::make_unique<exchange>(f0, o);
   }
   status gather(std::uint64_t iteration, std::uint64_t need) {
     const std::vector<std::byte> payload = async_payload(0, iteration);
@@ -906,11 +973,13 @@ TEST_CASE("exchange asynchronous: finish hands a slower peer's last train messag
   send_async(a.t3, 3, 1);
   REQUIRE(a.gather(1, 1).is_ok());
   finished_as(a.t1, 1, 1);
+  acked_as(a.t1, 1, 1);
   std::thread slow([&] {
     std::this_thread::sleep_for(50ms);
     send_async(a.t3, 3, 2);
     send_async(a.t3, 3, 3);
     finished_as(a.t3, 3, 3);
+    acked_as(a.t3, 3, 1);
   });
   std::vector<std::pair<int, std::uint64_t>> late;
   const status s = a.ex->finish(1, transport_clock::now() + 2s, [&](std::vector<inbound_message>& msgs) {
@@ -919,4 +988,37 @@ TEST_CASE("exchange asynchronous: finish hands a slower peer's last train messag
   slow.join();
   REQUIRE(s.is_ok());
   CHECK(late == std::vector<std::pair<int, std::uint64_t>>{{3, 2}, {3, 3}});
+}
+
+TEST_CASE("exchange asynchronous flow control: no next round while a link holds more than two messages of ours") {
+  const std::size_t message = kWireHeaderBytes + kAsyncBytes;
+  SUBCASE("two messages' worth unacknowledged: the round goes on at once") {
+    async_by_hand a;
+    send_async(a.t1, 1, 1);
+    send_async(a.t3, 3, 1);
+    a.f0.set_unacknowledged(3, 2 * message);
+    const auto start = transport_clock::now();
+    CHECK(a.gather(1, 1).is_ok());
+    CHECK(transport_clock::now() - start < 100ms);
+  }
+  SUBCASE("one byte more: it waits for the link, and says which at the deadline") {
+    async_by_hand a(300ms);
+    send_async(a.t1, 1, 1);
+    send_async(a.t3, 3, 1);
+    a.f0.set_unacknowledged(3, 2 * message + 1);
+    const auto start = transport_clock::now();
+    const status s = a.gather(1, 1);
+    CHECK(s.code() == errc::timeout);
+    CHECK(transport_clock::now() - start >= 290ms);
+    CHECK(s.message().find("the links to rank 3 (" + std::to_string(2 * message + 1) + " bytes) still held more than " +
+                           std::to_string(2 * message) + " bytes") != std::string::npos);
+  }
+  SUBCASE("a finished neighbour's link is not waited on") {
+    async_by_hand a;
+    send_async(a.t1, 1, 1);
+    send_async(a.t3, 3, 1);
+    finished_as(a.t3, 3, 1);
+    a.f0.set_unacknowledged(3, 10 * message);
+    CHECK(a.gather(1, 1).is_ok());
+  }
 }

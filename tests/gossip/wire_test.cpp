@@ -28,14 +28,19 @@ std::vector<std::byte> from_hex(const char* hex) {
 
 // docs/wire.md, "Golden bytes": this header and payload, byte for byte.
 const std::vector<std::byte> kGoldenHeader = from_hex(
-    "51 47 53 50 03 00 01 00 ef cd ab 89 67 45 23 01"
+    "51 47 53 50 04 00 01 00 ef cd ab 89 67 45 23 01"
     "03 00 00 00 04 00 00 00 11 00 00 00 00 00 00 00"
-    "02 00 00 00 ef be ad de 10 00 00 00 78 7d e7 eb");
+    "02 00 00 00 ef be ad de 10 00 00 00 08 76 29 a6");
 // docs/wire.md, "Golden bytes": rank 3's finished message after its last round, 17.
 const std::vector<std::byte> kGoldenFinished = from_hex(
-    "51 47 53 50 03 00 04 00 ef cd ab 89 67 45 23 01"
+    "51 47 53 50 04 00 04 00 ef cd ab 89 67 45 23 01"
     "03 00 00 00 00 00 00 00 11 00 00 00 00 00 00 00"
-    "00 00 00 00 00 00 00 00 00 00 00 00 a7 32 fa 0f");
+    "00 00 00 00 00 00 00 00 00 00 00 00 eb b8 a1 2b");
+// docs/wire.md, "Golden bytes": a neighbour's acknowledgement, as rank 3, of a finished message of 17.
+const std::vector<std::byte> kGoldenFinishedAck = from_hex(
+    "51 47 53 50 04 00 05 00 ef cd ab 89 67 45 23 01"
+    "03 00 00 00 00 00 00 00 11 00 00 00 00 00 00 00"
+    "00 00 00 00 00 00 00 00 00 00 00 00 7b 3e 76 d8");
 const std::vector<std::byte> kGoldenPayload = from_hex("00 00 80 3f 00 00 00 c0 00 00 00 3f 00 00 00 00");
 
 wire_header golden() {
@@ -98,13 +103,14 @@ void flip_bit(std::span<std::byte> s, std::size_t bit) { s[bit / 8] ^= std::byte
 
 }  // namespace
 
-TEST_CASE("wire: the header is 48 bytes and the version is 3") {
+TEST_CASE("wire: the header is 48 bytes and the version is 4") {
   CHECK(kWireHeaderBytes == 48);
-  CHECK(kWireVersion == 3);  // changing the layout? bump this, then update docs/wire.md and the golden bytes
+  CHECK(kWireVersion == 4);  // changing the layout? bump this, then update docs/wire.md and the golden bytes
   CHECK(static_cast<int>(message_kind::train) == 1);
   CHECK(static_cast<int>(message_kind::probe) == 2);
   CHECK(static_cast<int>(message_kind::notice) == 3);
   CHECK(static_cast<int>(message_kind::finished) == 4);
+  CHECK(static_cast<int>(message_kind::finished_ack) == 5);
 }
 
 TEST_CASE("wire: encode_header writes the golden bytes of docs/wire.md") {
@@ -116,7 +122,7 @@ TEST_CASE("wire: parse_header reads the golden bytes back field by field") {
   verdict v = parse(kGoldenHeader, kGoldenPayload);
   REQUIRE(v.st.is_ok());
   CHECK(v.check == wire_check::ok);
-  CHECK(v.header.version == 3);
+  CHECK(v.header.version == 4);
   CHECK(v.header.kind == message_kind::train);
   CHECK(v.header.run_id == 0x0123456789ABCDEFull);
   CHECK(v.header.sender == 3);
@@ -126,7 +132,7 @@ TEST_CASE("wire: parse_header reads the golden bytes back field by field") {
   CHECK(v.header.reserved == 0);
   CHECK(v.header.codec_tag == 0xDEADBEEF);
   CHECK(v.header.payload_bytes == 16);
-  CHECK(v.header.crc32c == 0xEBE77D78u);
+  CHECK(v.header.crc32c == 0xA6297608u);
 }
 
 TEST_CASE("wire: every field round-trips at its extreme values") {
@@ -180,7 +186,7 @@ TEST_CASE("wire: bytes that do not start with QGSP are not ours (magic)") {
 TEST_CASE("wire: another wire version is rejected before its layout is trusted") {
   verdict v = parse_changed([](wire_header& h) { h.version = 1; });
   CHECK(v.check == wire_check::version);
-  CHECK(v.names("version: expected 3, received 1"));
+  CHECK(v.names("version: expected 4, received 1"));
 }
 
 TEST_CASE("wire: a payload of another size than the header says") {
@@ -213,14 +219,14 @@ TEST_CASE("wire: a flipped bit is a checksum failure") {
     verdict v = parse(h, kGoldenPayload);
     CHECK(v.check == wire_check::crc);
     CHECK(v.names("crc32c: expected 0x"));
-    CHECK(v.names("received 0xebe77d78"));
+    CHECK(v.names("received 0xa6297608"));
   }
   SUBCASE("in the crc field itself") {
     auto h = kGoldenHeader;
     flip_bit(h, 44 * 8);
     verdict v = parse(h, kGoldenPayload);
     CHECK(v.check == wire_check::crc);
-    CHECK(v.names("crc32c: expected 0xebe77d78 (computed), received 0xebe77d79"));
+    CHECK(v.names("crc32c: expected 0xa6297608 (computed), received 0xa6297609"));
   }
   SUBCASE("in the payload") {
     auto p = kGoldenPayload;
@@ -251,7 +257,7 @@ TEST_CASE("wire: reserved bits must be zero") {
 TEST_CASE("wire: an unknown message kind") {
   verdict v = parse_changed([](wire_header& h) { h.kind = static_cast<message_kind>(7); });
   CHECK(v.check == wire_check::kind);
-  CHECK(v.names("kind: expected 1 (train), 2 (probe), 3 (notice) or 4 (finished), received 7"));
+  CHECK(v.names("kind: expected 1 (train), 2 (probe), 3 (notice), 4 (finished) or 5 (finished_ack), received 7"));
   verdict zero = parse_changed([](wire_header& h) { h.kind = static_cast<message_kind>(0); });
   CHECK(zero.check == wire_check::kind);
 }
@@ -291,6 +297,29 @@ TEST_CASE("wire: a finished message is the golden bytes of docs/wire.md, and car
   verdict coded = parse(encode(h, {}), {});
   CHECK(coded.check == wire_check::codec);
   CHECK(coded.names("a finished message carries no codec"));
+}
+
+TEST_CASE("wire: a finished_ack is the golden bytes of docs/wire.md, and carries no codec and no payload") {
+  wire_header h;
+  h.kind = message_kind::finished_ack;
+  h.run_id = 0x0123456789ABCDEFull;
+  h.sender = 3;
+  h.iteration = 17;
+  auto bytes = encode(h, {});
+  CHECK(std::vector<std::byte>(bytes.begin(), bytes.end()) == kGoldenFinishedAck);
+  verdict ok = parse(kGoldenFinishedAck, {});
+  REQUIRE(ok.st.is_ok());
+  CHECK(ok.header.kind == message_kind::finished_ack);
+  CHECK(ok.header.iteration == 17);
+  h.payload_bytes = 16;
+  verdict with_payload = parse(encode(h, kGoldenPayload), kGoldenPayload);
+  CHECK(with_payload.check == wire_check::payload_size);
+  CHECK(with_payload.names("a finished_ack message has no payload"));
+  h.payload_bytes = 0;
+  h.count = 4;
+  verdict coded = parse(encode(h, {}), {});
+  CHECK(coded.check == wire_check::codec);
+  CHECK(coded.names("a finished_ack message carries no codec"));
 }
 
 TEST_CASE("wire: a message of another run (run id)") {
