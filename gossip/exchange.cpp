@@ -308,13 +308,8 @@ void exchange::handle_finished(std::size_t k, const wire_header& h) {
   }
   // Tell it its finished message (and so everything it sent before) arrived: it may close its links
   // once every peer has said so. Best effort: without it, the peer leaves when this node's link closes.
-  wire_header ack;
-  ack.kind = message_kind::finished_ack;
-  ack.run_id = options_.run_id;
-  ack.sender = static_cast<std::uint32_t>(options_.rank);
-  ack.iteration = h.iteration;
   std::array<std::byte, kWireHeaderBytes> bytes{};
-  encode_header(ack, {}, bytes);
+  encode_header(header_for(message_kind::finished_ack, h.iteration, {}), {}, bytes);
   const int peer = options_.neighbours[k];
   if (status sent = transport_.send_all(std::span<const int>(&peer, 1), bytes, {}); !sent) {
     note("could not acknowledge rank " + std::to_string(peer) + "'s finished message: " + sent.to_string());
@@ -332,6 +327,19 @@ void exchange::handle_finished_ack(std::size_t k) {
   acked_[k] = true;
 }
 
+wire_header exchange::header_for(message_kind kind, std::uint64_t iteration, const outgoing_message& msg) const {
+  wire_header h;
+  h.kind = kind;
+  h.run_id = options_.run_id;
+  h.sender = static_cast<std::uint32_t>(options_.rank);
+  h.count = msg.count;
+  h.iteration = iteration;
+  h.codec = msg.codec;
+  h.codec_tag = msg.codec_tag;
+  h.payload_bytes = static_cast<std::uint32_t>(msg.payload.size());
+  return h;
+}
+
 status exchange::send_notice(std::span<const int> to, std::span<const std::byte> payload, std::uint64_t iteration) {
   // Not to peers that finished and exited: nothing would take the message, and it would linger.
   std::vector<int> peers;
@@ -342,14 +350,8 @@ status exchange::send_notice(std::span<const int> to, std::span<const std::byte>
   if (peers.empty()) return status::ok();
   if (payload.size() > options_.max_payload_bytes)
     return status::error(errc::invalid, "notice of " + std::to_string(payload.size()) + " bytes exceeds max_payload_bytes");
-  wire_header h;
-  h.kind = message_kind::notice;
-  h.run_id = options_.run_id;
-  h.sender = static_cast<std::uint32_t>(options_.rank);
-  h.iteration = iteration;
-  h.payload_bytes = static_cast<std::uint32_t>(payload.size());
   std::array<std::byte, kWireHeaderBytes> header{};
-  encode_header(h, payload, header);
+  encode_header(header_for(message_kind::notice, iteration, {.payload = payload}), payload, header);
   const auto start = transport_clock::now();
   status sent = transport_.send_all(peers, header, payload);
   stats_.send_time += transport_clock::now() - start;
@@ -569,16 +571,7 @@ status exchange::round(message_kind kind, std::uint64_t iteration, const outgoin
   last_round_[kind_index(kind)] = iteration;
   expire_before(iteration);
 
-  wire_header h;
-  h.kind = kind;
-  h.run_id = options_.run_id;
-  h.sender = static_cast<std::uint32_t>(options_.rank);
-  h.count = msg.count;
-  h.iteration = iteration;
-  h.codec = msg.codec;
-  h.codec_tag = msg.codec_tag;
-  h.payload_bytes = static_cast<std::uint32_t>(msg.payload.size());
-  encode_header(h, msg.payload, header_);
+  encode_header(header_for(kind, iteration, msg), msg.payload, header_);
   live_send_.clear();
   for (int p : peers.send_to) {
     const auto k = static_cast<std::size_t>(std::lower_bound(nb.begin(), nb.end(), p) - nb.begin());
@@ -646,12 +639,7 @@ status exchange::finish(std::uint64_t iteration, transport_clock::time_point dea
     return status::error(errc::invalid, "the exchange is unusable after a failed round (" + failed_.to_string() + ")");
   draining_ = true;
   const auto& nb = options_.neighbours;
-  wire_header h;
-  h.kind = message_kind::finished;
-  h.run_id = options_.run_id;
-  h.sender = static_cast<std::uint32_t>(options_.rank);
-  h.iteration = iteration;
-  encode_header(h, {}, header_);
+  encode_header(header_for(message_kind::finished, iteration, {}), {}, header_);
   live_send_.clear();
   for (std::size_t k = 0; k < nb.size(); ++k)
     if (!dropped_[k] && !closed_[k]) live_send_.push_back(nb[k]);
@@ -797,16 +785,7 @@ status exchange::gather(std::uint64_t iteration, const outgoing_message& msg, st
   base_ = iteration;
   last = iteration;
   async_codec_ = {msg.codec, msg.codec_tag, msg.count};
-  wire_header h;
-  h.kind = message_kind::train;
-  h.run_id = options_.run_id;
-  h.sender = static_cast<std::uint32_t>(options_.rank);
-  h.count = msg.count;
-  h.iteration = iteration;
-  h.codec = msg.codec;
-  h.codec_tag = msg.codec_tag;
-  h.payload_bytes = static_cast<std::uint32_t>(msg.payload.size());
-  encode_header(h, msg.payload, header_);
+  encode_header(header_for(message_kind::train, iteration, msg), msg.payload, header_);
   // Every peer still taking messages, a finished one included: it keeps its copy of us exact.
   live_send_.clear();
   for (std::size_t k = 0; k < options_.neighbours.size(); ++k)

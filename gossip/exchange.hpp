@@ -250,6 +250,8 @@ class exchange {
   static constexpr std::size_t kKinds = 2;
   static std::size_t kind_index(message_kind k) { return static_cast<std::size_t>(k) - 1; }
 
+  // The header of a message this node sends: its rank and run, and msg's codec fields and size.
+  [[nodiscard]] wire_header header_for(message_kind kind, std::uint64_t iteration, const outgoing_message& msg) const;
   void handle(message_kind kind, const codec_expectation& codec, std::vector<inbound_message>& out);
   void handle_notice(const wire_header& h);
   void handle_finished(std::size_t k, const wire_header& h);  // and acknowledges it

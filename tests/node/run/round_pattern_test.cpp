@@ -94,7 +94,7 @@ node_result run_node(inproc_transport& t, const std::string& name, int rank, int
     pattern->absorb(static_cast<std::uint64_t>(t));
     alg->finish(static_cast<std::uint64_t>(t));
   }
-  node_result r{.model = hash64(alg->model())};
+  node_result r{.model = hash64(alg->model()), .copies = {}};
   for (const auto& c : alg->held_copies()) r.copies.emplace_back(c.rank, hash64(c.values));
   return r;
 }
