@@ -39,6 +39,14 @@ std::unique_ptr<algorithm> make_algorithm(std::string_view name, const mixing_ro
   return make_algorithm(*kind, row, x0, options);
 }
 
+void algorithm::restart(std::span<const float>) {
+  QG_ENFORCE(false, name() << " cannot rejoin a run: every node takes part in every centralized round");
+}
+
+void algorithm::admit(const mixing_row&, int, std::span<const float>) {
+  QG_ENFORCE(false, name() << " cannot admit a node: every node takes part in every centralized round");
+}
+
 mixing_row complete_mixing_row(int rank, int n) {
   mixing_row row;
   row.rank = rank;

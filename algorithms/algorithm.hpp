@@ -108,6 +108,23 @@ class algorithm {
   // saved row), the last remix's after.
   virtual const mixing_row& row() const = 0;
 
+  // Rejoining (docs/failures.md, "Rejoining"): what this node's neighbours hold an exact copy of
+  // (CHOCO-SGD's own public copy x^_i, DCD-PSGD's x, ECD-PSGD's own estimate); empty when they hold
+  // none (D-PSGD and naive receive x afresh every round). A neighbour that (re)joins receives it.
+  virtual std::span<const float> public_state() const { return {}; }
+  // This node (re)joins a running graph: it starts over from model (a neighbour's x), its own public
+  // state equal to it, holding no copies, its row itself alone (self weight 1) until admit() adds
+  // its neighbours back. REQUIRES: between rounds; model of this node's size. The centralized
+  // algorithms throw invariant_error (every node takes part in every round).
+  virtual void restart(std::span<const float> model);
+  // A neighbour (re)joins the run at this node: next is the current row plus peer, with weights for
+  // all, and this node's copy of peer becomes `state`, peer's public_state() (ignored where
+  // public_state() is empty). Both ends call it before the same round, between rounds, so the
+  // copies on their edge are exact again. Throws invariant_error for a row that is not the current
+  // one plus peer (remix.hpp admit_problem), a state of the wrong size, and in the centralized
+  // algorithms.
+  virtual void admit(const mixing_row& next, int peer, std::span<const float> state);
+
   // The state between rounds (see the top of this file). The saved state holds the row in use
   // (neighbours, weights, self weight). load_state into an object built with the topology's row
   // accepts a saved neighbour list that is a subset of the object's (a checkpoint taken after a

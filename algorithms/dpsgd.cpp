@@ -37,6 +37,18 @@ void dpsgd::finish(std::uint64_t t) {
   mixing::axpy(x_, -1.0f, step_);
 }
 
+void dpsgd::restart(std::span<const float> model) {
+  QG_ENFORCE(model.size() == x_.size(), "a model of " << model.size() << " values for " << x_.size());
+  x_.assign(model.begin(), model.end());
+  restart_row(row_, inbox_, received_.entries());
+}
+
+// D-PSGD holds no copy: the new neighbour's inbox starts at this node's x (it is filled by the
+// neighbour's next message before it is used).
+void dpsgd::admit(const mixing_row& next, int peer, std::span<const float>) {
+  admit_row(row_, next, peer, entry_for(inbox_, x_), entry_for(received_.entries(), {}));
+}
+
 void dpsgd::remix(const mixing_row& next) { remix_row(row_, next, inbox_, received_.entries()); }
 
 void dpsgd::save_state(state_writer& out) const {

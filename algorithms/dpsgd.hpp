@@ -26,6 +26,8 @@ class dpsgd final : public algorithm {
   std::string_view copies_kind() const override { return ""; }
   std::vector<held_copy> held_copies() const override { return {}; }
   void remix(const mixing_row& next) override;
+  void restart(std::span<const float> model) override;
+  void admit(const mixing_row& next, int peer, std::span<const float> state) override;
   const mixing_row& row() const override { return row_; }
   void save_state(state_writer& out) const override;
   void load_state(state_reader& in) override;

@@ -27,6 +27,9 @@ class ecd_psgd final : public algorithm {
   std::string_view copies_kind() const override { return "estimate"; }
   std::vector<held_copy> held_copies() const override;
   void remix(const mixing_row& next) override;
+  std::span<const float> public_state() const override { return own_estimate_; }
+  void restart(std::span<const float> model) override;
+  void admit(const mixing_row& next, int peer, std::span<const float> state) override;
   const mixing_row& row() const override { return row_; }
   void save_state(state_writer& out) const override;
   void load_state(state_reader& in) override;

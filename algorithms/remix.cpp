@@ -1,32 +1,31 @@
 #include "algorithms/remix.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
 namespace qgossip {
 
-std::string remix_problem(const mixing_row& current, const mixing_row& next) {
+namespace {
+
+// What is wrong with next on its own: another rank, neighbours not strictly ascending, a weight
+// missing, negative or not finite, a self weight outside [0, 1], or a row that does not sum to 1.
+std::string row_problem(int rank, const mixing_row& next) {
   std::ostringstream os;
   os.precision(17);
-  if (next.rank != current.rank) {
-    os << "the new row is rank " << next.rank << "'s, this node is rank " << current.rank;
+  if (next.rank != rank) {
+    os << "the new row is rank " << next.rank << "'s, this node is rank " << rank;
     return os.str();
   }
   if (next.weights.size() != next.neighbours.size()) {
     os << "the new row has " << next.weights.size() << " weights for " << next.neighbours.size() << " neighbours";
     return os.str();
   }
-  std::size_t at = 0;  // walks current.neighbours alongside next.neighbours
   double sum = next.self_weight;
   for (std::size_t k = 0; k < next.neighbours.size(); ++k) {
     const int j = next.neighbours[k];
     if (k > 0 && j <= next.neighbours[k - 1]) {
       os << "the new row's neighbours are not strictly ascending at rank " << j;
-      return os.str();
-    }
-    while (at < current.neighbours.size() && current.neighbours[at] < j) ++at;
-    if (at == current.neighbours.size() || current.neighbours[at] != j) {
-      os << "rank " << j << " is not a current neighbour of rank " << current.rank;
       return os.str();
     }
     if (!std::isfinite(next.weights[k]) || next.weights[k] < 0) {
@@ -45,6 +44,48 @@ std::string remix_problem(const mixing_row& current, const mixing_row& next) {
   }
   return {};
 }
+
+}  // namespace
+
+std::string remix_problem(const mixing_row& current, const mixing_row& next) {
+  if (std::string problem = row_problem(current.rank, next); !problem.empty()) return problem;
+  for (int j : next.neighbours)
+    if (!std::binary_search(current.neighbours.begin(), current.neighbours.end(), j))
+      return "rank " + std::to_string(j) + " is not a current neighbour of rank " + std::to_string(current.rank);
+  return {};
+}
+
+std::string admit_problem(const mixing_row& current, const mixing_row& next, int peer) {
+  if (std::string problem = row_problem(current.rank, next); !problem.empty()) return problem;
+  if (peer == current.rank || std::binary_search(current.neighbours.begin(), current.neighbours.end(), peer))
+    return "rank " + std::to_string(peer) + " is already in rank " + std::to_string(current.rank) + "'s row";
+  std::vector<int> expected = current.neighbours;
+  expected.insert(std::lower_bound(expected.begin(), expected.end(), peer), peer);
+  if (next.neighbours != expected)
+    return "the new row's neighbours are not the current ones and rank " + std::to_string(peer);
+  return {};
+}
+
+std::size_t admitted_position(const mixing_row& current, const mixing_row& next, int peer) {
+  const std::string problem = admit_problem(current, next, peer);
+  QG_ENFORCE(problem.empty(), problem);
+  return static_cast<std::size_t>(std::lower_bound(current.neighbours.begin(), current.neighbours.end(), peer) -
+                                  current.neighbours.begin());
+}
+
+mixing_row restricted_row(const mixing_row& full, std::span<const int> keep) {
+  mixing_row out = alone(full.rank);
+  for (int j : keep) {
+    const auto it = std::lower_bound(full.neighbours.begin(), full.neighbours.end(), j);
+    QG_ENFORCE(it != full.neighbours.end() && *it == j, "rank " << j << " is not in rank " << full.rank << "'s row");
+    out.neighbours.push_back(j);
+    out.weights.push_back(full.weights[static_cast<std::size_t>(it - full.neighbours.begin())]);
+    out.self_weight -= out.weights.back();
+  }
+  return out;
+}
+
+mixing_row alone(int rank) { return mixing_row{.rank = rank, .self_weight = 1.0, .neighbours = {}, .weights = {}}; }
 
 std::vector<std::size_t> surviving_positions(const mixing_row& current, const mixing_row& next) {
   const std::string problem = remix_problem(current, next);

@@ -1,8 +1,9 @@
 #pragma once
-// The one implementation of algorithm::remix's bookkeeping (algorithm.hpp): checking a new row
-// against the current one, and keeping, in every per-neighbour vector an algorithm holds (copies,
-// inboxes, received flags), the entries of the neighbours that stay, in row order. Used by remix()
-// and by load_state() when a checkpoint carries a row with fewer neighbours than the topology's.
+// The one implementation of the bookkeeping of algorithm::remix and algorithm::admit (algorithm.hpp):
+// checking a new row against the current one, and keeping, in every per-neighbour vector an
+// algorithm holds (copies, inboxes, received flags), the entries of the neighbours that stay, in
+// row order, or inserting the admitted neighbour's. Used by remix(), admit(), restart(), and by
+// load_state() when a checkpoint carries a row with fewer neighbours than the topology's.
 #include <cstddef>
 #include <span>
 #include <string>
@@ -18,6 +19,18 @@ namespace qgossip {
 // rank, strictly ascending neighbours that are all current neighbours, one finite non-negative
 // weight per neighbour, a self weight in [0, 1], and self_weight + Σ weights within 1e-9 of 1.
 std::string remix_problem(const mixing_row& current, const mixing_row& next);
+
+// What is wrong with `next` as current plus the neighbour `peer` (admit), or "": next must be a
+// valid row (as for remix) whose neighbours are current's and peer, which current does not hold.
+std::string admit_problem(const mixing_row& current, const mixing_row& next, int peer);
+// Where peer's entries go in every per-neighbour vector. Throws invariant_error with
+// admit_problem's text when next is not current plus peer.
+std::size_t admitted_position(const mixing_row& current, const mixing_row& next, int peer);
+// The row of a node with no neighbours yet (a joiner before admit): self weight 1.
+mixing_row alone(int rank);
+// full's weights for the neighbours in keep (a subset of full's, ascending), the rest of the mass
+// on the node itself: the rows a joiner passes through while it admits its neighbours one by one.
+mixing_row restricted_row(const mixing_row& full, std::span<const int> keep);
 
 // For each of next's neighbours, its position in current.neighbours (ascending). Throws
 // invariant_error with remix_problem's text when next is not a valid remix of current.
@@ -43,6 +56,32 @@ void remix_row(mixing_row& row, const mixing_row& next, PerNeighbour&... per_nei
   QG_ENFORCE(((per_neighbour.size() == row.neighbours.size()) && ...),
              "a per-neighbour vector does not match the row's " << row.neighbours.size() << " neighbours");
   (keep_entries(per_neighbour, keep), ...);
+  row = next;
+}
+
+// algorithm::restart: drops every per-neighbour entry; the row becomes the node alone.
+template <class... PerNeighbour>
+void restart_row(mixing_row& row, PerNeighbour&... per_neighbour) {
+  (per_neighbour.clear(), ...);
+  row = alone(row.rank);
+}
+
+// One (per-neighbour vector, the admitted neighbour's entry) pair for admit_row.
+template <class Vector>
+std::pair<Vector&, typename Vector::value_type> entry_for(Vector& v, typename Vector::value_type value) {
+  return {v, std::move(value)};
+}
+
+// algorithm::admit: validates next as row plus peer, inserts `value` at peer's position in each
+// (vector, value) pair, then adopts next. Nothing changes when it throws.
+template <class... Pairs>
+void admit_row(mixing_row& row, const mixing_row& next, int peer, Pairs&&... vector_and_value) {
+  const std::size_t k = admitted_position(row, next, peer);
+  QG_ENFORCE(((vector_and_value.first.size() == row.neighbours.size()) && ...),
+             "a per-neighbour vector does not match the row's " << row.neighbours.size() << " neighbours");
+  (vector_and_value.first.insert(vector_and_value.first.begin() + static_cast<std::ptrdiff_t>(k),
+                                 std::move(vector_and_value.second)),
+   ...);
   row = next;
 }
 

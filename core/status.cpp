@@ -11,6 +11,7 @@ std::string_view to_string(errc code) {
     case errc::invalid: return "invalid";
     case errc::cancelled: return "cancelled";
     case errc::peer_lost: return "peer_lost";
+    case errc::rejoin: return "rejoin";
   }
   return "unknown";
 }

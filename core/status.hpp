@@ -15,6 +15,7 @@ enum class errc {
   invalid,     // a caller passed something impossible (wrong size, unknown peer)
   cancelled,   // shut down by a signal or by the caller
   peer_lost,   // a link to a peer was lost; transport::take_lost_peers names it
+  rejoin,      // this node was dropped from the run and is offered a way back (docs/failures.md)
 };
 
 std::string_view to_string(errc code);

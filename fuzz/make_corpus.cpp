@@ -155,6 +155,16 @@ int wire_seeds(const fs::path& dir) {
   // docs/wire.md's golden finished_ack: no codec, no payload.
   const wire_header ack{.kind = message_kind::finished_ack, .run_id = fuzz::kRunId, .sender = 3, .iteration = 17};
   frame(dir, count, 0, ack, {});
+  // docs/wire.md's golden join and join_state (rejoining): no codec, count = the model size.
+  const std::string join_text = "join 41\n";
+  const auto join_payload = std::as_bytes(std::span(join_text.data(), join_text.size()));
+  const wire_header join{.kind = message_kind::join, .run_id = fuzz::kRunId, .sender = 3, .count = fuzz::kProbe.count,
+                         .iteration = 41, .payload_bytes = static_cast<std::uint32_t>(join_text.size())};
+  frame(dir, count, 0, join, join_payload);
+  const wire_header state{.kind = message_kind::join_state, .run_id = fuzz::kRunId, .sender = 3,
+                          .count = fuzz::kProbe.count, .iteration = 17,
+                          .payload_bytes = static_cast<std::uint32_t>(probe.size())};
+  frame(dir, count, 0, state, probe);
   // Broken: a truncated header, a foreign sender, an empty payload.
   frame(dir, count, 0, h, raw, 1 + 20);
   wire_header stranger = h;
@@ -173,10 +183,31 @@ int notice_seeds(const fs::path& dir) {
        {.what = notice_item::kind::degree, .round = 239, .degree = 1}},
       {{.what = notice_item::kind::left, .rank = 5, .round = 12, .cause = "it stopped: round 12: diverged"},
        {.what = notice_item::kind::left, .rank = 2, .round = 12, .cause = "sent a train message for iteration 12 that does not decode"}},
+      {{.what = notice_item::kind::join, .round = 41}},
+      {{.what = notice_item::kind::offer, .round = 57, .degree = 2}, {.what = notice_item::kind::accept, .round = 60, .degree = 2}},
+      {{.what = notice_item::kind::refuse, .cause = "join round 12 is past: this node is at round 57"},
+       {.what = notice_item::kind::joined, .rank = 3, .round = 60}},
   };
   for (const auto& n : notices) {
     const std::string text = encode_notice(n);
     write(dir, count, std::vector<std::uint8_t>(text.begin(), text.end()));
+  }
+  return count;
+}
+
+// join_state_fuzz inputs: model size byte, count byte (high bit clear: the same), payload.
+int join_state_seeds(const fs::path& dir) {
+  int count = 0;
+  for (std::uint8_t size : {4, 16}) {
+    const std::vector<float> model = gaussian(size, false);
+    for (int copies : {1, 2}) {
+      std::vector<std::uint8_t> input{size, 0};
+      for (int c = 0; c < copies; ++c) {
+        const auto* bytes = reinterpret_cast<const std::uint8_t*>(model.data());
+        input.insert(input.end(), bytes, bytes + model.size() * sizeof(float));
+      }
+      write(dir, count, input);
+    }
   }
   return count;
 }
@@ -193,8 +224,11 @@ int main(int argc, char** argv) {
   fs::create_directories(wire_dir);
   const fs::path notice_dir = fs::path(argv[1]) / "notice";
   fs::create_directories(notice_dir);
+  const fs::path join_state_dir = fs::path(argv[1]) / "join_state";
+  fs::create_directories(join_state_dir);
   const int codecs = codec_seeds(codec_dir), frames = wire_seeds(wire_dir), notices = notice_seeds(notice_dir);
-  std::printf("make_corpus: %d codec_decode seeds, %d wire_header seeds, %d notice seeds in %s\n", codecs, frames,
-              notices, argv[1]);
+  const int states = join_state_seeds(join_state_dir);
+  std::printf("make_corpus: %d codec_decode seeds, %d wire_header seeds, %d notice seeds, %d join_state seeds in %s\n",
+              codecs, frames, notices, states, argv[1]);
   return 0;
 }

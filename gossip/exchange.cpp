@@ -194,6 +194,8 @@ exchange::exchange(transport& t, exchange_options options) : transport_(t), opti
   finished_.resize(nb.size());
   acked_.resize(nb.size());
   closed_.resize(nb.size());
+  states_.resize(nb.size());
+  joins_at_.resize(nb.size());
 }
 
 void exchange::note(const std::string& line) {
@@ -290,7 +292,7 @@ bool exchange::finished(int peer) const {
 }
 
 bool exchange::in_round(std::size_t k, std::uint64_t iteration) const {
-  return !dropped_[k] && (!finished_[k] || *finished_[k] >= iteration);
+  return !dropped_[k] && (!finished_[k] || *finished_[k] >= iteration) && iteration >= joins_at_[k];
 }
 
 void exchange::handle_finished(std::size_t k, const wire_header& h) {
@@ -394,6 +396,10 @@ void exchange::absorb_refusals() {
 }
 
 status exchange::fail(status s) {
+  if (s.code() == errc::rejoin) {  // not a failure: the node rejoins, then rounds go on (readmit)
+    pending_failure_ = status::ok();
+    return s;
+  }
   failed_ = s;
   return s;
 }
@@ -449,6 +455,14 @@ void exchange::handle(message_kind kind, const codec_expectation& codec, std::ve
   const auto& nb = options_.neighbours;
   const auto k = static_cast<std::size_t>(std::lower_bound(nb.begin(), nb.end(), static_cast<int>(h.sender)) -
                                           nb.begin());
+  if (h.kind == message_kind::join) {  // also from a dropped neighbour: it is how one comes back
+    handle_join(h);
+    return;
+  }
+  if (h.kind == message_kind::join_state) {
+    hold_state(k, h);
+    return;
+  }
   if (dropped_[k]) {
     reject(reject_reason::departed, rx_.peer, describe(h.kind, h.iteration) + " from rank " +
                                                   std::to_string(h.sender) + ", which this node dropped");
@@ -619,8 +633,14 @@ status exchange::round(message_kind kind, std::uint64_t iteration, const outgoin
         options_.should_stop ? std::min(deadline, transport_clock::now() + kStopCheckInterval) : deadline;
     bool got = false;
     if (status s = receive_one(slice_end, kind, codec, out, got); !s) return fail(s);
-    if (!got && slice_end >= deadline)
-      return fail(status::error(errc::timeout, silent_message(kind, iteration, waited)));
+    if (!got && slice_end >= deadline) {
+      const std::string silent = silent_message(kind, iteration, waited);
+      // Every peer silent: this node is the one cut off (or nobody started); no peer is blamed.
+      if (!options_.drop_silent || missing_ == expected) return fail(status::error(errc::timeout, silent));
+      for (std::size_t k = 0; k < nb.size(); ++k)  // each a failure: dropped (continue) or the end
+        if (out_index_[k] >= 0 && !filled_[k])
+          peer_failed(k, "sent nothing for " + describe(kind, iteration) + " within " + std::to_string(waited.count()) + " ms");
+    }
   }
   if (!pending_failure_.is_ok()) return fail(pending_failure_);
   compact(out);

@@ -27,7 +27,9 @@
 //
 // REQUIRES of the caller: rounds come in non-decreasing iteration order, each (kind, iteration)
 // at most once. After a round fails (timeout, send failure, transport error) the exchange is
-// spent: later rounds return errc::invalid (the run should stop; stats() stay readable).
+// spent: later rounds return errc::invalid (the run should stop; stats() stay readable). A round
+// ended by errc::rejoin (a callback's: this node was dropped and is offered a way back) is no
+// failure: the node rejoins (readmit) and its rounds go on from the join round.
 // Thread safety: one thread at a time; the transport is used only from inside round().
 #include <array>
 #include <chrono>
@@ -78,11 +80,21 @@ struct exchange_options {
   // sender; a non-ok status ends the round with it. Without a callback notices are dropped (counted
   // as delivered).
   std::function<status(int from, std::span<const std::byte> payload)> on_notice;
+  // Rejoining (docs/failures.md, "Rejoining"): called for each valid join message
+  // (message_kind::join) as it arrives, also from a neighbour this node dropped, with its sender,
+  // header (count: the sender's model size) and payload (notice-format items). errc::corrupt
+  // rejects it (reason notice); another non-ok status ends the round with it. Without a callback
+  // join messages are dropped (counted as delivered).
+  std::function<status(int from, const wire_header& header, std::span<const std::byte> payload)> on_join;
   // Checks a train message's payload before it is delivered (the node decodes it); a failure
   // rejects it (reason payload) and is a failure of its sender (on_peer_failure).
   std::function<status(const wire_header& header, std::span<const std::byte> payload)> validate;
   // A neighbour whose link brought this many rejected messages misbehaves (on_peer_failure); 0: never.
   std::uint32_t max_rejected = 16;
+  // A neighbour silent at a round's deadline is a failure (on_peer_failure: continue drops it and
+  // the round goes on) rather than the round's time-out, unless every peer of the round was silent
+  // (then this node is the one cut off). Off: the round fails with errc::timeout.
+  bool drop_silent = false;
   // Asynchronous gossip (train.max_staleness > 0): train messages are delivered by gather(), each
   // peer's in its order (iteration = the previous one + 1; a gap is rejected), as they arrive, never
   // held for a round; round() is then for probes only.
@@ -238,6 +250,33 @@ class exchange {
   void drop(int peer);
   [[nodiscard]] bool dropped(int peer) const;
 
+  // Rejoining (docs/failures.md, "Rejoining"; gossip/exchange_rejoin.cpp). A join message
+  // (message_kind::join, payload notice-format items, count = model_size) to peer, dropped or not.
+  status send_join(int peer, std::uint32_t model_size, std::span<const std::byte> payload);
+  // This node's state for its edge to peer, restarting at round `iteration`: values = its model,
+  // then its public state when it has one (message_kind::join_state, count = model_size).
+  status send_state(int peer, std::uint64_t iteration, std::uint32_t model_size, std::span<const float> values);
+  // Moves peer's join_state for `iteration` into out, if it has arrived (older ones are discarded).
+  [[nodiscard]] bool take_state(int peer, std::uint64_t iteration, inbound_message& out);
+  // Receives (every message handled as between rounds: buffered, join_states held for take_state,
+  // notices and join messages to their callbacks, losses to on_peer_failure) until done() is true
+  // (ok) or deadline passes (errc::timeout); errc::cancelled on a stop request; a failure
+  // on_peer_failure did not drop ends it with that failure.
+  status wait_until(transport_clock::time_point deadline, const std::function<bool()>& done);
+  // True once a train message of peer was delivered (it took part in the run).
+  [[nodiscard]] bool heard_from(int peer) const;
+  // A fresh link to peer (transport::watch_peer), e.g. to answer a node that restarted at once.
+  void refresh_link(int peer);
+  // Takes peer back from round `iteration` on: it is no longer dropped, its train messages are
+  // expected from `iteration` (older ones are duplicates; rounds before it do not wait for it), it
+  // has not finished, and the transport watches its link afresh (transport::watch_peer). A joiner
+  // calls it for each neighbour that admitted it, after restart_at. REQUIRES: between rounds,
+  // iteration > the current round.
+  void readmit(int peer, std::uint64_t iteration);
+  // This node starts over at round `iteration` (it rejoins): its next round is `iteration`, and the
+  // neighbours' messages for it are buffered until then. REQUIRES: iteration > the current round.
+  void restart_at(std::uint64_t iteration);
+
   const exchange_stats& stats() const { return stats_; }
   const exchange_options& options() const { return options_; }
 
@@ -256,6 +295,10 @@ class exchange {
   void handle_notice(const wire_header& h);
   void handle_finished(std::size_t k, const wire_header& h);  // and acknowledges it
   void handle_finished_ack(std::size_t k);
+  void handle_join(const wire_header& h);
+  void hold_state(std::size_t k, const wire_header& h);  // a join_state, kept for take_state
+  // The index of neighbour peer, or nullopt.
+  [[nodiscard]] std::optional<std::size_t> index_of(int peer) const;
   // Asynchronous: a train message from neighbour k, delivered in its order or rejected.
   void deliver_in_order(std::size_t k, const wire_header& h, const codec_expectation& codec,
                         std::vector<inbound_message>& out);
@@ -311,6 +354,8 @@ class exchange {
   // and whether its link has closed since (it exited: nothing more is sent to it).
   std::vector<std::optional<std::uint64_t>> finished_;
   std::vector<bool> acked_;  // its finished_ack of this node's finished message arrived
+  std::vector<std::optional<inbound_message>> states_;  // per neighbour: its latest join_state
+  std::vector<std::uint64_t> joins_at_;  // per neighbour: its first round (readmit), 0 from the start
   std::vector<bool> closed_;
   bool draining_ = false;                        // inside finish()
   std::size_t delivered_count_ = 0;              // asynchronous: entries of out filled by this gather

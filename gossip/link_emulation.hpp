@@ -86,6 +86,7 @@ class emulated_link_transport final : public transport {
   void take_refusal_log(std::vector<std::string>& lines) override { inner_.take_refusal_log(lines); }
   void take_lost_peers(std::vector<int>& out) override { inner_.take_lost_peers(out); }
   void forget_peer(int peer) override { inner_.forget_peer(peer); }
+  void watch_peer(int peer) override { inner_.watch_peer(peer); }
 
   // Hands over everything still queued, sleeping until each message is due. ok when the outbox is
   // empty; errc::timeout when a message would only be due after deadline (it and those behind it

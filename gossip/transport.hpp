@@ -87,6 +87,10 @@ class transport {
   // one is withdrawn), and its queued outgoing messages are discarded when the transport closes
   // instead of lingering.
   virtual void forget_peer(int peer) {}
+  // Watch peer afresh (it rejoined the run, docs/failures.md "Rejoining"): what forget_peer did is
+  // undone on a new link to it, whose connection starts at once (no reconnection back-off), and whose
+  // loss is reported again once it has come up. Default: nothing (backends without liveness).
+  virtual void watch_peer(int peer) {}
 
   // Flow control (asynchronous gossip, exchange::gather): how many bytes of this node's messages to
   // peer its side of the link still holds, queued or in flight, not yet acknowledged by the peer's

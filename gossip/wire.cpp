@@ -76,6 +76,10 @@ std::string_view to_string(message_kind kind) {
       return "finished";
     case message_kind::finished_ack:
       return "finished_ack";
+    case message_kind::join:
+      return "join";
+    case message_kind::join_state:
+      return "join_state";
   }
   return "unknown";
 }
@@ -184,9 +188,10 @@ status parse_header(std::span<const std::byte> header_bytes, std::span<const std
                 "reserved: expected 0, received " + std::to_string(out.reserved));
 
   const auto kind = get<std::uint16_t>(p, kOffKind);
-  if (kind < static_cast<std::uint16_t>(message_kind::train) || kind > static_cast<std::uint16_t>(message_kind::finished_ack))
+  if (kind < static_cast<std::uint16_t>(message_kind::train) || kind > static_cast<std::uint16_t>(message_kind::join_state))
     return fail(wire_check::kind, failed,
-                "kind: expected 1 (train), 2 (probe), 3 (notice), 4 (finished) or 5 (finished_ack), received " +
+                "kind: expected 1 (train), 2 (probe), 3 (notice), 4 (finished), 5 (finished_ack), 6 (join) or "
+                "7 (join_state), received " +
                     std::to_string(kind));
   out.kind = static_cast<message_kind>(kind);
 
@@ -212,10 +217,12 @@ status parse_header(std::span<const std::byte> header_bytes, std::span<const std
   out.codec = get<std::uint16_t>(p, kOffCodec);
   out.codec_tag = get<std::uint32_t>(p, kOffCodecTag);
 
-  if (!carries_codec(out.kind)) {  // notice, finished, finished_ack: the codec fields must be zero
-    if (out.codec != 0 || out.codec_tag != 0 || out.count != 0)
+  if (!carries_codec(out.kind)) {  // notice, finished, finished_ack, join, join_state: no codec
+    if (out.codec != 0 || out.codec_tag != 0 || (out.count != 0 && !carries_model_size(out.kind)))
       return fail(wire_check::codec, failed,
-                  "a " + std::string(to_string(out.kind)) + " message carries no codec: codec, codec_tag and count must be 0");
+                  "a " + std::string(to_string(out.kind)) + " message carries no codec: " +
+                      (carries_model_size(out.kind) ? "codec and codec_tag" : "codec, codec_tag and count") +
+                      " must be 0");
     if (header_only(out.kind) && out.payload_bytes != 0)
       return fail(wire_check::payload_size, failed,
                   "payload_bytes: expected 0 (a " + std::string(to_string(out.kind)) + " message has no payload), received " +

@@ -19,7 +19,7 @@ namespace qgossip {
 
 inline constexpr std::size_t kWireHeaderBytes = 48;
 // Bump on ANY change to the header layout or the meaning of a field (and update docs/wire.md).
-inline constexpr std::uint16_t kWireVersion = 4;  // 2: notice; 3: finished; 4: finished_ack
+inline constexpr std::uint16_t kWireVersion = 5;  // 2: notice; 3: finished; 4: finished_ack; 5: join, join_state
 // "QGSP" as it appears on the wire, byte for byte.
 inline constexpr std::byte kWireMagic[4] = {std::byte{'Q'}, std::byte{'G'}, std::byte{'S'}, std::byte{'P'}};
 
@@ -33,14 +33,25 @@ enum class message_kind : std::uint16_t {
                  // notices and acknowledgements (exchange::finish); no codec, no payload
   finished_ack = 5,  // the sender received the receiver's finished message of `iteration` (and so
                      // every message the receiver sent before it); no codec, no payload
+  join = 6,  // rejoining (docs/failures.md): a request, an offer, an acceptance or a refusal, as
+             // notice-format text (node/membership/notice.hpp); count = the sender's model size;
+             // accepted from a neighbour that was dropped (it is how one comes back)
+  join_state = 7,  // rejoining: the sender's model, then its public state (algorithm::public_state,
+                   // when it has one), float32 little-endian; count = the model size, iteration =
+                   // the round the edge (re)starts at
 };
 // True for the kinds that are only a header (no payload): finished, finished_ack.
 [[nodiscard]] constexpr bool header_only(message_kind kind) {
   return kind == message_kind::finished || kind == message_kind::finished_ack;
 }
-// True for the kinds that carry no codec (codec, codec_tag and count are 0 on the wire).
+// True for the kinds that carry a codec (codec, codec_tag and count as the receiver expects); the
+// others have codec and codec_tag 0, and count 0 but for the rejoining kinds (carries_model_size).
 [[nodiscard]] constexpr bool carries_codec(message_kind kind) {
   return kind == message_kind::train || kind == message_kind::probe;
+}
+// True for the rejoining kinds, whose count is the sender's model size (checked by the node).
+[[nodiscard]] constexpr bool carries_model_size(message_kind kind) {
+  return kind == message_kind::join || kind == message_kind::join_state;
 }
 std::string_view to_string(message_kind kind);
 

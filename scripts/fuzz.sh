@@ -19,7 +19,7 @@ seconds=${1:-20}
 runs=${QGOSSIP_FUZZ_RUNS:--1}
 jobs=${QGOSSIP_JOBS:-$(nproc)}
 cxx=${QGOSSIP_FUZZ_CXX:-clang++}
-read -r -a targets <<<"${QGOSSIP_FUZZ_TARGETS:-wire_header_fuzz codec_decode_fuzz notice_fuzz}"
+read -r -a targets <<<"${QGOSSIP_FUZZ_TARGETS:-wire_header_fuzz codec_decode_fuzz notice_fuzz join_state_fuzz}"
 
 if ! command -v "$cxx" >/dev/null; then
   echo "fuzz: FAILED ($cxx not found: scripts/setup.sh installs clang and libclang-rt-14-dev)"

@@ -176,6 +176,9 @@ struct zmq_transport::impl {
   std::vector<zmq::pollitem_t> items;
   std::vector<int> watched;
   bool items_stale = true;
+  // Links made so far: each link's monitor gets an endpoint of its own (a link made again for a
+  // peer, watch_peer, cannot reuse the old one's, which ZeroMQ releases later).
+  std::uint64_t links_made = 0;
   // When receive() next reads the watched links' TCP counters (judge_links).
   transport_clock::time_point next_judgement{};
 
@@ -419,7 +422,8 @@ void zmq_transport::connect(int peer, const std::string& endpoint) {
     // Before connect, so that no event is missed; inproc endpoints are per context, and a peer
     // has one link. Liveness needs the handshakes and disconnections; pacing, each connection's
     // descriptor (CONNECTED).
-    const std::string monitor_endpoint = "inproc://qgossip.link." + std::to_string(peer);
+    const std::string monitor_endpoint =
+        "inproc://qgossip.link." + std::to_string(peer) + "." + std::to_string(impl_->links_made++);
     try {
       if (zmq_socket_monitor(s.handle(), monitor_endpoint.c_str(),
                              ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_CONNECTED) != 0)
@@ -469,6 +473,16 @@ void zmq_transport::forget_peer(int peer) {
   }
   impl_->suspected.erase(peer);
   impl_->lost.erase(std::remove(impl_->lost.begin(), impl_->lost.end(), peer), impl_->lost.end());
+}
+
+void zmq_transport::watch_peer(int peer) {
+  auto it = impl_->links.find(peer);
+  if (it == impl_->links.end()) return;
+  const std::string endpoint = it->second.endpoint;
+  forget_peer(peer);  // stops its monitor and drops any pending loss
+  impl_->links.erase(it);
+  impl_->items_stale = true;
+  connect(peer, endpoint);
 }
 
 const std::string& zmq_transport::bound_endpoint() const { return impl_->bound; }

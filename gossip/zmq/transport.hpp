@@ -181,6 +181,8 @@ class zmq_transport final : public transport {
   void take_lost_peers(std::vector<int>& out) override;
   // Also sets the link's linger to 0 and stops watching it.
   void forget_peer(int peer) override;
+  // Closes the link to peer (its queue discarded) and connects a new one to the same endpoint.
+  void watch_peer(int peer) override;
   // The kernel's count of bytes queued or in flight on the TCP connection to peer, not yet
   // acknowledged (SIOCOUTQ); nullopt while the connection is not up, or when its descriptor is not
   // known (heartbeats and pacing off: no monitor reports it), or for ipc://.

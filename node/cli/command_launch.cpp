@@ -138,6 +138,7 @@ void add_launch_command(CLI::App& app, int* exit_code) {
     launch_options lo;
     if (opt->plain) lo.live = false;
     lo.continue_on_failure = c.network.on_peer_failure == peer_failure_policy::train_on;
+    lo.restart_limit = c.network.restart;
     launch_result result = launch(nodes, lo);
     for (const std::string& d : result.departures) std::fprintf(stderr, "qgossip launch: %s\n", d.c_str());
     if (result.exit_code != 0) {

@@ -55,6 +55,9 @@ void check_model(yaml_reader& r, const run_config& c) {
 }
 
 void check_failures(yaml_reader& r, const run_config& c) {
+  if (c.network.restart > 0 && (c.network.on_peer_failure != peer_failure_policy::train_on || c.train.max_staleness > 0))
+    throw r.error("network.restart: a restarted node rejoins the running graph, which needs network.on_peer_failure: "
+                  "continue and synchronous gossip (train.max_staleness: 0); set restart: 0, or on_peer_failure: continue");
   if (c.network.on_peer_failure != peer_failure_policy::train_on) return;
   if (is_centralized(c.algorithm))
     throw r.error("network.on_peer_failure: continue trains on around a failed neighbour on the graph; " +

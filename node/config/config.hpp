@@ -125,6 +125,11 @@ struct network_config {
   peer_failure_policy on_peer_failure = peer_failure_policy::stop;
   double heartbeat_s = 1.0;  // a link silent this long (ZeroMQ heartbeats, 4 per period) is lost; 0: off
   int max_rejected = 16;     // rejected messages on a neighbour's link before it counts as misbehaving; 0: never
+  // `qgossip launch` restarts a node that died, at most this many times per node, after a back-off
+  // (1 s, doubling, at most 30 s); the restarted node rejoins the running graph (docs/failures.md,
+  // "Rejoining"). 0: never. Needs on_peer_failure: continue. The launcher's policy, not the nodes':
+  // not part of the run id (like keys_dir).
+  int restart = 0;
 };
 
 struct run_config {

@@ -25,6 +25,7 @@ void read_failures(yaml_reader& n, network_config& nw) {
     throw n.error_at(*n.child("heartbeat_s"), n.key_path("heartbeat_s") + ": expected 0 (off) or at least 0.05 s, received " +
                                                   std::to_string(nw.heartbeat_s));
   nw.max_rejected = get_int_in(n, "max_rejected", nw.max_rejected, 0, 1 << 30);
+  nw.restart = get_int_in(n, "restart", nw.restart, 0, 1000);
 }
 
 }  // namespace
@@ -46,7 +47,8 @@ void read_network(yaml_reader& r, run_config& c) {
   }
 }
 
-// keys_dir is host-local (hosts may keep their keys apart): not in the canonical config.
+// keys_dir is host-local (hosts may keep their keys apart), restart the launcher's: neither is in
+// the canonical config.
 void emit_network(YAML::Emitter& y, const network_config& nw) {
   y << YAML::BeginMap << YAML::Key << "transport" << YAML::Value << std::string(name_of(nw.transport)) << YAML::Key
     << "start_timeout_s" << YAML::Value << nw.start_timeout_s << YAML::Key << "round_timeout_s" << YAML::Value

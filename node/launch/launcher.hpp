@@ -59,6 +59,12 @@ struct launch_options {
   // network.on_peer_failure: continue. A node that fails or leaves does not stop the others; once
   // only nodes that left are still running (a stopped process), they are ended.
   bool continue_on_failure = false;
+  // network.restart (with continue_on_failure): a node that fails while others still run is started
+  // again, at most this many times, after restart_backoff_s doubling each time (at most 30 s); it
+  // rejoins the running graph (docs/failures.md, "Rejoining"). Not after exit 2 (a refusal or a
+  // config error: it would fail the same way) nor after the launcher's own stop signal.
+  int restart_limit = 0;
+  double restart_backoff_s = 1.0;
 
   static bool default_live();
   static std::ostream* default_out();

@@ -110,6 +110,10 @@ std::optional<node_event> parse_node_event(std::string_view line, std::string* e
     ev.kind = event_kind::error;
   else if (kind == "peer_left")
     ev.kind = event_kind::peer_left;
+  else if (kind == "peer_joined")
+    ev.kind = event_kind::peer_joined;
+  else if (kind == "rejoined")
+    ev.kind = event_kind::rejoined;
   else
     return reject("unknown event \"" + kind + "\"");
 
@@ -140,6 +144,13 @@ std::optional<node_event> parse_node_event(std::string_view line, std::string* e
     case event_kind::error:
       ok = r.text("message", ev.message, true);
       break;
+    case event_kind::rejoined: {
+      std::int64_t donor = -1;
+      ok = r.integer("round", ev.iteration, true) && r.integer("donor", donor, true, 0, std::numeric_limits<int>::max());
+      ev.peer = static_cast<int>(donor);
+      break;
+    }
+    case event_kind::peer_joined:
     case event_kind::peer_left: {
       std::int64_t peer = -1, by = -1;
       ok = r.integer("peer", peer, true, 0, std::numeric_limits<int>::max()) &&
@@ -157,6 +168,13 @@ std::optional<node_event> parse_node_event(std::string_view line, std::string* e
 progress_board::progress_board(std::span<const int> ranks) {
   nodes_.resize(ranks.size());
   for (std::size_t i = 0; i < ranks.size(); ++i) nodes_[i].rank = ranks[i];
+}
+
+void progress_board::restart(std::size_t slot) {
+  final_metrics& m = nodes_.at(slot);
+  const int rank = m.rank;
+  m = final_metrics{};
+  m.rank = rank;
 }
 
 void progress_board::apply(std::size_t slot, const node_event& ev) {
@@ -186,6 +204,8 @@ void progress_board::apply(std::size_t slot, const node_event& ev) {
       m.error = ev.message;
       break;
     case event_kind::peer_left:  // about another node: the supervisor keeps it
+    case event_kind::peer_joined:
+    case event_kind::rejoined:
       break;
   }
 }

@@ -24,7 +24,7 @@
 
 namespace qgossip {
 
-enum class event_kind { start, progress, done, error, peer_left };
+enum class event_kind { start, progress, done, error, peer_left, peer_joined, rejoined };
 
 // One protocol line. Fields an event does not carry keep their defaults.
 struct node_event {
@@ -44,7 +44,9 @@ struct node_event {
   double wall_s = 0;
   // error: what went wrong. peer_left: why the peer left (its "cause").
   std::string message;
-  // peer_left: who left, at which round (as noticed), and which node noticed it first.
+  // peer_left: who left, at which round (as noticed), and which node noticed it first. peer_joined:
+  // who was admitted again, from which round, by whom. rejoined: the round (iteration) and the
+  // donor (peer) of this node's own return.
   int peer = -1;
   int reported_by = -1;
 };
@@ -82,6 +84,8 @@ class progress_board {
   // Records an event from the node in `slot` (the launcher knows the slot from the pipe it read; the
   // rank inside the event is not trusted for that).
   void apply(std::size_t slot, const node_event& event);
+  // The node in `slot` was started again: what its earlier process reported is forgotten.
+  void restart(std::size_t slot);
 
   [[nodiscard]] std::size_t size() const { return nodes_.size(); }
   [[nodiscard]] const final_metrics& node(std::size_t slot) const { return nodes_.at(slot); }

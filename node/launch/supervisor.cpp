@@ -56,22 +56,62 @@ launch_result supervisor::run() {
 void supervisor::start_children() {
   std::vector<spawn_plan> plans;
   for (const node_process& node : nodes_) plans.push_back(make_plan(node));
-  const std::vector<int> caught(launch_signals::kCaught.begin(), launch_signals::kCaught.end());
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
-    child& c = children_[i];
-    c.end.slot = i;
-    c.end.rank = nodes_[i].rank;
-    c.end.log_path = plans[i].log_path;
-    c.end.log_start = plans[i].log_start;
-    spawned s = spawn(plans[i], devnull_.get(), caught);
-    plans[i].log.reset();
-    c.pid = s.pid;
-    c.running = true;
-    c.end.exec_error = std::move(s.exec_error);
-    c.out = std::make_unique<child_pipe>(io_, s.out.release(),
-                                         [this, &c](std::string line) { on_line(c, std::move(line)); });
-    c.out->start();
+    children_[i].end.slot = i;
+    start_child(children_[i], plans[i]);
   }
+}
+
+void supervisor::start_child(child& c, spawn_plan& plan) {
+  const std::vector<int> caught(launch_signals::kCaught.begin(), launch_signals::kCaught.end());
+  node_end fresh;  // a restarted node's earlier end is forgotten
+  fresh.slot = c.end.slot;
+  fresh.rank = nodes_[c.end.slot].rank;
+  fresh.log_path = plan.log_path;
+  fresh.log_start = plan.log_start;
+  c.end = std::move(fresh);
+  spawned s = spawn(plan, devnull_.get(), caught);
+  plan.log.reset();
+  c.pid = s.pid;
+  c.running = true;
+  c.announced = false;
+  c.end.exec_error = std::move(s.exec_error);
+  c.out = std::make_unique<child_pipe>(io_, s.out.release(),
+                                       [this, &c](std::string line) { on_line(c, std::move(line)); });
+  c.out->start();
+}
+
+bool supervisor::schedule_restart(child& c) {
+  const bool others_run = std::any_of(children_.begin(), children_.end(),
+                                      [&](const child& o) { return &o != &c && o.running && o.end.left.empty(); });
+  const bool refused = WIFEXITED(c.end.wait_status) && WEXITSTATUS(c.end.wait_status) == 2;
+  if (!options_.continue_on_failure || c.restarts >= options_.restart_limit || stop_signal_ != 0 ||
+      c.end.signalled_by_us || refused || !others_run || !c.end.exec_error.empty())
+    return false;
+  const double backoff = std::min(30.0, options_.restart_backoff_s * static_cast<double>(1 << std::min(c.restarts, 10)));
+  ++c.restarts;
+  c.restarting = true;
+  print_text("node " + std::to_string(c.end.rank) + " " + describe_end(c.end.wait_status) + "; starting it again in " +
+             format_seconds(backoff) + " (restart " + std::to_string(c.restarts) + " of " +
+             std::to_string(options_.restart_limit) + ")");
+  if (!c.restart_timer) c.restart_timer = std::make_unique<asio::steady_timer>(io_);
+  c.restart_timer->expires_after(seconds(backoff));
+  c.restart_timer->async_wait([this, &c](const asio::error_code& ec) {
+    if (!ec) on_restart_due(c);
+  });
+  return true;
+}
+
+void supervisor::on_restart_due(child& c) {
+  c.restarting = false;
+  const bool others_run = std::any_of(children_.begin(), children_.end(),
+                                      [&](const child& o) { return &o != &c && o.running && o.end.left.empty(); });
+  if (stop_signal_ == 0 && others_run) {
+    spawn_plan plan = make_plan(nodes_[c.end.slot]);
+    board_.restart(c.end.slot);
+    start_child(c, plan);
+  }
+  request_settle();
 }
 
 void supervisor::on_signal(int sig) {
@@ -110,6 +150,7 @@ void supervisor::reap(child& c) {
   c.out->drain();  // what it wrote just before exiting
   c.out->close();
   if (!has_failed(c.end, board_)) return;
+  if (schedule_restart(c)) return;
   if (!c.end.failed_at) c.end.failed_at = clock_type::now();
   if (!c.end.signalled_by_us)
     print_text("node " + std::to_string(c.end.rank) + " " + describe_end(c.end.wait_status));
@@ -161,6 +202,12 @@ void supervisor::on_line(child& c, std::string line) {
 void supervisor::announce(child& c, const node_event& ev) {
   const std::string who = "node " + std::to_string(c.end.rank);
   if (ev.kind == event_kind::peer_left) return note_departure(ev);
+  if (ev.kind == event_kind::rejoined) {
+    c.end.left.clear();  // it is back in the run
+    return print_text(who + ": rejoined the run at round " + std::to_string(ev.iteration) + " from node " +
+                      std::to_string(ev.peer) + "'s model");
+  }
+  if (ev.kind == event_kind::peer_joined) return;  // each neighbour says so; the joiner's line suffices
   if (ev.kind == event_kind::error) {
     if (!c.end.failed_at) c.end.failed_at = clock_type::now();
     print_text(who + ": error: " + ev.message);
@@ -185,6 +232,11 @@ void supervisor::announce(child& c, const node_event& ev) {
 
 void supervisor::stop_nodes(int sig) {
   stop_signal_ = sig;
+  for (child& c : children_)
+    if (c.restarting) {
+      c.restarting = false;
+      c.restart_timer->cancel();
+    }
   for (child& c : children_) signal_node(c, sig);
   grace_timer_.expires_after(seconds(std::max(0.0, options_.kill_grace_s)));
   grace_timer_.async_wait([this](const asio::error_code& ec) {
@@ -244,7 +296,7 @@ void supervisor::settle() {
 }
 
 bool supervisor::any_running() const {
-  return std::any_of(children_.begin(), children_.end(), [](const child& c) { return c.running; });
+  return std::any_of(children_.begin(), children_.end(), [](const child& c) { return c.running || c.restarting; });
 }
 
 void supervisor::kill_and_reap_all() {

@@ -6,6 +6,7 @@
 //   on_line             a line on a node's stdout (child_pipe): a protocol event or text
 //   on_draw_due         the display timer (refresh_s when live, plain_interval_s otherwise)
 //   on_grace_over       the grace timer after a stop signal: SIGKILL to what still runs
+//   on_restart_due      a failed node's back-off is over (network.restart): start it again
 // Each handler runs to completion before the next (single-threaded, no locks); a handler that
 // changed what is on screen or who is running asks for settle(), which runs once after the handlers
 // already queued: it redraws a live line a text line scrolled away and stops the loop when no node
@@ -28,6 +29,7 @@
 #include "node/launch/launcher.hpp"
 #include "node/launch/outcome.hpp"
 #include "node/launch/progress.hpp"
+#include "node/launch/spawn.hpp"
 #include "node/launch/unique_fd.hpp"
 
 namespace qgossip {
@@ -50,9 +52,16 @@ class supervisor {
     bool running = false;
     bool announced = false;  // its "started" line was printed
     std::unique_ptr<child_pipe> out;
+    int restarts = 0;          // network.restart: how many times it was started again
+    bool restarting = false;   // waiting out its back-off
+    std::unique_ptr<asio::steady_timer> restart_timer;
   };
 
   void start_children();
+  void start_child(child& c, spawn_plan& plan);
+  // After c failed: starts it again after a back-off when options_.restart_limit allows.
+  [[nodiscard]] bool schedule_restart(child& c);
+  void on_restart_due(child& c);
   void kill_and_reap_all();
   launch_result finish();
 

@@ -238,6 +238,19 @@ void run_log::error(const std::string& message) {
   emit(json_text({{"event", "error"}, {"rank", rank_}, {"message", message}}));
 }
 
+void run_log::peer_joined(int peer, std::uint64_t round, int reported_by) {
+  emit(json_text({{"event", "peer_joined"},
+                  {"rank", rank_},
+                  {"peer", peer},
+                  {"round", round},
+                  {"reported_by", reported_by},
+                  {"unix_s", unix_now_s()}}));
+}
+
+void run_log::rejoined(std::uint64_t round, int donor) {
+  emit(json_text({{"event", "rejoined"}, {"rank", rank_}, {"round", round}, {"donor", donor}, {"unix_s", unix_now_s()}}));
+}
+
 void run_log::peer_left(int peer, std::uint64_t round, int reported_by, const std::string& cause) {
   emit(json_text({{"event", "peer_left"},
                   {"rank", rank_},

@@ -10,7 +10,7 @@
 //                        object (written with core/json.hpp)
 //   run.json             the resolved config, versions and host (rank 0 writes it)
 // and, on stdout, one JSON object per line for the launcher (node/launch/progress.hpp parses them):
-//   {"event":"start"|"progress"|"done"|"error"|"peer_left", "rank":..., ...}
+//   {"event":"start"|"progress"|"done"|"error"|"peer_left"|"peer_joined"|"rejoined", "rank":..., ...}
 // Not thread-safe: the node loop's thread owns it.
 #include <cstdint>
 #include <cstdio>
@@ -112,6 +112,12 @@ class run_log {
   // "round":...,"reported_by":...,"cause":...,"unix_s":<when this node learnt it>} for the launcher,
   // which shows it.
   void peer_left(int peer, std::uint64_t round, int reported_by, const std::string& cause);
+  // A departed peer was admitted again (docs/failures.md, "Rejoining"), mixed from `round` on:
+  // {"event":"peer_joined","rank":<this node>,"peer":...,"round":...,"reported_by":<this node>,
+  // "unix_s":...}; and this node itself rejoined at `round` from `donor`'s model:
+  // {"event":"rejoined","rank":...,"round":...,"donor":...,"unix_s":...}.
+  void peer_joined(int peer, std::uint64_t round, int reported_by);
+  void rejoined(std::uint64_t round, int donor);
 
  private:
   void emit(const std::string& json_line);

@@ -7,7 +7,8 @@
 namespace qgossip {
 
 membership::membership(const topology& topo, int rank, bool reweight)
-    : rank_(rank), reweight_(reweight), departed_(static_cast<std::size_t>(topo.n())) {
+    : rank_(rank), reweight_(reweight), departed_(static_cast<std::size_t>(topo.n())),
+      joined_from_(static_cast<std::size_t>(topo.n())) {
   QG_ENFORCE(rank >= 0 && rank < topo.n(), "rank " << rank << " of " << topo.n());
   for (int i = 0; i < topo.n(); ++i) {
     const auto nb = topo.neighbours(i);
@@ -35,6 +36,38 @@ bool membership::record_departure(const departure& d, std::uint64_t effective) {
   if (!own_.empty()) effective = std::max(effective, own_.back().from);  // announcements never go back
   own_.push_back({effective, static_cast<int>(live_.size())});
   return true;
+}
+
+bool membership::record_join(int rank, std::uint64_t from, std::optional<int> degree) {
+  QG_ENFORCE(rank >= 0 && static_cast<std::size_t>(rank) < departed_.size() && rank != rank_,
+             "join of rank " << rank << " recorded by rank " << rank_);
+  const auto r = static_cast<std::size_t>(rank);
+  if (!departed_[r]) return false;
+  departed_[r] = false;
+  joined_from_[r] = from;
+  joins_.push_back({rank, from});
+  auto it = std::lower_bound(neighbours_.begin(), neighbours_.end(), rank);
+  if (it == neighbours_.end() || *it != rank) return true;
+  live_.insert(std::lower_bound(live_.begin(), live_.end(), rank), rank);
+  if (!own_.empty()) from = std::max(from, own_.back().from);
+  own_.push_back({from, static_cast<int>(live_.size())});
+  if (degree) record_degree(rank, *degree, joined_from_[r]);
+  return true;
+}
+
+void membership::join_at(std::uint64_t from, std::span<const std::pair<int, int>> admitted, const std::string& why) {
+  for (int j : std::vector<int>(live_)) {
+    const bool in = std::any_of(admitted.begin(), admitted.end(), [&](const auto& a) { return a.first == j; });
+    if (!in) record_departure({.rank = j, .round = from, .cause = why, .reported_by = rank_}, from);
+  }
+  own_.push_back({std::max(from, own_.empty() ? from : own_.back().from), static_cast<int>(live_.size())});
+  for (const auto& [j, degree] : admitted) record_degree(j, degree, from);
+}
+
+std::uint64_t membership::joined_from(int r) const {
+  return r >= 0 && static_cast<std::size_t>(r) < joined_from_.size() && !departed(r)
+             ? joined_from_[static_cast<std::size_t>(r)]
+             : 0;
 }
 
 std::optional<std::pair<int, std::uint64_t>> membership::degree_notice() const {
@@ -67,7 +100,8 @@ mixing_row membership::row_for(std::uint64_t r) const {
   const int own_degree = degree_at(own_, static_cast<int>(neighbours_.size()), r);
   double sum = 0;
   for (std::size_t k = 0; k < neighbours_.size(); ++k) {
-    if (departed_[static_cast<std::size_t>(neighbours_[k])]) continue;
+    const auto j = static_cast<std::size_t>(neighbours_[k]);
+    if (departed_[j] || r < joined_from_[j]) continue;
     const auto& h = theirs_[k];
     double w = weights_[k];
     if (reweight_ && (changed_by(own_, r) || changed_by(h, r))) {
@@ -97,14 +131,34 @@ void membership::save_state(state_writer& out) const {
     for (const degree_change& c : h) flat.insert(flat.end(), {c.from, static_cast<std::uint64_t>(c.degree)});
     out.put_u64s(name, flat);
   };
+  std::vector<std::uint64_t> joins;
+  for (const rejoin& j : joins_) joins.insert(joins.end(), {static_cast<std::uint64_t>(j.rank), j.from});
+  out.put_u64s("joins", joins);
   put_history("own_degrees", own_);
   for (std::size_t k = 0; k < neighbours_.size(); ++k)
     put_history("degrees[" + std::to_string(neighbours_[k]) + "]", theirs_[k]);
 }
 
+// Departures and joins in the order they happened: by round, a join before a departure noticed in
+// its own first round.
+void membership::replay(const std::vector<departure>& left, const std::vector<std::uint64_t>& joins, state_reader& in) {
+  std::size_t d = 0, j = 0;
+  while (d < left.size() || j < joins.size()) {
+    const bool join_next = j < joins.size() && (d == left.size() || joins[j + 1] <= left[d].round);
+    if (!join_next) {
+      record_departure(left[d++], 0);
+      continue;
+    }
+    if (joins[j] >= departed_.size() || static_cast<int>(joins[j]) == rank_) in.fail("join of rank " + std::to_string(joins[j]));
+    record_join(static_cast<int>(joins[j]), joins[j + 1]);
+    j += 2;
+  }
+}
+
 void membership::load_state(state_reader& in) {
   const std::uint64_t count = in.get_u64("departures");
-  if (count >= departed_.size()) in.fail("more departures than nodes");
+  if (count > kMaxEvents) in.fail("more than " + std::to_string(kMaxEvents) + " departures");
+  std::vector<departure> left;
   for (std::uint64_t i = 0; i < count; ++i) {
     const std::string p = "departure[" + std::to_string(i) + "].";
     departure d;
@@ -114,8 +168,12 @@ void membership::load_state(state_reader& in) {
     d.round = in.get_u64(p + "round");
     d.reported_by = static_cast<int>(in.get_i64(p + "reported_by"));
     d.cause = in.get_string(p + "cause");
-    record_departure(d, 0);
+    left.push_back(std::move(d));
   }
+  // Checkpoints written before rejoining have no joins.
+  const std::vector<std::uint64_t> joins = in.next_name() == "joins" ? in.get_u64s("joins") : std::vector<std::uint64_t>{};
+  if (joins.size() % 2 != 0 || joins.size() / 2 > kMaxEvents) in.fail("joins holds a bad count");
+  replay(left, joins, in);
   auto get_history = [&](const std::string& name) {
     const std::vector<std::uint64_t> flat = in.get_u64s(name);
     if (flat.size() % 2 != 0) in.fail(name + " holds an odd count");

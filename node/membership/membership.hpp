@@ -54,14 +54,26 @@ class membership {
   // A neighbour's announcement: its degree from round `from` on. Ignored for a non-neighbour.
   void record_degree(int neighbour, int degree, std::uint64_t from);
 
+  // A departed rank came back (docs/failures.md, "Rejoining"): its edges run again from round
+  // `from` on. Returns false when this node knew already (or never saw it leave). When it is a
+  // neighbour, this node's degree grows from round `from` on (degree_notice says so), and the
+  // joiner's degree from then is `degree` (its accept message; nullopt: as announced later).
+  bool record_join(int rank, std::uint64_t from, std::optional<int> degree = std::nullopt);
+  // This node (re)joins at round `from`, admitted by `admitted` (rank, its degree from then), each a
+  // neighbour: every other neighbour counts as departed (cause `why`), and its own degree from then
+  // is admitted.size().
+  void join_at(std::uint64_t from, std::span<const std::pair<int, int>> admitted, const std::string& why);
+  // The round a rejoined neighbour's edge runs again from (0: it never left, or is departed).
+  [[nodiscard]] std::uint64_t joined_from(int r) const;
+
   // This node's mixing row for round r: the live neighbours with their weights (see the top).
   [[nodiscard]] mixing_row row_for(std::uint64_t r) const;
   // The surviving graph's connected components (every departure known here removed), each
   // ascending, this node's first. More than one: the graph split.
   [[nodiscard]] std::vector<std::vector<int>> components() const;
 
-  // Checkpoints: the departures and every announced degree, so a resumed node mixes as it would
-  // have. load_state into a fresh object of the same topology and rank; throws state_error for a
+  // Checkpoints: the departures, the joins and every announced degree, so a resumed node mixes as
+  // it would have. load_state into a fresh object of the same topology and rank; throws state_error for a
   // rank outside the run or a departure of this node itself.
   void save_state(state_writer& out) const;
   void load_state(state_reader& in);
@@ -71,6 +83,8 @@ class membership {
     std::uint64_t from;
     int degree;
   };
+  static constexpr std::uint64_t kMaxEvents = 1u << 20;  // departures or joins in a checkpoint
+  void replay(const std::vector<departure>& left, const std::vector<std::uint64_t>& joins, state_reader& in);
   [[nodiscard]] static int degree_at(const std::vector<degree_change>& h, int initial, std::uint64_t r);
   [[nodiscard]] static bool changed_by(const std::vector<degree_change>& h, std::uint64_t r);
 
@@ -82,6 +96,12 @@ class membership {
   std::vector<int> live_;
   std::vector<bool> departed_;
   std::vector<departure> departures_;
+  struct rejoin {
+    int rank;
+    std::uint64_t from;
+  };
+  std::vector<rejoin> joins_;
+  std::vector<std::uint64_t> joined_from_;  // per rank: the latest join's round (0: none)
   std::vector<degree_change> own_;                  // this node's announced degrees
   std::vector<std::vector<degree_change>> theirs_;  // per neighbours_[k]
 };

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <charconv>
+#include <initializer_list>
+#include <iterator>
 #include <string_view>
 
 namespace qgossip {
@@ -35,28 +37,61 @@ status bad(std::size_t line, const std::string& what) {
   return status::error(errc::corrupt, "notice line " + std::to_string(line) + ": " + what);
 }
 
+// Each item: its word and its fields in order (a cause, the rest of the line, comes last).
+enum class field { rank, round, degree, cause };
+struct item_grammar {
+  notice_item::kind what;
+  std::string_view word;
+  std::initializer_list<field> fields;
+  std::string_view usage;
+};
+const item_grammar kGrammar[] = {
+    {notice_item::kind::left, "left", {field::rank, field::round, field::cause}, "left <rank> <round> <cause>"},
+    {notice_item::kind::degree, "degree", {field::degree, field::round}, "degree <degree> <round>"},
+    {notice_item::kind::joined, "joined", {field::rank, field::round}, "joined <rank> <round>"},
+    {notice_item::kind::join, "join", {field::round}, "join <round>"},
+    {notice_item::kind::offer, "offer", {field::round, field::degree}, "offer <round> <degree>"},
+    {notice_item::kind::accept, "accept", {field::round, field::degree}, "accept <round> <degree>"},
+    {notice_item::kind::refuse, "refuse", {field::cause}, "refuse <cause>"},
+};
+
+const item_grammar& grammar_of(notice_item::kind what) {
+  return *std::find_if(std::begin(kGrammar), std::end(kGrammar), [&](const item_grammar& g) { return g.what == what; });
+}
+
+// One field of item from the front of line; false when it does not parse or is out of range.
+bool parse_field(field f, std::string_view& line, int n, notice_item& item) {
+  switch (f) {
+    case field::rank:
+      return parse_int(next_word(line), item.rank) && item.rank >= 0 && item.rank < n;
+    case field::degree:
+      return parse_int(next_word(line), item.degree) && item.degree >= 0 && item.degree < n;
+    case field::round:
+      return parse_int(next_word(line), item.round);
+    case field::cause:
+      item.cause = std::string(line);
+      line = {};
+      return !item.cause.empty() && item.cause.size() <= kMaxCauseBytes;
+  }
+  return false;
+}
+
 status parse_line(std::string_view line, std::size_t number, int n, notice_item& item) {
   const bool trailing_space = !line.empty() && line.back() == ' ';
   const std::string_view word = next_word(line);
-  if (trailing_space && word != "left") return bad(number, "a trailing space");  // one spelling per item
-  if (word == "degree") {
-    item.what = notice_item::kind::degree;
-    if (!parse_int(next_word(line), item.degree) || item.degree < 0 || item.degree >= n)
-      return bad(number, "expected 'degree <0.." + std::to_string(n - 1) + "> <round>'");
-    if (!parse_int(next_word(line), item.round) || !line.empty()) return bad(number, "expected 'degree <d> <round>'");
-    return status::ok();
-  }
-  if (word == "left") {
-    item.what = notice_item::kind::left;
-    if (!parse_int(next_word(line), item.rank) || item.rank < 0 || item.rank >= n)
-      return bad(number, "expected 'left <rank 0.." + std::to_string(n - 1) + "> <round> <cause>'");
-    if (!parse_int(next_word(line), item.round)) return bad(number, "expected 'left <rank> <round> <cause>'");
-    if (line.empty()) return bad(number, "expected 'left <rank> <round> <cause>': the cause is missing");
-    if (line.size() > kMaxCauseBytes) return bad(number, "the cause is longer than " + std::to_string(kMaxCauseBytes) + " bytes");
-    item.cause = std::string(line);
-    return status::ok();
-  }
-  return bad(number, "unknown item '" + printable(word.substr(0, 20)) + "' (expected left or degree)");
+  const auto g = std::find_if(std::begin(kGrammar), std::end(kGrammar), [&](const item_grammar& x) { return x.word == word; });
+  if (g == std::end(kGrammar))
+    return bad(number, "unknown item '" + printable(word.substr(0, 20)) +
+                           "' (expected left, degree, joined, join, offer, accept or refuse)");
+  const bool has_cause = *(g->fields.end() - 1) == field::cause;
+  if (trailing_space && !has_cause) return bad(number, "a trailing space");  // one spelling per item
+  item.what = g->what;
+  for (field f : g->fields)
+    if (!parse_field(f, line, n, item))
+      return bad(number, "expected '" + std::string(g->usage) + "' (ranks and degrees 0.." + std::to_string(n - 1) +
+                             ", a cause of 1.." + std::to_string(kMaxCauseBytes) + " bytes)");
+  if (!line.empty()) return bad(number, "expected '" + std::string(g->usage) + "': more follows");
+  return status::ok();
 }
 
 }  // namespace
@@ -64,15 +99,18 @@ status parse_line(std::string_view line, std::size_t number, int n, notice_item&
 std::string encode_notice(std::span<const notice_item> items) {
   std::string out;
   for (const notice_item& i : items) {
-    switch (i.what) {
-      case notice_item::kind::degree:
-        out += "degree " + std::to_string(i.degree) + " " + std::to_string(i.round) + "\n";
-        break;
-      case notice_item::kind::left:
-        out += "left " + std::to_string(i.rank) + " " + std::to_string(i.round) + " " +
-               (i.cause.empty() ? std::string("(no cause given)") : printable(i.cause)) + "\n";
-        break;
+    const item_grammar& g = grammar_of(i.what);
+    out += g.word;
+    for (field f : g.fields) {
+      out += ' ';
+      switch (f) {
+        case field::rank: out += std::to_string(i.rank); break;
+        case field::round: out += std::to_string(i.round); break;
+        case field::degree: out += std::to_string(i.degree); break;
+        case field::cause: out += i.cause.empty() ? std::string("(no cause given)") : printable(i.cause); break;
+      }
     }
+    out += '\n';
   }
   return out;
 }

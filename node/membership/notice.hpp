@@ -1,11 +1,21 @@
 #pragma once
-// The payload of a notice (gossip/wire.hpp message_kind::notice): membership news that travels
-// outside the rounds, one item per line, ASCII text so a person can read a captured one:
+// The payload of a notice (gossip/wire.hpp message_kind::notice) and of a join message
+// (message_kind::join): membership news that travels outside the rounds, one item per line, ASCII
+// text so a person can read a captured one:
 //   left <rank> <round> <cause>     rank left the run; its neighbour noticed during round <round>
-//                                    (the cause is not empty)
-//                                    (forwarded hop by hop, so every node learns every departure)
+//                                    (the cause is not empty; forwarded hop by hop, so every node
+//                                    learns every departure)
 //   degree <degree> <from_round>    the sender's degree from round <from_round> on (Metropolis–
 //                                    Hastings re-weighting; sent to neighbours only)
+//   joined <rank> <round>           rank came back: its edges run again from round <round> on
+//                                    (forwarded hop by hop, as left)
+// Rejoining (join messages only; docs/failures.md, "Rejoining"):
+//   join <round>                    the sender asks to (re)join; <round> is the last it completed (0)
+//   offer <round> <degree>          a neighbour that dropped the sender would admit it: the
+//                                    neighbour is at round <round>, its degree then <degree>
+//   accept <round> <degree>         the joiner takes the offer: the edge restarts at round <round>,
+//                                    the joiner's degree from then <degree>
+//   refuse <cause>                  the neighbour will not admit the sender, and why
 // A notice comes from an authenticated neighbour (the exchange checked its header), yet it is parsed
 // as hostile input: anything else — an unknown word, a number out of range, a rank outside the run,
 // a control character, more than kMaxNoticeBytes — is errc::corrupt and the notice is rejected whole.
@@ -24,12 +34,13 @@ inline constexpr std::size_t kMaxNoticeBytes = 4096;
 inline constexpr std::size_t kMaxCauseBytes = 300;
 
 struct notice_item {
-  enum class kind { left, degree };
+  enum class kind { left, degree, joined, join, offer, accept, refuse };
   kind what = kind::left;
-  int rank = -1;              // left: who left
-  std::uint64_t round = 0;    // left: when it was noticed; degree: the first round it applies to
-  int degree = 0;             // degree: the sender's number of live neighbours
-  std::string cause = {};     // left: why (printable ASCII, at most kMaxCauseBytes; longer is cut)
+  int rank = -1;              // left, joined: who
+  std::uint64_t round = 0;    // left: when it was noticed; degree: the first round it applies to;
+                              // joined, accept: the edge's first round; join, offer: the sender's
+  int degree = 0;             // degree, offer, accept: the sender's number of live neighbours
+  std::string cause = {};     // left, refuse: why (printable ASCII, at most kMaxCauseBytes; longer is cut)
 };
 
 // The payload for items. Causes are cut to kMaxCauseBytes and control characters replaced by '?'.

@@ -47,7 +47,18 @@ exchange_options exchange_options_for(const run_config& c, int rank, const node_
   eo.on_peer_failure = [f = l.failures.get()](int peer, const std::string& why) { return f->on_peer_failure(peer, why); };
   eo.on_notice = [f = l.failures.get()](int from, std::span<const std::byte> p) { return f->on_notice(from, p); };
   if (l.inbox) eo.validate = [in = l.inbox.get()](const wire_header& h, std::span<const std::byte> p) { return in->accept(h, p); };
+  if (l.rejoin) {
+    eo.on_join = [r = l.rejoin.get()](int from, const wire_header& h, std::span<const std::byte> p) { return r->on_join(from, h, p); };
+    eo.drop_silent = true;  // a neighbour that never starts, or hangs, is dropped; it may come back
+  }
   return eo;
+}
+
+// Nodes come back (node/run/rejoining.hpp) where they may leave (continue) and rounds are
+// synchronous gossip without probes.
+bool rejoins(const run_config& c, const node_links& l) {
+  return c.network.on_peer_failure == peer_failure_policy::train_on && l.shape.gossip && l.shape.max_staleness == 0 &&
+         !l.probing;
 }
 
 // How many of a peer's messages may be in flight to or from this node at once (the transport's
@@ -65,8 +76,9 @@ node_links open_links(const run_config& c, int rank, const topology& topo, node_
   node_links l;
   plan_peers(c, rank, learner, l);
   const std::size_t params = learner.model->num_params();
-  const std::size_t largest =
-      std::max(learner.codec->max_encoded_bytes(), l.probing ? params * sizeof(float) : std::size_t{0});
+  // A probe carries a model; a rejoining state a model and a public state.
+  const std::size_t largest = std::max({learner.codec->max_encoded_bytes(), l.probing ? params * sizeof(float) : std::size_t{0},
+                                        rejoins(c, l) ? 2 * params * sizeof(float) : std::size_t{0}});
   start_up_step("opening the network");
   // Host names that do not resolve, or that are not this machine's, are said now rather than after
   // the start time-out.
@@ -78,11 +90,16 @@ node_links open_links(const run_config& c, int rank, const topology& topo, node_
                          [&] { return std::make_unique<node_network>(c, rank, l.peers, largest, in_flight); });
   if (l.shape.gossip) l.inbox = std::make_unique<message_inbox>(*learner.codec, c.seed, l.shape.train_peers, params);
   l.failures = std::make_unique<peer_failures>(c, topo, rank, l.peers);
+  if (rejoins(c, l)) {
+    l.rejoin = std::make_unique<rejoining>(rank, rounds, static_cast<std::uint32_t>(params), l.shape.train_peers);
+    l.failures->allow_rejoining();
+  }
   allocating(
       [&] { return "allocating the exchange's buffers (" + std::to_string(l.peers.size()) + " peers, " + sizes + ")"; },
       [&] {
         l.ex = std::make_unique<exchange>(l.network->link(), exchange_options_for(c, rank, l));
         l.failures->attach(*l.ex, *learner.alg, log);
+        if (l.rejoin) l.rejoin->attach(*l.ex, *learner.alg, *l.failures, log);
         l.pattern = make_round_pattern(l.shape, {.alg = *learner.alg, .codec = *learner.codec, .ex = *l.ex,
                                                  .inbox = l.inbox.get(), .rank = rank, .n = c.topology.n,
                                                  .seed = c.seed, .train_peers = l.shape.train_peers,

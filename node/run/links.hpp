@@ -13,6 +13,7 @@
 #include "node/run/message_inbox.hpp"
 #include "node/run/node_network.hpp"
 #include "node/run/peer_failures.hpp"
+#include "node/run/rejoining.hpp"
 #include "node/run/round_pattern.hpp"
 #include "topology/topology.hpp"
 
@@ -27,6 +28,7 @@ struct node_links {
   std::unique_ptr<message_inbox> inbox;  // gossip only
   std::unique_ptr<class exchange> ex;
   std::unique_ptr<peer_failures> failures;
+  std::unique_ptr<rejoining> rejoin;  // continue with synchronous gossip: nodes come back
   std::unique_ptr<round_pattern> pattern;
 };
 

@@ -99,6 +99,11 @@ local_training::outcome local_training::round(std::uint64_t t, std::span<const f
 }
 
 // x_{t+1} = x_t − s(x_t − x'_{t+1}), x' the algorithm's result of the round (outer_after_round_ only).
+void local_training::restart() {
+  local_ = local_step(learner_.model->num_params(), config_.train.momentum, config_.train.weight_decay);
+  outer_ = outer_step(local_rounds_ ? learner_.model->num_params() : 0, config_.train.outer);
+}
+
 void local_training::finish_round() {
   if (!outer_after_round_) return;
   const std::span<float> x = learner_.alg->adjustable_model();

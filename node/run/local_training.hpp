@@ -47,6 +47,9 @@ class local_training {
   [[nodiscard]] outcome round(std::uint64_t t, std::span<const float>& outgoing);
   // After the algorithm's finish(t): the outer step on the whole round's change, where it goes.
   void finish_round();
+  // A node that rejoins (algorithm::restart): the optimizer's and the outer step's momentum start
+  // over at zero.
+  void restart();
 
   // The step size of the latest step, and the mean training loss since the last take (0 steps: the
   // value `previous` is kept).

@@ -136,6 +136,7 @@ node_exit run_node(const run_config& config, int rank, const node_run_options& o
   }
   const node_plan& plan = setup.plan;
   setup.log->start(setup.n, plan.rounds, plan.epoch_after(plan.rounds * plan.local_steps));
+  if (setup.links.rejoin) setup.links.rejoin->announce(t);  // a restarted node asks to be admitted again
   step_end end;
   while (end && t < plan.rounds) {
     if (stop_requested()) {
@@ -145,7 +146,10 @@ node_exit run_node(const run_config& config, int rank, const node_run_options& o
     ++t;
     if (!(end = step.compute(t))) break;
     step.encode(t);
-    if (!(end = step.exchange(t))) break;
+    if (!(end = step.exchange(t))) {
+      if (!end.rejoin || !(end = step.rejoin(t))) break;
+      continue;
+    }
     step.absorb(t);
     if (!(end = step.log(t))) break;
     end = step.checkpoint(t);

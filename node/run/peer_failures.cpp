@@ -95,9 +95,13 @@ status peer_failures::on_notice(int from, std::span<const std::byte> payload) {
   for (const notice_item& i : items) {
     if (i.what == notice_item::kind::degree) {
       members_.record_degree(from, i.degree, i.round);
+    } else if (i.what == notice_item::kind::joined) {
+      if (i.rank != rank_) rejoined(i.rank, i.round, std::nullopt, from);
     } else if (i.rank == rank_) {
-      return status::error(errc::peer_lost, "rank " + std::to_string(from) + " dropped this node from the run at round " +
-                                                std::to_string(i.round) + " (" + i.cause + ")");
+      const std::string why = "rank " + std::to_string(from) + " dropped this node from the run at round " +
+                              std::to_string(i.round) + " (" + i.cause + ")";
+      // continue: the node asks its neighbours to admit it again (node/run/rejoining.hpp).
+      return status::error(continue_ && rejoins_ ? errc::rejoin : errc::peer_lost, why);
     } else if (!continue_) {  // stop, naming the node that left first, and pass that name on
       if (!stop_cause_) stop_cause_ = departure{.rank = i.rank, .round = i.round, .cause = i.cause, .reported_by = from};
       return status::error(errc::peer_lost, "rank " + std::to_string(i.rank) + " left the run at round " +
@@ -108,6 +112,38 @@ status peer_failures::on_notice(int from, std::span<const std::byte> payload) {
     }
   }
   return status::ok();
+}
+
+void peer_failures::rejoined(int rank, std::uint64_t from, std::optional<int> degree, int told_by) {
+  // News of a neighbour that rejoined without this node (it did not take this node's offer): the
+  // edge stays down at both ends.
+  const bool neighbour = std::find(peers_.begin(), peers_.end(), rank) != peers_.end();
+  if (neighbour && told_by != rank_) return;
+  if (!members_.record_join(rank, from, degree)) return;
+  items_.clear();
+  items_.push_back({.what = notice_item::kind::joined, .rank = rank, .round = from});
+  if (const auto own = members_.degree_notice(); own && told_by == rank_)
+    items_.push_back({.what = notice_item::kind::degree, .round = own->second, .degree = own->first});
+  std::vector<int> to;
+  for (int p : peers_)
+    if (p != told_by && p != rank && !members_.departed(p) && ex_ && !ex_->dropped(p)) to.push_back(p);
+  if (!to.empty() && ex_) {
+    const std::string payload = encode_notice(items_);
+    if (status s = ex_->send_notice(to, std::as_bytes(std::span(payload.data(), payload.size())), round_); !s)
+      say(rank_, "warning: could not tell ranks " + list(to) + " of rank " + std::to_string(rank) + "'s return: " + s.to_string());
+  }
+  if (told_by == rank_) say(rank_, "rank " + std::to_string(rank) + " rejoins the run at round " + std::to_string(from));
+}
+
+void peer_failures::joined_at(std::uint64_t from, std::span<const std::pair<int, int>> admitted) {
+  members_.join_at(from, admitted, "did not admit this node when it rejoined");
+  for (int p : peers_)
+    if (members_.departed(p) && ex_) ex_->drop(p);
+}
+
+void peer_failures::learn_departure(const notice_item& left, int told_by) {
+  if (members_.record_departure({.rank = left.rank, .round = left.round, .cause = left.cause, .reported_by = told_by}, round_ + 2))
+    if (ex_) ex_->drop(left.rank);
 }
 
 void peer_failures::load_state(state_reader& in) {

@@ -49,6 +49,20 @@ class peer_failures {
   void stopping(const std::string& why);
 
   [[nodiscard]] bool any_departure() const { return !members_.departures().empty(); }
+
+  // Rejoining (node/run/rejoining.hpp): told it was dropped, this node asks to be admitted again
+  // (the round ends with errc::rejoin) instead of stopping. Set for continue with synchronous gossip.
+  void allow_rejoining() { rejoins_ = true; }
+  // A departed rank comes back from round `from` on (its accept
+  // of this node's offer, degree = its degree then; or news from told_by): recorded, forwarded hop
+  // by hop ("joined"), this node's new degree announced, logged.
+  void rejoined(int rank, std::uint64_t from, std::optional<int> degree, int told_by);
+  // This node rejoins at round `from`, admitted by `admitted` (rank, its degree then).
+  void joined_at(std::uint64_t from, std::span<const std::pair<int, int>> admitted);
+  // A departure a neighbour told the joiner of (an offer's left items): recorded, not forwarded.
+  void learn_departure(const notice_item& left, int told_by);
+  [[nodiscard]] mixing_row row_for(std::uint64_t t) const { return members_.row_for(t); }
+  [[nodiscard]] int nodes() const { return n_; }
   // Checkpoints (section "membership"): after load_state the exchange drops the departed again.
   void save_state(state_writer& out) const { members_.save_state(out); }
   void load_state(state_reader& in);
@@ -64,6 +78,7 @@ class peer_failures {
   int rank_;
   int n_;
   bool continue_;
+  bool rejoins_ = false;  // allow_rejoining()
   membership members_;
   std::vector<int> peers_;
   exchange* ex_ = nullptr;

@@ -28,7 +28,8 @@ std::string rejected_detail(const exchange_stats& s) {
 }
 
 step_end failure(const status& st, const std::string& what) {
-  return {st.code() == errc::cancelled ? node_exit::interrupted : node_exit::failed, what + st.to_string()};
+  return {st.code() == errc::cancelled ? node_exit::interrupted : node_exit::failed, what + st.to_string(),
+          st.code() == errc::rejoin};
 }
 
 }  // namespace
@@ -38,6 +39,8 @@ round_steps::round_steps(node_setup& s)
 
 step_end round_steps::compute(std::uint64_t t) {
   round_start_ = clock::now();
+  if (s_.links.rejoin)
+    if (status s = s_.links.rejoin->admit_due(t); !s) return failure(s, "round " + std::to_string(t) + ": ");
   s_.links.failures->begin_round(t);
   const model& m = *s_.learner.model;
   const double transfer_before = m.transfers().seconds;
@@ -128,6 +131,23 @@ void round_steps::fill_record(std::uint64_t t) {
   row_wall_s_ = rec_.wall_s;
 }
 
+step_end round_steps::rejoin(std::uint64_t& t) {
+  std::uint64_t restart_at = 0;
+  if (status s = s_.links.rejoin->join(t, restart_at); !s) {
+    step_end end = failure(s, "rejoining after round " + std::to_string(t) + ": ");
+    if (s.code() == errc::invalid) end.exit = node_exit::refused;
+    end.rejoin = false;
+    return end;
+  }
+  // The model is the donor's from round restart_at on; the optimizer's and the outer step's
+  // momentum start over at zero (docs/failures.md), the batch order at that round's place.
+  training_.restart();
+  s_.plan.sampler->seek((restart_at - 1) * s_.plan.local_steps);
+  t = restart_at - 1;
+  completed_ = t;
+  return {};
+}
+
 bool round_steps::peers_done() const { return s_.links.pattern->peers_done(); }
 
 step_end round_steps::log(std::uint64_t t) {
@@ -205,8 +225,10 @@ void round_steps::write_summary(const step_end& end) {
   summary.rejected_detail = rejected_detail(st);
   const peer_failures& failures = *s_.links.failures;
   summary.departures = failures.describe_departures();
-  for (const departure& d : failures.members().departures()) summary.departed.push_back(d.rank);
+  for (const departure& d : failures.members().departures())  // gone at the end (some came back)
+    if (failures.members().departed(d.rank)) summary.departed.push_back(d.rank);
   std::sort(summary.departed.begin(), summary.departed.end());
+  summary.departed.erase(std::unique(summary.departed.begin(), summary.departed.end()), summary.departed.end());
   s_.log->finish(summary);
   if (!end) return;
   std::ostringstream os;

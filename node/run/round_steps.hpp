@@ -32,6 +32,7 @@ struct node_setup;
 struct step_end {
   node_exit exit = node_exit::ok;
   std::string error;
+  bool rejoin = false;  // the exchange ended because this node is offered a way back (rejoin())
   explicit operator bool() const { return exit == node_exit::ok; }
 };
 
@@ -47,6 +48,10 @@ class round_steps {
   // Writes the checkpoint of round t when one is due; a failed write stops the node (exit 1).
   [[nodiscard]] step_end checkpoint(std::uint64_t t);
   [[nodiscard]] node_exit finish(const step_end& end, std::uint64_t t);
+
+  // After exchange(t) ended with rejoin: this node rejoins the run (node/run/rejoining.hpp); on
+  // success t becomes the round before the one it restarts at, with the donor's model.
+  [[nodiscard]] step_end rejoin(std::uint64_t& t);
 
   // True once the round pattern says no peer will send anything more (asynchronous gossip: every
   // neighbour finished): the loop ends after this round, which is then the node's last.

@@ -21,6 +21,7 @@
 
 #include "algorithms/algorithm.hpp"
 #include "algorithms/metropolis.hpp"
+#include "algorithms/remix.hpp"
 #include "core/errors.hpp"
 #include "core/hash.hpp"
 #include "core/state_io.hpp"
@@ -111,6 +112,26 @@ struct cluster {
     alive[dead] = false;
     for (int i = 0; i < kNodes; ++i)
       if (alive[i]) nodes[i]->remix(surviving_row(i));
+  }
+
+  // Node j comes back, as the node loop re-admits it (docs/failures.md, "Rejoining"): it restarts
+  // from donor's model; it and each live ring neighbour k admit each other (j one at a time, through
+  // rows restricted to those admitted so far, ending at its full row); every other live node whose
+  // weights change remixes. All between two rounds.
+  void rejoin(int j, int donor) {
+    alive[j] = true;
+    const std::vector<float> model(nodes[donor]->model().begin(), nodes[donor]->model().end());
+    nodes[j]->restart(model);
+    const mixing_row full = surviving_row(j);
+    std::vector<int> admitted;
+    for (int k : full.neighbours) {
+      nodes[k]->admit(surviving_row(k), j, nodes[j]->public_state());
+      admitted.push_back(k);
+      nodes[j]->admit(restricted_row(full, admitted), k, nodes[k]->public_state());
+    }
+    for (int i = 0; i < kNodes; ++i)
+      if (alive[i] && i != j && !std::binary_search(full.neighbours.begin(), full.neighbours.end(), i))
+        nodes[i]->remix(surviving_row(i));
   }
 
   // Node j's own version of what its neighbours hold for it: its own estimate or public copy where
@@ -455,5 +476,60 @@ TEST_CASE("remix refuses bad rows and leaves the algorithm as it was; centralize
     auto node = make_algorithm(name, complete_mixing_row(0, 4), x0);
     CHECK(node->row().neighbours == std::vector<int>{1, 2, 3});
     CHECK_THROWS_AS(node->remix(complete_mixing_row(0, 4)), invariant_error);
+  }
+}
+
+TEST_CASE("admit: a node that left rejoins from a neighbour's model, and every copy on its edges is exact again") {
+  // Node 2 leaves before round 6, the survivors train on for 10 rounds, then it restarts from node
+  // 1's model (a fresh process has nothing else) and it and its neighbours 1 and 3 admit each other
+  // before round 16. Lossy messages (8 levels): a copy built from anything but the owner's public
+  // state (CHOCO's public copy is not its model) differs at once, so check_copies' bit-for-bit test
+  // catches a wrong state. With zero gradients afterwards the five agree again.
+  for (const char* name : kGossip) {
+    const std::string algorithm_name = name;
+    CAPTURE(algorithm_name);
+    cluster c(name, 8.0f);
+    run_with_departure(c, when::boundary);
+    for (std::uint64_t t = kBefore + 2; t <= kBefore + 10; ++t) c.round(t);
+    c.rejoin(kDead, 1);
+    CHECK(bit_equal(c.nodes[kDead]->model(), c.nodes[1]->model()));
+    for (int i = 0; i < kNodes; ++i) CHECK(c.nodes[i]->row().neighbours == ring_row(i, kNodes).neighbours);
+    for (std::uint64_t t = kBefore + 11; t <= kBefore + 40; ++t) {
+      c.round(t);
+      c.check_copies(t);
+    }
+    c.zero_gradients = true;
+    const double spread = c.disagreement();
+    for (std::uint64_t t = kBefore + 41; t <= kBefore + 120; ++t) c.round(t);
+    c.check_copies(kBefore + 120);
+    CHECK(c.disagreement() < 0.05 * spread);
+  }
+}
+
+TEST_CASE("admit and restart refuse what breaks their contracts") {
+  const std::vector<float> x0(kDim, 0.0f);
+  for (const char* name : kGossip) {
+    const std::string algorithm_name = name;
+    CAPTURE(algorithm_name);
+    auto a = make_algorithm(name, ring_row(0, kNodes), x0, {0.5});  // neighbours 1 and 4
+    mixing_row path = restricted_row(ring_row(0, kNodes), std::vector<int>{1});
+    a->remix(path);
+    const mixing_row back = ring_row(0, kNodes);
+    CHECK_THROWS_AS(a->admit(back, 1, x0), invariant_error);         // 1 is already a neighbour
+    CHECK_THROWS_AS(a->admit(back, 3, x0), invariant_error);         // the row does not add 3
+    mixing_row heavy = back;
+    heavy.self_weight = 0.5;                                          // sums to 7/6
+    CHECK_THROWS_AS(a->admit(heavy, 4, x0), invariant_error);
+    if (!a->public_state().empty())
+      CHECK_THROWS_AS(a->admit(back, 4, std::vector<float>(kDim - 1)), invariant_error);
+    CHECK(a->row().neighbours == std::vector<int>{1});                // nothing changed
+    CHECK_THROWS_AS(a->restart(std::vector<float>(kDim + 1)), invariant_error);
+    a->admit(back, 4, x0);
+    CHECK(a->row().neighbours == std::vector<int>{1, 4});
+  }
+  for (const char* centralized : {"allreduce", "allgather"}) {
+    auto a = make_algorithm(centralized, complete_mixing_row(0, kNodes), x0);
+    CHECK_THROWS_AS(a->restart(x0), invariant_error);
+    CHECK_THROWS_AS(a->admit(a->row(), 1, x0), invariant_error);
   }
 }

@@ -1022,3 +1022,111 @@ TEST_CASE("exchange asynchronous flow control: no next round while a link holds 
     CHECK(a.gather(1, 1).is_ok());
   }
 }
+
+namespace {
+// A join or join_state message from `sender` (count 4: the model size in these tests).
+void send_join_kind(transport& from, int sender, message_kind kind, std::uint64_t iteration,
+                    std::span<const std::byte> payload) {
+  wire_header h;
+  h.kind = kind;
+  h.run_id = kRun;
+  h.sender = static_cast<std::uint32_t>(sender);
+  h.count = 4;
+  h.iteration = iteration;
+  inject(from, h, payload);
+}
+}  // namespace
+
+TEST_CASE("exchange rejoining: a dropped neighbour's join reaches on_join while its other messages stay refused") {
+  by_hand b;
+  std::vector<std::pair<int, std::string>> joins;
+  exchange_options o = b.with_log(options_for(0, {1, 3}, 2000ms));
+  o.on_join = [&](int from, const wire_header& h, std::span<const std::byte> p) {
+    joins.emplace_back(from, std::string(reinterpret_cast<const char*>(p.data()), p.size()));
+    CHECK(h.count == 4);
+    return status::ok();
+  };
+  exchange ex(b.t0, o);
+  ex.drop(3);
+  send_as(b.t3, 3, message_kind::train, 1);  // departed: rejected
+  const std::string ask = "join 0\n";
+  send_join_kind(b.t3, 3, message_kind::join, 0, std::as_bytes(std::span(ask.data(), ask.size())));
+  send_as(b.t1, 1, message_kind::train, 1);
+  message m(0, message_kind::train, 1);
+  REQUIRE(ex.round(message_kind::train, 1, m.out, b.out).is_ok());
+  REQUIRE(joins.size() == 1);
+  CHECK(joins[0] == std::make_pair(3, ask));
+  CHECK(ex.stats().rejected_for(reject_reason::departed) == 1);
+}
+
+TEST_CASE("exchange rejoining: readmit takes a neighbour back from its join round; states wait for take_state") {
+  by_hand b;
+  b.ex.drop(3);
+  for (std::uint64_t t = 1; t <= 2; ++t) {
+    send_as(b.t1, 1, message_kind::train, t);
+    REQUIRE(b.round(message_kind::train, t).is_ok());
+  }
+  b.ex.readmit(3, 4);  // at round 2: rank 3 counts from round 4 on
+  CHECK_FALSE(b.ex.dropped(3));
+  send_as(b.t1, 1, message_kind::train, 3);
+  REQUIRE(b.round(message_kind::train, 3).is_ok());  // round 3 does not wait for it
+  CHECK(check_delivery({1}, message_kind::train, 3, b.out) == "");
+  const std::vector<float> state{1.0f, -2.0f, 0.5f, 0.0f};
+  send_join_kind(b.t3, 3, message_kind::join_state, 3, std::as_bytes(std::span(state)));  // an older attempt's
+  send_join_kind(b.t3, 3, message_kind::join_state, 4, std::as_bytes(std::span(state)));
+  inbound_message got;
+  REQUIRE(b.ex.wait_until(transport_clock::now() + 2s, [&] { return b.ex.take_state(3, 4, got); }).is_ok());
+  CHECK(got.header.kind == message_kind::join_state);
+  CHECK(got.payload.size() == 16);
+  CHECK_FALSE(b.ex.take_state(3, 4, got));  // taken once
+  send_as(b.t1, 1, message_kind::train, 4);
+  send_as(b.t3, 3, message_kind::train, 3);  // before its join round: a duplicate
+  send_as(b.t3, 3, message_kind::train, 4);
+  REQUIRE(b.round(message_kind::train, 4).is_ok());
+  CHECK(check_delivery({1, 3}, message_kind::train, 4, b.out) == "");
+  CHECK(b.ex.stats().duplicates >= 1);
+  // Its state for the edge goes out as a join_state of the join round.
+  REQUIRE(b.ex.send_state(3, 5, 4, state).is_ok());
+  inbound_frames rx;
+  REQUIRE(b.t3.receive(transport_clock::now() + 1s, rx).is_ok());  // rank 0's round-4 message to 3
+  REQUIRE(b.t3.receive(transport_clock::now() + 1s, rx).is_ok());
+  wire_header h;
+  const std::array<int, 1> from0{0};
+  wire_expectations expect;
+  expect.run_id = kRun;
+  expect.senders = from0;
+  expect.max_payload_bytes = 1024;
+  REQUIRE(parse_header(rx.header, rx.payload, expect, h).is_ok());
+  CHECK(h.kind == message_kind::join_state);
+  CHECK(h.iteration == 5);
+  CHECK(h.count == 4);
+}
+
+TEST_CASE("exchange rejoining: drop_silent drops a neighbour silent at the deadline, unless every neighbour is") {
+  SUBCASE("one silent") {
+    by_hand b;
+    std::vector<int> failed;
+    exchange_options o = b.with_log(options_for(0, {1, 3}, 200ms));
+    o.drop_silent = true;
+    o.on_peer_failure = [&](int peer, const std::string&) {
+      failed.push_back(peer);
+      return true;
+    };
+    exchange ex(b.t0, o);
+    send_as(b.t1, 1, message_kind::train, 1);
+    message m(0, message_kind::train, 1);
+    REQUIRE(ex.round(message_kind::train, 1, m.out, b.out).is_ok());
+    CHECK(failed == std::vector<int>{3});
+    CHECK(ex.dropped(3));
+    CHECK(check_delivery({1}, message_kind::train, 1, b.out) == "");
+  }
+  SUBCASE("all silent") {
+    by_hand b;
+    exchange_options o = b.with_log(options_for(0, {1, 3}, 200ms));
+    o.drop_silent = true;
+    o.on_peer_failure = [](int, const std::string&) { return true; };
+    exchange ex(b.t0, o);
+    message m(0, message_kind::train, 1);
+    CHECK(ex.round(message_kind::train, 1, m.out, b.out).code() == errc::timeout);
+  }
+}

@@ -28,19 +28,29 @@ std::vector<std::byte> from_hex(const char* hex) {
 
 // docs/wire.md, "Golden bytes": this header and payload, byte for byte.
 const std::vector<std::byte> kGoldenHeader = from_hex(
-    "51 47 53 50 04 00 01 00 ef cd ab 89 67 45 23 01"
+    "51 47 53 50 05 00 01 00 ef cd ab 89 67 45 23 01"
     "03 00 00 00 04 00 00 00 11 00 00 00 00 00 00 00"
-    "02 00 00 00 ef be ad de 10 00 00 00 08 76 29 a6");
+    "02 00 00 00 ef be ad de 10 00 00 00 53 d2 92 d3");
 // docs/wire.md, "Golden bytes": rank 3's finished message after its last round, 17.
 const std::vector<std::byte> kGoldenFinished = from_hex(
-    "51 47 53 50 04 00 04 00 ef cd ab 89 67 45 23 01"
+    "51 47 53 50 05 00 04 00 ef cd ab 89 67 45 23 01"
     "03 00 00 00 00 00 00 00 11 00 00 00 00 00 00 00"
-    "00 00 00 00 00 00 00 00 00 00 00 00 eb b8 a1 2b");
+    "00 00 00 00 00 00 00 00 00 00 00 00 d4 9c f0 4b");
 // docs/wire.md, "Golden bytes": a neighbour's acknowledgement, as rank 3, of a finished message of 17.
 const std::vector<std::byte> kGoldenFinishedAck = from_hex(
-    "51 47 53 50 04 00 05 00 ef cd ab 89 67 45 23 01"
+    "51 47 53 50 05 00 05 00 ef cd ab 89 67 45 23 01"
     "03 00 00 00 00 00 00 00 11 00 00 00 00 00 00 00"
-    "00 00 00 00 00 00 00 00 00 00 00 00 7b 3e 76 d8");
+    "00 00 00 00 00 00 00 00 00 00 00 00 44 1a 27 b8");
+// docs/wire.md, "Golden bytes": rank 3 asking to rejoin (payload "join 41\n"), its model 4 values.
+const std::vector<std::byte> kGoldenJoin = from_hex(
+    "51 47 53 50 05 00 06 00 ef cd ab 89 67 45 23 01"
+    "03 00 00 00 04 00 00 00 29 00 00 00 00 00 00 00"
+    "00 00 00 00 00 00 00 00 08 00 00 00 98 50 1e 37");
+// docs/wire.md, "Golden bytes": rank 3's state (its 4-value model) for an edge restarting at 17.
+const std::vector<std::byte> kGoldenJoinState = from_hex(
+    "51 47 53 50 05 00 07 00 ef cd ab 89 67 45 23 01"
+    "03 00 00 00 04 00 00 00 11 00 00 00 00 00 00 00"
+    "00 00 00 00 00 00 00 00 10 00 00 00 6a 75 b1 b8");
 const std::vector<std::byte> kGoldenPayload = from_hex("00 00 80 3f 00 00 00 c0 00 00 00 3f 00 00 00 00");
 
 wire_header golden() {
@@ -103,14 +113,16 @@ void flip_bit(std::span<std::byte> s, std::size_t bit) { s[bit / 8] ^= std::byte
 
 }  // namespace
 
-TEST_CASE("wire: the header is 48 bytes and the version is 4") {
+TEST_CASE("wire: the header is 48 bytes and the version is 5") {
   CHECK(kWireHeaderBytes == 48);
-  CHECK(kWireVersion == 4);  // changing the layout? bump this, then update docs/wire.md and the golden bytes
+  CHECK(kWireVersion == 5);  // changing the layout? bump this, then update docs/wire.md and the golden bytes
   CHECK(static_cast<int>(message_kind::train) == 1);
   CHECK(static_cast<int>(message_kind::probe) == 2);
   CHECK(static_cast<int>(message_kind::notice) == 3);
   CHECK(static_cast<int>(message_kind::finished) == 4);
   CHECK(static_cast<int>(message_kind::finished_ack) == 5);
+  CHECK(static_cast<int>(message_kind::join) == 6);
+  CHECK(static_cast<int>(message_kind::join_state) == 7);
 }
 
 TEST_CASE("wire: encode_header writes the golden bytes of docs/wire.md") {
@@ -122,7 +134,7 @@ TEST_CASE("wire: parse_header reads the golden bytes back field by field") {
   verdict v = parse(kGoldenHeader, kGoldenPayload);
   REQUIRE(v.st.is_ok());
   CHECK(v.check == wire_check::ok);
-  CHECK(v.header.version == 4);
+  CHECK(v.header.version == 5);
   CHECK(v.header.kind == message_kind::train);
   CHECK(v.header.run_id == 0x0123456789ABCDEFull);
   CHECK(v.header.sender == 3);
@@ -132,7 +144,7 @@ TEST_CASE("wire: parse_header reads the golden bytes back field by field") {
   CHECK(v.header.reserved == 0);
   CHECK(v.header.codec_tag == 0xDEADBEEF);
   CHECK(v.header.payload_bytes == 16);
-  CHECK(v.header.crc32c == 0xA6297608u);
+  CHECK(v.header.crc32c == 0xD392D253u);
 }
 
 TEST_CASE("wire: every field round-trips at its extreme values") {
@@ -186,7 +198,7 @@ TEST_CASE("wire: bytes that do not start with QGSP are not ours (magic)") {
 TEST_CASE("wire: another wire version is rejected before its layout is trusted") {
   verdict v = parse_changed([](wire_header& h) { h.version = 1; });
   CHECK(v.check == wire_check::version);
-  CHECK(v.names("version: expected 4, received 1"));
+  CHECK(v.names("version: expected 5, received 1"));
 }
 
 TEST_CASE("wire: a payload of another size than the header says") {
@@ -219,14 +231,14 @@ TEST_CASE("wire: a flipped bit is a checksum failure") {
     verdict v = parse(h, kGoldenPayload);
     CHECK(v.check == wire_check::crc);
     CHECK(v.names("crc32c: expected 0x"));
-    CHECK(v.names("received 0xa6297608"));
+    CHECK(v.names("received 0xd392d253"));
   }
   SUBCASE("in the crc field itself") {
     auto h = kGoldenHeader;
     flip_bit(h, 44 * 8);
     verdict v = parse(h, kGoldenPayload);
     CHECK(v.check == wire_check::crc);
-    CHECK(v.names("crc32c: expected 0xa6297608 (computed), received 0xa6297609"));
+    CHECK(v.names("crc32c: expected 0xd392d253 (computed), received 0xd392d252"));
   }
   SUBCASE("in the payload") {
     auto p = kGoldenPayload;
@@ -255,9 +267,9 @@ TEST_CASE("wire: reserved bits must be zero") {
 }
 
 TEST_CASE("wire: an unknown message kind") {
-  verdict v = parse_changed([](wire_header& h) { h.kind = static_cast<message_kind>(7); });
+  verdict v = parse_changed([](wire_header& h) { h.kind = static_cast<message_kind>(8); });
   CHECK(v.check == wire_check::kind);
-  CHECK(v.names("kind: expected 1 (train), 2 (probe), 3 (notice), 4 (finished) or 5 (finished_ack), received 7"));
+  CHECK(v.names("kind: expected 1 (train), 2 (probe), 3 (notice), 4 (finished), 5 (finished_ack), 6 (join) or 7 (join_state), received 8"));
   verdict zero = parse_changed([](wire_header& h) { h.kind = static_cast<message_kind>(0); });
   CHECK(zero.check == wire_check::kind);
 }
@@ -386,4 +398,37 @@ TEST_CASE("wire: encode_header refuses a payload_bytes that is not the payload's
   h.payload_bytes = 15;
   std::array<std::byte, kWireHeaderBytes> out;
   CHECK_THROWS_WITH(encode_header(h, kGoldenPayload, out), doctest::Contains("payload_bytes=15"));
+}
+
+TEST_CASE("wire: join and join_state are the golden bytes of docs/wire.md; their count is the model size, no codec") {
+  const std::string text = "join 41\n";
+  const auto join_payload = std::as_bytes(std::span(text.data(), text.size()));
+  wire_header h;
+  h.kind = message_kind::join;
+  h.run_id = 0x0123456789ABCDEFull;
+  h.sender = 3;
+  h.count = 4;
+  h.iteration = 41;
+  h.payload_bytes = static_cast<std::uint32_t>(text.size());
+  auto bytes = encode(h, join_payload);
+  CHECK(std::vector<std::byte>(bytes.begin(), bytes.end()) == kGoldenJoin);
+  verdict join = parse(kGoldenJoin, join_payload);
+  REQUIRE(join.st.is_ok());
+  CHECK(join.header.kind == message_kind::join);
+  CHECK(join.header.count == 4);
+
+  h.kind = message_kind::join_state;
+  h.iteration = 17;
+  h.payload_bytes = 16;
+  bytes = encode(h, kGoldenPayload);
+  CHECK(std::vector<std::byte>(bytes.begin(), bytes.end()) == kGoldenJoinState);
+  verdict state = parse(kGoldenJoinState, kGoldenPayload);
+  REQUIRE(state.st.is_ok());
+  CHECK(state.header.kind == message_kind::join_state);
+  CHECK(state.header.iteration == 17);
+
+  h.codec = 2;
+  verdict coded = parse(encode(h, kGoldenPayload), kGoldenPayload);
+  CHECK(coded.check == wire_check::codec);
+  CHECK(coded.names("a join_state message carries no codec: codec and codec_tag must be 0"));
 }

@@ -171,3 +171,76 @@ TEST_CASE("membership: a checkpoint carries departures and announced degrees exa
   state_reader again(bytes, "test");
   CHECK_THROWS_AS(other.load_state(again), state_error);
 }
+
+TEST_CASE("membership: a rank that left and rejoins is mixed again from its join round, and W stays doubly stochastic") {
+  // Ring of 6 (uniform weights), rank 3 leaves during round 10 (degrees announced from 12), then
+  // rejoins at round 30 with degree 2: its neighbours 2 and 4 record the join (their degrees grow
+  // back from 30), rank 3 itself joins at 30 admitted by both (their degrees 2), the others hear the
+  // forwarded news and the announcements. Rows are checked for rounds 29 (without it), 30 and 31.
+  const int n = 6;
+  const topology t = ring_of(n);
+  std::vector<membership> views;
+  for (int r = 0; r < n; ++r) views.emplace_back(t, r, true);
+  for (int r = 0; r < n; ++r)
+    if (r != 3) views[static_cast<std::size_t>(r)].record_departure(gone(3), 12);
+  views[1].record_degree(2, 1, 12);
+  views[5].record_degree(4, 1, 12);
+  for (int r : {2, 4}) {
+    CHECK(views[static_cast<std::size_t>(r)].record_join(3, 30, 2));
+    CHECK_FALSE(views[static_cast<std::size_t>(r)].record_join(3, 31));  // known already
+    CHECK(*views[static_cast<std::size_t>(r)].degree_notice() == std::make_pair(2, std::uint64_t{30}));
+    CHECK(views[static_cast<std::size_t>(r)].joined_from(3) == 30);
+  }
+  for (int r : {0, 1, 5}) CHECK(views[static_cast<std::size_t>(r)].record_join(3, 30));
+  views[1].record_degree(2, 2, 30);
+  views[5].record_degree(4, 2, 30);
+  membership& joiner = views[3];
+  joiner = membership(t, 3, true);  // a fresh process
+  const std::vector<std::pair<int, int>> admitted{{2, 2}, {4, 2}};
+  joiner.join_at(30, admitted, "did not admit this node");
+  CHECK(joiner.live_neighbours() == std::vector<int>{2, 4});
+  const std::vector<int> survivors{0, 1, 2, 4, 5}, everyone{0, 1, 2, 3, 4, 5};
+  const auto before = matrix(views, 29, n);
+  CHECK(before[2][3] == 0.0);
+  CHECK(before[2][2] == doctest::Approx(2.0 / 3));
+  for (std::uint64_t r : {30u, 31u}) {
+    const auto w = matrix(views, r, n);
+    check_doubly_stochastic(w, everyone);
+    CHECK(w[2][3] == doctest::Approx(1.0 / 3));
+    CHECK(w[3][3] == doctest::Approx(1.0 / 3));
+  }
+  // A joiner admitted by one neighbour only: the other counts as departed, and its degree is 1.
+  membership half(t, 3, true);
+  const std::vector<std::pair<int, int>> one{{2, 2}};
+  half.join_at(30, one, "did not admit this node");
+  CHECK(half.live_neighbours() == std::vector<int>{2});
+  CHECK(half.departed(4));
+  CHECK(half.row_for(30).weights == std::vector<double>{1.0 / 3});
+}
+
+TEST_CASE("membership: a checkpoint replays departures and joins in their order") {
+  const topology t = ring_of(6);
+  membership m(t, 2, true);
+  m.record_departure(gone(3, 10), 12);
+  CHECK(m.record_join(3, 30, 2));
+  m.record_departure(gone(3, 40), 42);  // gone again
+  m.record_departure(gone(0, 41), 43);
+  CHECK(m.record_join(0, 50));
+  state_writer out;
+  m.save_state(out);
+  const std::vector<std::byte> bytes = out.take();
+  membership back(t, 2, true);
+  state_reader in(bytes, "test");
+  back.load_state(in);
+  in.expect_end();
+  CHECK(back.departed(3));
+  CHECK_FALSE(back.departed(0));
+  CHECK(back.joined_from(0) == 50);
+  CHECK(back.live_neighbours() == m.live_neighbours());
+  for (std::uint64_t r : {11u, 29u, 30u, 41u, 45u, 60u}) {
+    const mixing_row a = m.row_for(r), b = back.row_for(r);
+    CHECK(a.neighbours == b.neighbours);
+    CHECK(a.weights == b.weights);
+    CHECK(a.self_weight == b.self_weight);
+  }
+}

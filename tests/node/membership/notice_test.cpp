@@ -35,6 +35,28 @@ TEST_CASE("notice: every item round-trips") {
   CHECK(back[1].round == 122);
 }
 
+TEST_CASE("notice: the rejoining items round-trip") {
+  const std::vector<notice_item> items{
+      {.what = notice_item::kind::join, .round = 41},
+      {.what = notice_item::kind::offer, .round = 57, .degree = 2},
+      {.what = notice_item::kind::accept, .round = 60, .degree = 2},
+      {.what = notice_item::kind::refuse, .cause = "join round 12 is past: this node is at round 57"},
+      {.what = notice_item::kind::joined, .rank = 3, .round = 60},
+  };
+  const std::string text = encode_notice(items);
+  CHECK(text == "join 41\noffer 57 2\naccept 60 2\nrefuse join round 12 is past: this node is at round 57\njoined 3 60\n");
+  std::vector<notice_item> back;
+  REQUIRE(parse(text, back).is_ok());
+  REQUIRE(back.size() == items.size());
+  for (std::size_t k = 0; k < items.size(); ++k) {
+    CHECK(back[k].what == items[k].what);
+    CHECK(back[k].round == items[k].round);
+    CHECK(back[k].degree == items[k].degree);
+    CHECK(back[k].cause == items[k].cause);
+  }
+  CHECK(back[4].rank == 3);
+}
+
 TEST_CASE("notice: causes are cut and control characters replaced when encoding") {
   const notice_item i{.what = notice_item::kind::left, .rank = 1, .round = 2, .cause = std::string(500, 'x') + "\n"};
   const std::string text = encode_notice(std::span(&i, 1));
@@ -55,20 +77,27 @@ TEST_CASE("notice: hostile payloads are refused whole, with the line and what wa
       {"", "empty"},
       {"degree 1 2", "no newline"},
       {"hello\n", "notice line 1: unknown item 'hello'"},
-      {"degree 1 2\nleft 8 1 x\n", "notice line 2: expected 'left <rank 0..7>"},
-      {"left -1 1 x\n", "expected 'left <rank 0..7>"},
-      {"left 01 1 x\n", "expected 'left <rank 0..7>"},
-      {"left 1 99999999999999999999999 x\n", "expected 'left <rank> <round> <cause>'"},
-      {"degree 8 3\n", "expected 'degree <0..7> <round>'"},
-      {"degree 1 3 4\n", "expected 'degree <d> <round>'"},
+      {"degree 1 2\nleft 8 1 x\n", "notice line 2: expected 'left <rank> <round> <cause>' (ranks and degrees 0..7"},
+      {"left -1 1 x\n", "expected 'left <rank> <round> <cause>' (ranks and degrees 0..7"},
+      {"left 01 1 x\n", "expected 'left <rank> <round> <cause>' (ranks and degrees 0..7"},
+      {"left 1 99999999999999999999999 x\n", "expected 'left <rank> <round> <cause>' (ranks and degrees 0..7"},
+      {"degree 8 3\n", "expected 'degree <degree> <round>' (ranks and degrees 0..7"},
+      {"degree 1 3 4\n", "expected 'degree <degree> <round>': more follows"},
       {"finished\n", "notice line 1: unknown item 'finished'"},  // wire version 3: a message kind of its own
-      {"left 1 2\n", "the cause is missing"},
+      {"left 1 2\n", "a cause of 1..300 bytes"},
       {"degree 1 1 \n", "a trailing space"},  // found by fuzz/notice_fuzz.cpp: it re-encoded without the space
-      {"degree -0 5\n", "expected 'degree <0..7> <round>'"},  // fuzz: "-0" re-encoded as "0"
-      {"left 1 2 \n", "the cause is missing"},
+      {"degree -0 5\n", "expected 'degree <degree> <round>' (ranks and degrees 0..7"},  // fuzz: "-0" re-encoded as "0"
+      {"left 1 2 \n", "a cause of 1..300 bytes"},
       {"left 1 2 caf\xc3\xa9\n", "not printable ASCII"},
       {std::string(kMaxNoticeBytes, 'f') + "\n", "at most 4096"},
-      {"left 1 2 " + std::string(kMaxCauseBytes + 1, 'y') + "\n", "longer than 300 bytes"},
+      {"left 1 2 " + std::string(kMaxCauseBytes + 1, 'y') + "\n", "a cause of 1..300 bytes"},
+      {"joined 8 3\n", "expected 'joined <rank> <round>' (ranks and degrees 0..7"},
+      {"join\n", "expected 'join <round>'"},
+      {"join 3 4\n", "expected 'join <round>': more follows"},
+      {"offer 3\n", "expected 'offer <round> <degree>'"},
+      {"accept 3 9\n", "expected 'accept <round> <degree>'"},
+      {"refuse\n", "expected 'refuse <cause>'"},
+      {"join 3 \n", "a trailing space"},
   };
   for (const auto& c : cases) {
     CAPTURE(c.text.substr(0, 40));
