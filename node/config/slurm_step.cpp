@@ -99,15 +99,16 @@ std::optional<variable> first_set(const env_lookup& env, const std::string& name
   return std::nullopt;
 }
 
-// Block is what the placement assumes; cyclic (and plane) place task t on node t when no node runs
-// two tasks, which is then the same. Anything else (arbitrary: a host file) is refused.
+// Block is what the placement assumes. Cyclic and plane place the same way on one node, or when no
+// node runs two tasks (task t on node t). Anything else (arbitrary: a host file) is refused.
 void check_distribution(const env_lookup& env, const std::vector<int>& tasks_per_node) {
   const auto dist = env("SLURM_DISTRIBUTION");
   if (!dist) return;  // srun's default: block when there are more tasks than nodes
   const std::string across_nodes = dist->substr(0, dist->find_first_of(":,"));
   if (across_nodes == "block") return;
-  const bool one_per_node = std::all_of(tasks_per_node.begin(), tasks_per_node.end(), [](int k) { return k <= 1; });
-  if (one_per_node && (across_nodes == "cyclic" || across_nodes.rfind("plane", 0) == 0)) return;
+  const bool same = tasks_per_node.size() == 1 ||
+                    std::all_of(tasks_per_node.begin(), tasks_per_node.end(), [](int k) { return k <= 1; });
+  if (same && (across_nodes == "cyclic" || across_nodes == "plane")) return;
   throw config_error("{from: slurm} places tasks in blocks (consecutive ranks on one node), but SLURM_DISTRIBUTION=" +
                      *dist + ": run srun with --distribution=block, or list the hosts under nodes");
 }

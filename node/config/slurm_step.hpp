@@ -51,8 +51,8 @@ struct slurm_placement {
 // tasks per node (SLURM_STEP_TASKS_PER_NODE, else SLURM_TASKS_PER_NODE), the distribution
 // (SLURM_DISTRIBUTION) and the task count (SLURM_STEP_NUM_TASKS, else SLURM_NTASKS) and places the
 // tasks. Throws config_error when a variable is missing or malformed, when the distribution is not
-// block (cyclic is taken where no node runs two tasks: the same placement), or when the step does
-// not run exactly `n` tasks (one per rank of the topology).
+// block (cyclic and plane are taken on one node or where no node runs two tasks: the same
+// placement), or when the step does not run exactly `n` tasks (one per rank of the topology).
 [[nodiscard]] slurm_placement slurm_step_placement(const env_lookup& env, int n);
 
 }  // namespace qgossip

@@ -121,11 +121,16 @@ TEST_CASE("a step's placement from its variables, the job's when the step's are 
                                      {"SLURM_DISTRIBUTION", "block:cyclic"}}),
                              4)
             .task_hosts == names{"a", "a", "b", "b"});
-  // cyclic with one task per node is the same placement.
+  // cyclic (and plane: srun's SLURM_DISTRIBUTION for plane=N) with one task per node, or on one
+  // node, is the same placement.
   CHECK(slurm_step_placement(env_of({{"SLURM_STEP_NODELIST", "n[1-3]"}, {"SLURM_STEP_TASKS_PER_NODE", "1(x3)"},
                                      {"SLURM_DISTRIBUTION", "cyclic"}}),
                              3)
             .task_hosts == names{"n1", "n2", "n3"});
+  CHECK(slurm_step_placement(env_of({{"SLURM_STEP_NODELIST", "vm"}, {"SLURM_STEP_TASKS_PER_NODE", "3"},
+                                     {"SLURM_DISTRIBUTION", "plane"}}),
+                             3)
+            .task_hosts == names{"vm", "vm", "vm"});
 }
 
 TEST_CASE("the step's refusals: a missing variable, another distribution, another task count") {
@@ -145,7 +150,8 @@ TEST_CASE("the step's refusals: a missing variable, another distribution, anothe
         "{from: slurm} places tasks in blocks (consecutive ranks on one node), but SLURM_DISTRIBUTION=cyclic: run "
         "srun with --distribution=block, or list the hosts under nodes");
   CHECK(contains(placement_error(with("SLURM_DISTRIBUTION", "arbitrary"), 4), "SLURM_DISTRIBUTION=arbitrary"));
-  CHECK(contains(placement_error(with("SLURM_DISTRIBUTION", "plane=2"), 4), "SLURM_DISTRIBUTION=plane=2"));
+  CHECK(contains(placement_error(with("SLURM_DISTRIBUTION", "plane"), 4), "SLURM_DISTRIBUTION=plane:"));
+  CHECK(contains(placement_error(with("SLURM_DISTRIBUTION", "cyclic:block"), 4), "SLURM_DISTRIBUTION=cyclic:block:"));
   CHECK(placement_error(with("SLURM_STEP_NUM_TASKS", "4"), 8) ==
         "the step runs 4 tasks (SLURM_STEP_NUM_TASKS=4) but the topology has n = 8 nodes; {from: slurm} needs one "
         "task per rank: srun -n 8");
