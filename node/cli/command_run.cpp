@@ -50,12 +50,28 @@ std::chrono::milliseconds test_checkpoint_pause() {
   return std::chrono::milliseconds(ms);
 }
 
+// With nodes: {from: slurm} the loader put rank r on the host of the step's task r, assuming block
+// distribution. slurmd names the node this task runs on (SLURMD_NODENAME): on a mismatch (a host
+// file, a placement Slurm did not report) the neighbours would connect to another node, so refuse.
+void check_slurm_node(const run_config& c, long long rank) {
+  if (!c.topology.nodes_from) return;
+  const char* here = std::getenv("SLURMD_NODENAME");
+  if (!here) return;
+  const std::string& host = c.topology.nodes[static_cast<std::size_t>(rank)].host;
+  if (host == here) return;
+  throw config_error("rank " + std::to_string(rank) + " runs on " + here + " (SLURMD_NODENAME), but topology.nodes: " +
+                     "{from: slurm} puts task " + std::to_string(rank) + " on " + host + " (" + c.topology.nodes_origin +
+                     ", block distribution): run srun with --distribution=block");
+}
+
 }  // namespace
 
 void add_run_command(CLI::App& app, int* exit_code) {
   auto* cmd = app.add_subcommand("run", "Run one node of a topology (what the launcher, ssh or srun start on each host)");
   cmd->footer(
       "The rank comes from --rank, else from SLURM_PROCID (so `srun qgossip run --config RUN.yaml` works).\n"
+      "With topology.nodes: {from: slurm, base_port: P} rank r listens on the host of the step's task r, port\n"
+      "P + r (docs/slurm.md); a task whose SLURMD_NODENAME is not that host exits 2.\n"
       "Writes runs/<name>/node-<rank>.csv (+ .json summary, .log via the launcher); rank 0 writes run.json.\n"
       "stdout carries one JSON event per line for the launcher; human-readable logs go to stderr.\n"
       "--resume continues a run with train.checkpoint_every from its checkpoints (docs/checkpoints.md).\n"
@@ -99,6 +115,7 @@ void add_run_command(CLI::App& app, int* exit_code) {
     run_config config = load_run_config(opt->config, opt->sets);
     if (rank < 0 || rank >= config.topology.n)
       throw config_error(given + ": " + rank_range(config.topology.n));
+    check_slurm_node(config, rank);
     node_run_options o;
     o.progress_json = !opt->quiet;
     o.resume = opt->resume;

@@ -15,15 +15,17 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The resolved config as YAML, section by section: what run.json records and the run id hashes.
-std::string canonical_yaml(const run_config& c) {
+// The resolved config as YAML, section by section: what run.json records (nodes: every node's
+// host) and, with hosts = nodes_as_given, what the run id hashes (nodes: {from: slurm, ...} as
+// written, so that a job requeued onto other hosts is the same run and resumes).
+std::string canonical_yaml(const run_config& c, node_hosts hosts) {
   YAML::Emitter y;
   y.SetDoublePrecision(17);
   y << YAML::BeginMap;
   y << YAML::Key << "name" << YAML::Value << c.name;
   y << YAML::Key << "seed" << YAML::Value << c.seed;
   y << YAML::Key << "topology" << YAML::Value;
-  emit_topology(y, c.topology);
+  emit_topology(y, c.topology, hosts);
   emit_algorithm(y, c);
   y << YAML::Key << "model" << YAML::Value;
   emit_model(y, c.model);
@@ -39,17 +41,17 @@ std::string canonical_yaml(const run_config& c) {
   return y.c_str();
 }
 
-topology_config topology_of(yaml_reader& r, const std::string& file) {
+topology_config topology_of(yaml_reader& r, const std::string& file, const env_lookup& env) {
   auto topo = r.child("topology");
   if (!topo) throw r.error("missing required key 'topology' (a mapping, or the path of a topology YAML file)");
   if (!topo->IsScalar()) {
     yaml_reader tr(*topo, file, "topology");
-    return read_topology(tr);
+    return read_topology(tr, env);
   }
   fs::path p = topo->Scalar();
   if (p.is_relative()) p = fs::path(file).parent_path() / p;
   try {
-    return load_topology_config(p.string());
+    return load_topology_config(p.string(), env);
   } catch (const config_error& e) {
     if (e.has_position()) throw;
     throw r.error_at(*topo, "topology: " + e.message());
@@ -58,12 +60,12 @@ topology_config topology_of(yaml_reader& r, const std::string& file) {
 
 }  // namespace
 
-topology_config load_topology_config(const std::string& file) {
+topology_config load_topology_config(const std::string& file, const env_lookup& env) {
   yaml_reader r(load_yaml_file(file, "a topology YAML file"), file, "topology");
-  return read_topology(r);
+  return read_topology(r, env);
 }
 
-run_config load_run_config(const std::string& file, const std::vector<std::string>& overrides) {
+run_config load_run_config(const std::string& file, const std::vector<std::string>& overrides, const env_lookup& env) {
   YAML::Node root = load_yaml_file(file, "a run YAML file");
   for (const auto& o : overrides) apply_override(root, o);
   yaml_reader r(root, file, "");
@@ -74,7 +76,7 @@ run_config load_run_config(const std::string& file, const std::vector<std::strin
     throw r.error("name: '" + c.name + "' must be a plain directory name");
   c.seed = static_cast<std::uint64_t>(
       in_range<std::int64_t>(r, "seed", r.get_int("seed", 1), 0, std::numeric_limits<std::int64_t>::max()));
-  c.topology = topology_of(r, file);
+  c.topology = topology_of(r, file, env);
   read_algorithm(r, c);
   const YAML::Node model_at = read_model(r, c);
   read_data(r, c);
@@ -82,8 +84,8 @@ run_config load_run_config(const std::string& file, const std::vector<std::strin
   read_network(r, c);
   r.finish();
   check_combinations(r, c, model_at);
-  c.canonical = canonical_yaml(c);
-  c.run_id = hash64(c.canonical);
+  c.canonical = canonical_yaml(c, node_hosts::resolved);
+  c.run_id = hash64(canonical_yaml(c, node_hosts::as_given));
   return c;
 }
 

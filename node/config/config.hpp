@@ -6,6 +6,7 @@
 // Unknown keys, duplicate keys, wrong types and non-finite numbers are config_errors with
 // file:line:column. See docs/config.md for the full reference.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "node/data/data_spec.hpp"
 #include "node/optim/lr_schedule.hpp"
 #include "node/optim/outer_step.hpp"
+#include "node/config/slurm_step.hpp"
 #include "node/models/model_factory.hpp"
 #include "topology/graph.hpp"
 #include "topology/weights.hpp"
@@ -37,6 +39,12 @@ inline constexpr named<peer_failure_policy> kPeerFailureNames[] = {{peer_failure
                                                                    {peer_failure_policy::train_on, "continue"}};
 constexpr std::span<const named<peer_failure_policy>> names_of(peer_failure_policy) { return kPeerFailureNames; }
 
+// topology.nodes: {from: ...}: where the nodes' hosts come from when they are not listed. slurm: the
+// Slurm step this process runs in (node/config/slurm_step.hpp, docs/slurm.md).
+enum class node_source { slurm };
+inline constexpr named<node_source> kNodeSourceNames[] = {{node_source::slurm, "slurm"}};
+constexpr std::span<const named<node_source>> names_of(node_source) { return kNodeSourceNames; }
+
 struct node_address {
   std::string host;  // where the node listens (and what neighbours connect to)
   int port = 0;
@@ -55,6 +63,10 @@ struct topology_config {
   std::string host = "127.0.0.1";          // default host of every node
   int base_port = 29500;                   // node r listens on base_port + r unless nodes: says
   std::vector<node_address> nodes;         // resolved: exactly n entries after loading
+  // nodes: {from: slurm, base_port: P}: node r at the host of the Slurm step's task r, port P + r
+  // (base_port above holds P). nullopt: nodes listed, or all at host.
+  std::optional<node_source> nodes_from;
+  std::string nodes_origin;                // with nodes_from: the variables the hosts came from
 };
 
 
@@ -156,11 +168,13 @@ struct run_config {
 };
 
 // Loads and validates a run config. `overrides` are `key.path=value` strings (the --set option),
-// applied before validation. Throws config_error.
-run_config load_run_config(const std::string& file, const std::vector<std::string>& overrides = {});
+// applied before validation. `env` is where a topology with nodes: {from: slurm} finds its Slurm
+// step (the only environment the loader reads). Throws config_error.
+run_config load_run_config(const std::string& file, const std::vector<std::string>& overrides = {},
+                           const env_lookup& env = process_environment());
 
 // Loads a topology YAML file (the `topology:` section's own format).
-topology_config load_topology_config(const std::string& file);
+topology_config load_topology_config(const std::string& file, const env_lookup& env = process_environment());
 
 // The most parameters an Eigen model (mlp, softmax) may have: 2^28, 1 GiB per copy in float, and a
 // node holds several copies (model, gradient, replicas or estimates of its neighbours, messages).

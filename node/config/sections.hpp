@@ -11,9 +11,14 @@
 
 namespace qgossip {
 
-// topology: (inline, or a topology YAML file: node/config/topology_section.cpp)
-topology_config read_topology(yaml_reader& r);
-void emit_topology(YAML::Emitter& y, const topology_config& t);
+// topology: (inline, or a topology YAML file: node/config/topology_section.cpp). `env` is where
+// nodes: {from: slurm} finds the Slurm step's variables.
+topology_config read_topology(yaml_reader& r, const env_lookup& env);
+// How emit_topology writes nodes taken from Slurm: resolved (every node's host and port, after a
+// comment naming the variables they came from: run.json) or as_given ({from: slurm, base_port: P}:
+// the run id, the same on every host the job may run on). Listed nodes are written alike by both.
+enum class node_hosts { resolved, as_given };
+void emit_topology(YAML::Emitter& y, const topology_config& t, node_hosts hosts);
 
 // algorithm:, compressor:, device: (node/config/algorithm_section.cpp)
 void read_algorithm(yaml_reader& root, run_config& c);

@@ -1,5 +1,6 @@
 // The topology: section (node/config/sections.hpp): a graph kind and its size, or explicit edges
-// and weights, and where each node listens.
+// and weights, and where each node listens: listed, at host + base_port, or taken from the Slurm
+// step (nodes: {from: slurm}, node/config/slurm_step.hpp).
 #include <map>
 
 #include "node/config/config_fields.hpp"
@@ -17,13 +18,39 @@ std::string same_host_key(const std::string& host) {
   return h == "localhost" ? "127.0.0.1" : h;
 }
 
-// topology.nodes: each node's host, port (default base_port + i) and GPU. Returns, per node, where
-// its port was given (its value, or the node's mapping when it defaults), for the duplicate message.
-std::vector<YAML::Node> read_nodes(yaml_reader& r, topology_config& t) {
-  std::vector<YAML::Node> port_nodes;
+// Where read_nodes found what the later checks may have to report.
+struct node_positions {
+  std::vector<YAML::Node> ports;  // per listed node: its port, or its mapping when the port defaults
+  YAML::Node key;                 // the `nodes` key
+  YAML::Node base_port;           // nodes: {from: ...}: its base_port's value, or the mapping
+};
+
+// topology.nodes: {from: slurm, base_port: P}: the hosts are resolved once n is known (place_nodes).
+void read_node_source(yaml_reader& r, topology_config& t, const YAML::Node& nodes, node_positions& at) {
+  yaml_reader nr(nodes, r.file(), r.key_path("nodes"));
+  if (!nr.has("from"))
+    throw nr.error("topology.nodes: expected a list of {host, port, gpu}, or {from: slurm, base_port: P}");
+  t.nodes_from = get_choice(nr, "from", node_source::slurm);
+  t.base_port = get_int_in(nr, "base_port", t.base_port, 1, 65535);
+  at.base_port = value_node(nr, "base_port");
+  nr.finish();
+  if (r.has("host"))
+    throw r.error_at(value_node(r, "host"), "topology.host: not read with nodes: {from: " + to_text(*t.nodes_from) +
+                                                "}, which takes every node's host from the Slurm step");
+}
+
+// topology.nodes: each node's host, port (default base_port + i) and GPU, or where they come from.
+node_positions read_nodes(yaml_reader& r, topology_config& t) {
+  node_positions at;
   auto nodes = r.child("nodes");
-  if (!nodes) return port_nodes;
-  if (!nodes->IsSequence()) throw r.error_at(*nodes, "topology.nodes: expected a list of {host, port, gpu}");
+  if (!nodes) return at;
+  at.key = r.key_node("nodes");
+  if (nodes->IsMap()) {
+    read_node_source(r, t, *nodes, at);
+    return at;
+  }
+  if (!nodes->IsSequence())
+    throw r.error_at(*nodes, "topology.nodes: expected a list of {host, port, gpu}, or {from: slurm, base_port: P}");
   if (nodes->size() > static_cast<std::size_t>(kMaxNodes))
     throw r.error_at(*nodes, "topology.nodes lists " + std::to_string(nodes->size()) + " nodes; at most " +
                                  std::to_string(kMaxNodes) + " are supported");
@@ -35,20 +62,20 @@ std::vector<YAML::Node> read_nodes(yaml_reader& r, topology_config& t) {
     if (a.host.empty()) throw nr.error(path + ".host: empty host name");
     if (auto port = nr.child("port")) {
       a.port = get_int_in(nr, "port", 0, 1, 65535);
-      port_nodes.push_back(*port);
+      at.ports.push_back(*port);
     } else {
       const std::int64_t p = std::int64_t{t.base_port} + static_cast<std::int64_t>(i);
       if (p > 65535)
         throw nr.error(path + ": no port given, and base_port + " + std::to_string(i) + " = " + std::to_string(p) +
                        " is past 65535 (give the node a port, or lower base_port)");
       a.port = static_cast<int>(p);
-      port_nodes.push_back((*nodes)[i]);
+      at.ports.push_back((*nodes)[i]);
     }
     a.gpu = get_int_in(nr, "gpu", -1, -1, 1024);
     nr.finish();
     t.nodes.push_back(a);
   }
-  return port_nodes;
+  return at;
 }
 
 // topology.edges (graph: edge_list) and topology.matrix (weights: explicit).
@@ -98,15 +125,37 @@ int count_nodes(yaml_reader& r, const topology_config& t) {
   const std::int64_t n = r.get_int("n", default_n);
   if (n > kMaxNodes) throw r.error_at(value_node(r, "n"), "topology.n: " + std::to_string(n) + " nodes" + most);
   const int count = static_cast<int>(in_range<std::int64_t>(r, "n", n, 0, kMaxNodes));
+  if (count < 1 && t.nodes_from)
+    throw r.error("topology: missing 'n' (the number of nodes: nodes: {from: " + to_text(*t.nodes_from) +
+                  "} gives their hosts, the step must run n tasks)");
   if (count < 1) throw r.error("topology: missing 'n' (the number of nodes), or list them under 'nodes'");
   if (!t.nodes.empty() && static_cast<int>(t.nodes.size()) != count)
     throw r.error("topology: n is " + std::to_string(count) + " but 'nodes' lists " + std::to_string(t.nodes.size()));
   return count;
 }
 
+// nodes: {from: slurm}: node r at the host of the step's task r, port base_port + r. Every rank
+// reads the same step-wide variables, so every rank resolves the same list.
+void place_from_slurm(yaml_reader& r, topology_config& t, const node_positions& at, const env_lookup& env) {
+  const std::int64_t last = std::int64_t{t.base_port} + t.n - 1;
+  if (last > 65535)
+    throw r.error_at(at.base_port, "topology.nodes: base_port " + std::to_string(t.base_port) + " with n = " +
+                                       std::to_string(t.n) + " puts node " + std::to_string(t.n - 1) + " on port " +
+                                       std::to_string(last) + ", past 65535 (node r listens on base_port + r)");
+  slurm_placement p;
+  try {
+    p = slurm_step_placement(env, t.n);
+  } catch (const config_error& e) {
+    throw r.error_at(at.key, "topology.nodes: " + e.message());
+  }
+  for (int i = 0; i < t.n; ++i) t.nodes.push_back({p.task_hosts[static_cast<std::size_t>(i)], t.base_port + i, -1});
+  t.nodes_origin = p.source;
+}
+
 // Without a node list every node is at host, base_port + r; with one, two nodes on one host cannot
 // listen on one port (the second would fail to bind, or the neighbours reach the wrong node).
-void place_nodes(yaml_reader& r, topology_config& t, const std::vector<YAML::Node>& port_nodes) {
+void place_nodes(yaml_reader& r, topology_config& t, const node_positions& at, const env_lookup& env) {
+  if (t.nodes_from) return place_from_slurm(r, t, at, env);
   if (t.nodes.empty()) {
     const std::int64_t last = std::int64_t{t.base_port} + t.n - 1;
     if (last > 65535)
@@ -121,17 +170,35 @@ void place_nodes(yaml_reader& r, topology_config& t, const std::vector<YAML::Nod
   for (std::size_t i = 0; i < t.nodes.size(); ++i) {
     const auto [it, fresh] = taken.emplace(std::pair{same_host_key(t.nodes[i].host), t.nodes[i].port}, i);
     if (!fresh)
-      throw r.error_at(port_nodes[i], "topology.nodes[" + std::to_string(i) + "]: " + t.nodes[i].host + ":" +
-                                          std::to_string(t.nodes[i].port) + " is already node " +
-                                          std::to_string(it->second) + "'s (" + t.nodes[it->second].host + ":" +
-                                          std::to_string(t.nodes[it->second].port) +
-                                          "); nodes on the same host need different ports");
+      throw r.error_at(at.ports[i], "topology.nodes[" + std::to_string(i) + "]: " + t.nodes[i].host + ":" +
+                                        std::to_string(t.nodes[i].port) + " is already node " +
+                                        std::to_string(it->second) + "'s (" + t.nodes[it->second].host + ":" +
+                                        std::to_string(t.nodes[it->second].port) +
+                                        "); nodes on the same host need different ports");
   }
+}
+
+// nodes: the resolved list (run.json), or {from: slurm, base_port: P} as given (the run id).
+void emit_nodes(YAML::Emitter& y, const topology_config& t, node_hosts hosts) {
+  if (t.nodes_from && hosts == node_hosts::as_given) {
+    y << YAML::Key << "nodes" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "from" << YAML::Value
+      << to_text(*t.nodes_from) << YAML::Key << "base_port" << YAML::Value << t.base_port << YAML::EndMap;
+    return;
+  }
+  y << YAML::Key << "nodes" << YAML::Value;
+  if (t.nodes_from)
+    y << YAML::Comment("{from: " + to_text(*t.nodes_from) + ", base_port: " + std::to_string(t.base_port) +
+                       "}, resolved from " + t.nodes_origin);
+  y << YAML::BeginSeq;
+  for (const auto& a : t.nodes)
+    y << YAML::Flow << YAML::BeginMap << YAML::Key << "host" << YAML::Value << a.host << YAML::Key << "port"
+      << YAML::Value << a.port << YAML::Key << "gpu" << YAML::Value << a.gpu << YAML::EndMap;
+  y << YAML::EndSeq;
 }
 
 }  // namespace
 
-topology_config read_topology(yaml_reader& r) {
+topology_config read_topology(yaml_reader& r, const env_lookup& env) {
   topology_config t;
   t.file = r.file();
   t.graph = get_choice(r, "graph", t.graph);
@@ -141,10 +208,10 @@ topology_config read_topology(yaml_reader& r) {
   t.rows = get_int_in(r, "rows", 0, 0, 1 << 16);
   t.cols = get_int_in(r, "cols", 0, 0, 1 << 16);
   t.dim = get_int_in(r, "dim", 0, 0, 62);
-  const std::vector<YAML::Node> port_nodes = read_nodes(r, t);
+  const node_positions at = read_nodes(r, t);
   read_edges_and_matrix(r, t);
   t.n = count_nodes(r, t);
-  place_nodes(r, t, port_nodes);
+  place_nodes(r, t, at, env);
   const bool explicit_weights = t.weights == weight_kind::explicit_matrix;
   if (explicit_weights && t.matrix.empty()) throw r.error("topology: weights: explicit needs 'matrix' (n rows of n weights)");
   if (!explicit_weights && !t.matrix.empty()) throw r.error("topology: 'matrix' is only read with weights: explicit");
@@ -155,7 +222,7 @@ topology_config read_topology(yaml_reader& r) {
   return t;
 }
 
-void emit_topology(YAML::Emitter& y, const topology_config& t) {
+void emit_topology(YAML::Emitter& y, const topology_config& t, node_hosts hosts) {
   y << YAML::BeginMap;
   y << YAML::Key << "graph" << YAML::Value << std::string(name_of(t.graph)) << YAML::Key << "n" << YAML::Value << t.n;
   if (t.graph == graph_kind::torus) y << YAML::Key << "rows" << YAML::Value << t.rows << YAML::Key << "cols" << YAML::Value << t.cols;
@@ -171,11 +238,8 @@ void emit_topology(YAML::Emitter& y, const topology_config& t) {
     for (const auto& row : t.matrix) y << YAML::Flow << row;
     y << YAML::EndSeq;
   }
-  y << YAML::Key << "nodes" << YAML::Value << YAML::BeginSeq;
-  for (const auto& a : t.nodes)
-    y << YAML::Flow << YAML::BeginMap << YAML::Key << "host" << YAML::Value << a.host << YAML::Key << "port"
-      << YAML::Value << a.port << YAML::Key << "gpu" << YAML::Value << a.gpu << YAML::EndMap;
-  y << YAML::EndSeq << YAML::EndMap;
+  emit_nodes(y, t, hosts);
+  y << YAML::EndMap;
 }
 
 }  // namespace qgossip

@@ -50,6 +50,12 @@ YAML::Node yaml_reader::find(std::string_view key) const {
   return YAML::Node(YAML::NodeType::Undefined);
 }
 
+YAML::Node yaml_reader::key_node(std::string_view key) const {
+  for (auto it = node_.begin(); it != node_.end(); ++it)
+    if (it->first.Scalar() == key) return it->first;
+  return YAML::Node(YAML::NodeType::Undefined);
+}
+
 bool yaml_reader::has(std::string_view key) const { return find(key).IsDefined(); }
 
 YAML::Node yaml_reader::require(std::string_view key) {

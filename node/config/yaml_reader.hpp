@@ -37,6 +37,8 @@ class yaml_reader {
   std::vector<std::int64_t> get_int_list(std::string_view key, std::vector<std::int64_t> default_value);
   // The raw child (marked known), or nullopt when absent.
   std::optional<YAML::Node> child(std::string_view key);
+  // The key itself (for an error at the key rather than its value), or an undefined node when absent.
+  YAML::Node key_node(std::string_view key) const;
   // A reader for a nested mapping (marked known); nullopt when absent.
   std::optional<yaml_reader> map(std::string_view key);
 

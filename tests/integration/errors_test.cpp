@@ -9,6 +9,9 @@
 
 #include <chrono>
 #include <csignal>
+#include <cstdlib>
+#include <map>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -465,4 +468,111 @@ TEST_CASE("verify on an unfinished run says which nodes did not finish instead o
     CHECK(contains(r.output, "verify: node " + std::to_string(rank) + " has no summary"));
   CHECK(contains(r.output, "the run did not finish, so its copies were not compared"));
   CHECK(!contains(r.output, "MISMATCH"));
+}
+
+// --- Slurm, for real (issue 18, item 3): topology.nodes: {from: slurm, base_port: P}. ---
+
+namespace {
+
+// The Slurm variables of one scope: every SLURM_* / SLURMD_* the test runs under (inside a job)
+// is unset, these are set, and all is put back at the end. The qgossip processes inherit them.
+class slurm_env {
+ public:
+  explicit slurm_env(const std::map<std::string, std::string>& vars) {
+    for (char** e = environ; *e; ++e) {
+      const std::string entry = *e;
+      if (entry.rfind("SLURM_", 0) == 0 || entry.rfind("SLURMD_", 0) == 0) {
+        const auto eq = entry.find('=');
+        saved_[entry.substr(0, eq)] = entry.substr(eq + 1);
+      }
+    }
+    for (const auto& [name, value] : saved_) ::unsetenv(name.c_str());
+    for (const auto& [name, value] : vars) ::setenv(name.c_str(), value.c_str(), 1), set_.push_back(name);
+  }
+  ~slurm_env() {
+    for (const auto& name : set_) ::unsetenv(name.c_str());
+    for (const auto& [name, value] : saved_) ::setenv(name.c_str(), value.c_str(), 1);
+  }
+  slurm_env(const slurm_env&) = delete;
+  slurm_env& operator=(const slurm_env&) = delete;
+
+ private:
+  std::map<std::string, std::string> saved_;
+  std::vector<std::string> set_;
+};
+
+// kGood with its nodes taken from the Slurm step; the nodes key is on line 2, column 31.
+std::string slurm_config(const temp_dir& tmp) {
+  std::string y = config(tmp, kGood);
+  const std::string topology = "topology: {graph: ring, n: 4, base_port: 29990}";
+  y.replace(y.find(topology), topology.size(), "topology: {graph: ring, n: 4, nodes: {from: slurm, base_port: 29990}}");
+  return y;
+}
+
+}  // namespace
+
+TEST_CASE("nodes: {from: slurm} outside a Slurm step: exit 2 naming the missing variable at the nodes key") {
+  temp_dir tmp;
+  const fs::path f = tmp.path / "slurm.yaml";
+  write_file(f, slurm_config(tmp));
+  const slurm_env none({});
+  const std::string says = f.string() + ":2:31: topology.nodes: {from: slurm} needs SLURM_STEP_NODELIST, which is "
+                                        "not set: run under srun";
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"run", "--config", f.string(), "--rank", "0"},
+                                               std::vector<std::string>{"topology", f.string()},
+                                               std::vector<std::string>{"launch", f.string(), "--plain"},
+                                               std::vector<std::string>{"keys", "--config", f.string()}}) {
+    process_result r = run_qgossip(args);
+    CAPTURE(args[0]);
+    INFO(r.output);
+    CHECK(r.exit_code == 2);
+    CHECK(contains(r.output, says));
+  }
+}
+
+TEST_CASE("nodes: {from: slurm} in a step: the step's hosts; another distribution, task count or node refused") {
+  temp_dir tmp;
+  const fs::path f = tmp.path / "slurm.yaml";
+  write_file(f, slurm_config(tmp));
+  const std::map<std::string, std::string> step{{"SLURM_STEP_NODELIST", "node[09-10]"},
+                                                {"SLURM_STEP_TASKS_PER_NODE", "3,1"},
+                                                {"SLURM_STEP_NUM_TASKS", "4"}};
+  {
+    const slurm_env in_step(step);
+    process_result r = run_qgossip({"topology", f.string(), "--json"});
+    INFO(r.output);
+    CHECK(r.exit_code == 0);
+    CHECK(contains(r.output, R"("nodes":[{"host":"node09","port":29990,"gpu":-1},{"host":"node09","port":29991,)"
+                             R"("gpu":-1},{"host":"node09","port":29992,"gpu":-1},{"host":"node10","port":29993,)"
+                             R"("gpu":-1}])"));
+  }
+  auto refused = [&](const std::string& name, const std::string& value, const std::string& says) {
+    auto vars = step;
+    vars[name] = value;
+    const slurm_env in_step(vars);
+    process_result r = run_qgossip({"run", "--config", f.string(), "--rank", "0"});
+    CAPTURE(name);
+    INFO(r.output);
+    CHECK(r.exit_code == 2);
+    CHECK(contains(r.output, says));
+  };
+  refused("SLURM_DISTRIBUTION", "cyclic",
+          f.string() + ":2:31: topology.nodes: {from: slurm} places tasks in blocks (consecutive ranks on one node), "
+                       "but SLURM_DISTRIBUTION=cyclic: run srun with --distribution=block");
+  refused("SLURM_STEP_NUM_TASKS", "3", "SLURM_STEP_NUM_TASKS=3 but SLURM_STEP_TASKS_PER_NODE=3,1 places 4 tasks");
+  // Task 0 runs where slurmd says, not where the node list puts it (a host file, say): refused
+  // before the node binds anything.
+  refused("SLURMD_NODENAME", "node10",
+          "qgossip: error: rank 0 runs on node10 (SLURMD_NODENAME), but topology.nodes: {from: slurm} puts task 0 on "
+          "node09 (SLURM_STEP_NODELIST=node[09-10], SLURM_STEP_TASKS_PER_NODE=3,1, block distribution): run srun "
+          "with --distribution=block");
+  auto vars = step;
+  vars["SLURM_STEP_NUM_TASKS"] = "5";
+  vars["SLURM_STEP_TASKS_PER_NODE"] = "4,1";
+  const slurm_env five(vars);
+  process_result r = run_qgossip({"topology", f.string()});
+  INFO(r.output);
+  CHECK(r.exit_code == 2);
+  CHECK(contains(r.output, "the step runs 5 tasks (SLURM_STEP_NUM_TASKS=5) but the topology has n = 4 nodes; "
+                           "{from: slurm} needs one task per rank: srun -n 4"));
 }

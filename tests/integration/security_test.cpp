@@ -332,6 +332,24 @@ TEST_CASE("qgossip keys writes every rank's keypair once; a node needs its key f
   r = run_qgossip({"keys", "--config", cfg.string(), "--out", (tmp.path / "elsewhere").string()});
   CHECK(r.exit_code == 0);
   CHECK(fs::exists(public_key_path(tmp.path / "elsewhere", 3)));
+  // --missing (what configs/slurm/train.sbatch runs once per job) makes only the missing pairs.
+  fs::remove(secret_key_path(keys, 1));
+  fs::remove(public_key_path(keys, 1));
+  r = run_qgossip({"keys", "--config", cfg.string(), "--missing"});
+  CHECK(r.exit_code == 0);
+  CHECK(r.output.find(keys.string() + "/: 1 of 4 CURVE keypairs were missing and were made") != std::string::npos);
+  CHECK(is_curve_key(read_curve_public_key(public_key_path(keys, 1))));
+  CHECK(read_file(secret_key_path(keys, 2)) == before);
+  r = run_qgossip({"keys", "--config", cfg.string(), "--missing"});
+  CHECK(r.exit_code == 0);
+  CHECK(r.output.find("0 of 4 CURVE keypairs were missing") != std::string::npos);
+  r = run_qgossip({"keys", "--config", cfg.string(), "--missing", "--force"});
+  CHECK(r.exit_code == 2);
+  r = run_qgossip({"keys", "--config", cfg.string(), "--missing", "--out", (tmp.path / "plain").string(), "--set",
+                   "network.security=none"});
+  CHECK(r.exit_code == 0);
+  CHECK(r.output.find("network.security: none: no keys needed, none made") != std::string::npos);
+  CHECK(!fs::exists(tmp.path / "plain"));
 
   // A secret key others may read is refused.
   fs::permissions(secret_key_path(keys, 0), fs::perms::others_read, fs::perm_options::add);

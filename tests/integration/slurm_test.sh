@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # qgossip under a real Slurm of one machine (scripts/slurm-local.sh: munged, slurmctld, slurmd of a
-# temporary cluster of its own, torn down at exit):
+# temporary cluster of its own, torn down at exit). Every run's topology takes its hosts from the
+# step (`nodes: {from: slurm, base_port: P}`: rank r on the node of task r, port P + r):
 #  1. `srun -n 8 --overcommit qgossip run --config RUN.yaml`: every task takes its rank from
-#     SLURM_PROCID, the run finishes and `qgossip verify` finds every copy equal;
+#     SLURM_PROCID and its host from the step (this machine's node name, as run.json records), the
+#     run finishes and `qgossip verify` finds every copy equal; `srun -n 4` of the same 8-node run
+#     is refused by every task at once (exit 2, naming both counts);
 #  2. one task of a running step SIGKILLed (scancel signals a whole job or step, never one task: its
 #     pid comes from `scontrol listpids JOB.STEP`): every other rank exits 1 by itself, naming it
 #     (network.on_peer_failure: stop), and srun reports it;
-#  3. configs/slurm/train.sbatch under sbatch: one rank killed once every node has a checkpoint, the
-#     job requeues itself, resumes from the checkpoints (`qgossip run --resume`) and completes, every
-#     copy equal.
+#  3. configs/slurm/train.sbatch under sbatch: it makes the run's CURVE keys (none are made
+#     beforehand); one rank killed once every node has a checkpoint, the job requeues itself, keeps
+#     the keys, resumes from the checkpoints (`qgossip run --resume`) and completes, every copy equal.
 # Usage: bash tests/integration/slurm_test.sh QGOSSIP_BINARY   (or QGOSSIP=... in the environment)
 # Exit 77 (CTest: skipped) when Slurm cannot run here: not root, or slurm-wlm / munge not installed
 # (scripts/setup.sh installs them). Once they are there, a cluster that does not start is a failure.
@@ -25,7 +28,7 @@ elapsed() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}'; 
 [[ -n "$qgossip" && -x "$qgossip" ]] || fail "no qgossip binary given (argument 1 or QGOSSIP)"
 qgossip="$(realpath "$qgossip")"
 [[ "$(id -u)" -eq 0 ]] || skip "not root: slurmd starts tasks as their user and must run as root"
-for c in munged mungekey slurmctld slurmd slurmstepd srun sbatch squeue scontrol python3; do
+for c in munged mungekey slurmctld slurmd slurmstepd srun salloc sbatch squeue scontrol sinfo getent python3; do
   command -v "$c" >/dev/null || skip "no '$c' here: apt-get install slurm-wlm munge (scripts/setup.sh does)"
 done
 # Inside someone's Slurm job, srun would join that job's allocation on that cluster: forget it.
@@ -83,15 +86,20 @@ timeout 90 "${cluster[@]}" start || fail "scripts/slurm-local.sh start failed (a
 echo "slurm_test: cluster started in $(elapsed "$t0") s"
 export SLURM_CONF="$tmp/slurm/slurm.conf"
 cd "$tmp"
+# The cluster's one node, which every step's node list names: a rank listens on it and its
+# neighbours connect to it, so it must resolve here (slurm-local.sh names it `hostname -s`).
+node=$(sinfo -h -N -o %N | head -n1)
+[[ -n "$node" ]] || fail "sinfo lists no node"
+getent hosts "$node" >/dev/null ||
+  fail "the node name '$node' does not resolve: nodes: {from: slurm} gives every rank that host; add it to /etc/hosts (127.0.0.1 $node)"
 
-# The run's YAML: 8 ranks in a ring, 256 synthetic examples each (16 rounds per epoch).
-# Where the nodes listen is the placement line: written by hand as 127.0.0.1 for now; when the
-# topology takes its hosts from the Slurm step, it becomes
-#   placement="nodes: {from: slurm, base_port: $base}"
-write_config() {  # NAME EPOCHS [", more: train keys"]
-  local name="$1" epochs="$2" train_more="${3:-}" base
+# The run's YAML: 8 ranks in a ring, 256 synthetic examples each (16 rounds per epoch), on the
+# step's hosts from port $base (set here, for the checks). Its CURVE keys are made inside a job
+# (`salloc`: outside one the topology has no hosts) unless KEYS is "none" (train.sbatch makes them).
+write_config() {  # NAME EPOCHS [", more: train keys"] [KEYS]
+  local name="$1" epochs="$2" train_more="${3:-}" keys="${4:-salloc}"
   base=$(free_ports 8)
-  local placement="host: 127.0.0.1, base_port: $base"
+  local placement="nodes: {from: slurm, base_port: $base}"
   cat >"$tmp/$name.yaml" <<EOF
 name: $name
 seed: 5
@@ -106,7 +114,10 @@ train: {epochs: $epochs, batch: 16, lr: 0.05, log_every: 4, eval_every: 0, eval_
 network: {round_timeout_s: 20, start_timeout_s: 30, linger_s: 2}
 output: {dir: $tmp/runs}
 EOF
-  "$qgossip" keys --config "$tmp/$name.yaml" >/dev/null || fail "qgossip keys --config $name.yaml failed"
+  if [[ "$keys" == salloc ]]; then
+    salloc -Q -n 8 --overcommit "$qgossip" keys --config "$tmp/$name.yaml" >/dev/null ||
+      fail "salloc -n 8 qgossip keys --config $name.yaml failed"
+  fi
   mkdir -p "$tmp/logs/$name"
 }
 
@@ -164,6 +175,26 @@ done
 verify=$("$qgossip" verify "$tmp/runs/whole" 2>&1) || fail "qgossip verify: $verify"
 echo "slurm_test: srun of 8 ranks ok in $(elapsed "$t0") s; $verify"
 [[ "$verify" == *"all equal"* ]] || fail "qgossip verify did not say 'all equal'"
+# Where each rank ran, as run.json's resolved config records it: rank r on the node, port base + r.
+hosts=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["config_yaml"])' "$tmp/runs/whole/run.json" |
+  grep -A8 '^  nodes:')
+expected="  nodes:  # {from: slurm, base_port: $base}, resolved from SLURM_STEP_NODELIST=$node, SLURM_STEP_TASKS_PER_NODE=8"
+for r in {0..7}; do expected+=$'\n'"    - {host: $node, port: $((base + r)), gpu: -1}"; done
+[[ "$hosts" == "$expected" ]] || fail "run.json's nodes are not the step's:"$'\n'"$hosts"$'\n'"expected:"$'\n'"$expected"
+grep -q "listening on tcp://\*:$((base + 5))\$" "$tmp/logs/whole/node-5.log" ||
+  fail "rank 5 did not listen on port $((base + 5)): $(grep -m1 listening "$tmp/logs/whole/node-5.log")"
+echo "slurm_test: run.json: 8 ranks on $node (SLURM_STEP_NODELIST=$node), ports $base-$((base + 7))"
+
+# ---- 1b. a step of 4 tasks for the 8 ranks: refused by every task at once ------------------------
+t0=$(date +%s.%N)
+rc=0
+timeout 60 srun -n 4 --overcommit --kill-on-bad-exit=0 "$qgossip" run --config "$tmp/whole.yaml" \
+  >"$tmp/srun-four.txt" 2>&1 || rc=$?
+((rc == 2)) || { cat "$tmp/srun-four.txt"; fail "srun -n 4 of an 8-node run exited $rc, not 2 (above)"; }
+refusal="the step runs 4 tasks (SLURM_STEP_NUM_TASKS=4) but the topology has n = 8 nodes"
+(($(grep -c "$refusal" "$tmp/srun-four.txt") == 4)) ||
+  { cat "$tmp/srun-four.txt"; fail "not every one of the 4 tasks said '$refusal' (above)"; }
+echo "slurm_test: srun -n 4 of the 8-node run: refused by the 4 tasks in $(elapsed "$t0") s (exit 2): $refusal"
 
 # ---- 2. one task of the step SIGKILLed: the 7 others exit 1 naming it ----------------------------
 write_config killed 100000
@@ -198,7 +229,7 @@ echo "slurm_test: task $victim of step $job.0 SIGKILLed (pid $pid): srun ended $
 echo "slurm_test:   e.g. rank 2: $(summary_field killed 2 error)"
 
 # ---- 3. train.sbatch: killed once, requeued, resumed from the checkpoints, completed -----------
-write_config batch 300 ", checkpoint_every: 200"
+write_config batch 300 ", checkpoint_every: 200" none
 t0=$(date +%s.%N)
 job=$(QGOSSIP="$qgossip" sbatch --parsable "$repo/configs/slurm/train.sbatch" "$tmp/batch.yaml") ||
   fail "sbatch configs/slurm/train.sbatch failed"
@@ -217,6 +248,8 @@ info=$(scontrol -o show job "$job")
   fail "job $job did not complete: $(grep -o 'JobState=[^ ]*\|ExitCode=[^ ]*\|Reason=[^ ]*' <<<"$info" | tr '\n' ' ')"
 [[ " $info " == *" Restarts=1 "* ]] || fail "job $job was not requeued once: $(grep -o 'Restarts=[^ ]*' <<<"$info")"
 grep -q "^requeueing" "$tmp/slurm-$job.out" || fail "train.sbatch did not say it requeued (above)"
+made=$(grep -o '[0-9]* of 8 CURVE keypairs were missing' "$tmp/slurm-$job.out" | cut -d' ' -f1 | tr '\n' ' ')
+[[ "$made" == "8 0 " ]] || fail "train.sbatch did not make the 8 keys at its first start and keep them at its second (made: $made)"
 resumed=$(grep -h "resuming from" "$tmp/slurm-$job/node-0.log" || true)
 [[ -n "$resumed" ]] || { tail -n 5 "$tmp/slurm-$job/node-0.log"; fail "rank 0 did not resume from a checkpoint (above)"; }
 verify=$("$qgossip" verify "$tmp/runs/batch" 2>&1) || fail "qgossip verify: $verify"

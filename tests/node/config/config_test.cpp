@@ -151,3 +151,77 @@ TEST_CASE("network.pace_mbit: default off, a rate in Mbit/s, recorded in the res
   CHECK(c.run_id != load_run_config(f).run_id);
   CHECK(error_of(f, {"network.pace_mbit=-1"}).find("network.pace_mbit") != std::string::npos);
 }
+
+TEST_CASE("topology.nodes: {from: slurm} puts rank r on the host of the step's task r, port base_port + r") {
+  scratch s;
+  const std::string f = s.write("slurm.yaml", "topology:\n  graph: ring\n  n: 4\n  nodes: {from: slurm, base_port: 30000}\n");
+  const env_lookup step = env_of({{"SLURM_STEP_NODELIST", "gpu[07-08]"}, {"SLURM_STEP_TASKS_PER_NODE", "3,1"},
+                                  {"SLURM_STEP_NUM_TASKS", "4"}, {"SLURM_DISTRIBUTION", "block"}});
+  const run_config c = load_run_config(f, {}, step);
+  REQUIRE(c.topology.nodes.size() == 4);
+  const std::vector<std::string> hosts{"gpu07", "gpu07", "gpu07", "gpu08"};
+  for (int r = 0; r < 4; ++r) {
+    CAPTURE(r);
+    CHECK(c.topology.nodes[static_cast<std::size_t>(r)].host == hosts[static_cast<std::size_t>(r)]);
+    CHECK(c.topology.nodes[static_cast<std::size_t>(r)].port == 30000 + r);
+    CHECK(c.topology.nodes[static_cast<std::size_t>(r)].gpu == -1);
+  }
+  CHECK(c.topology.nodes_from == node_source::slurm);
+  // run.json's config shows where each rank ran, and where that came from.
+  CHECK(c.canonical.find("  nodes:  # {from: slurm, base_port: 30000}, resolved from SLURM_STEP_NODELIST=gpu[07-08], "
+                         "SLURM_STEP_TASKS_PER_NODE=3,1\n") != std::string::npos);
+  CHECK(c.canonical.find("- {host: gpu07, port: 30002, gpu: -1}\n    - {host: gpu08, port: 30003, gpu: -1}") !=
+        std::string::npos);
+  // The run id hashes the nodes as written: a requeued job on other hosts is the same run (its
+  // checkpoints resume), while the listed form of the same hosts is another.
+  const run_config elsewhere = load_run_config(
+      f, {}, env_of({{"SLURM_STEP_NODELIST", "cpu[1-4]"}, {"SLURM_STEP_TASKS_PER_NODE", "1(x4)"}}));
+  CHECK(elsewhere.topology.nodes[3].host == "cpu4");
+  CHECK(elsewhere.run_id == c.run_id);
+  CHECK(elsewhere.canonical != c.canonical);
+  CHECK(load_run_config(f, {"topology.nodes.base_port=30010"}, step).run_id != c.run_id);
+  const std::string listed = s.write("listed.yaml", "topology:\n  graph: ring\n  n: 4\n  nodes: [{host: gpu07, port: "
+                                                    "30000}, {host: gpu07, port: 30001}, {host: gpu07, port: 30002}, "
+                                                    "{host: gpu08, port: 30003}]\n");
+  CHECK(load_run_config(listed).run_id != c.run_id);
+  // A topology file of its own reads the same.
+  s.write("t.yaml", "graph: ring\nn: 4\nnodes:\n  from: slurm\n");
+  const run_config t = load_run_config(s.write("run.yaml", "topology: t.yaml\n"), {}, step);
+  CHECK(t.topology.nodes[3].host == "gpu08");
+  CHECK(t.topology.nodes[3].port == 29503);  // base_port's default
+}
+
+TEST_CASE("topology.nodes: {from: slurm} outside a step, or a step it does not fit, is an error at the nodes key") {
+  scratch s;
+  const std::string f = s.write("slurm.yaml", "topology:\n  graph: ring\n  n: 4\n  nodes: {from: slurm, base_port: 30000}\n");
+  CHECK(error_of(f) == f + ":4:3: topology.nodes: {from: slurm} needs SLURM_STEP_NODELIST, which is not set: run "
+                           "under srun (or in a job, which sets SLURM_JOB_NODELIST)");
+  CHECK(error_of(f, {}, env_of({{"SLURM_STEP_NODELIST", "vm"}, {"SLURM_STEP_TASKS_PER_NODE", "8"}})) ==
+        f + ":4:3: topology.nodes: the step runs 8 tasks (SLURM_STEP_TASKS_PER_NODE=8) but the topology has n = 4 "
+            "nodes; {from: slurm} needs one task per rank: srun -n 4");
+  CHECK(error_of(f, {}, env_of({{"SLURM_STEP_NODELIST", "a,b"}, {"SLURM_STEP_TASKS_PER_NODE", "2(x2)"},
+                                {"SLURM_DISTRIBUTION", "cyclic"}})) ==
+        f + ":4:3: topology.nodes: {from: slurm} places tasks in blocks (consecutive ranks on one node), but "
+            "SLURM_DISTRIBUTION=cyclic: run srun with --distribution=block, or list the hosts under nodes");
+  const env_lookup ok = env_of({{"SLURM_STEP_NODELIST", "vm"}, {"SLURM_STEP_TASKS_PER_NODE", "4"}});
+  auto with_nodes = [&](const std::string& name, const std::string& nodes) {
+    return s.write(name, "topology:\n  graph: ring\n  n: 4\n  nodes: " + nodes + "\n");
+  };
+  std::string g = with_nodes("typo.yaml", "{from: slrum}");
+  CHECK(error_of(g, {}, ok) == g + ":4:17: topology.nodes.from: unknown value 'slrum'; expected one of slurm (did you "
+                                   "mean 'slurm'?)");
+  g = with_nodes("key.yaml", "{from: slurm, base_prot: 1}");
+  CHECK(error_of(g, {}, ok) == g + ":4:24: unknown key 'base_prot' in 'topology.nodes' (did you mean 'base_port'?)");
+  g = with_nodes("port.yaml", "{from: slurm, base_port: 65534}");
+  CHECK(error_of(g, {}, ok) == g + ":4:35: topology.nodes: base_port 65534 with n = 4 puts node 3 on port 65537, "
+                                   "past 65535 (node r listens on base_port + r)");
+  g = s.write("host.yaml", "topology: {graph: ring, n: 4, host: 10.0.0.1, nodes: {from: slurm}}\n");
+  CHECK(error_of(g, {}, ok) == g + ":1:37: topology.host: not read with nodes: {from: slurm}, which takes every "
+                                   "node's host from the Slurm step");
+  const std::string no_n = s.write("no-n.yaml", "topology: {graph: ring, nodes: {from: slurm}}\n");
+  CHECK(error_of(no_n, {}, ok) == no_n + ":1:11: topology: missing 'n' (the number of nodes: nodes: {from: slurm} "
+                                          "gives their hosts, the step must run n tasks)");
+  const std::string no_from = s.write("no-from.yaml", "topology: {graph: ring, n: 4, nodes: {base_port: 1}}\n");
+  CHECK(error_of(no_from, {}, ok) == no_from + ":1:38: topology.nodes: expected a list of {host, port, gpu}, or "
+                                               "{from: slurm, base_port: P}");
+}

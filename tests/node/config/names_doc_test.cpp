@@ -62,4 +62,5 @@ TEST_CASE("docs/config.md lists every name of every choice") {
   check_listed<transport_kind>("transport");
   check_listed<security_kind>("security");
   check_listed<peer_failure_policy>("on_peer_failure");
+  check_listed<node_source>("from");  // topology.nodes.from
 }
