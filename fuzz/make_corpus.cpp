@@ -157,7 +157,8 @@ int wire_seeds(const fs::path& dir) {
   frame(dir, count, 0, ack, {});
   // docs/wire.md's golden join and join_state (rejoining): no codec, count = the model size.
   const std::string join_text = "join 41\n";
-  const auto join_payload = std::as_bytes(std::span(join_text.data(), join_text.size()));
+  const auto join_bytes = std::as_bytes(std::span(join_text.data(), join_text.size()));
+  const std::vector<std::byte> join_payload(join_bytes.begin(), join_bytes.end());
   const wire_header join{.kind = message_kind::join, .run_id = fuzz::kRunId, .sender = 3, .count = fuzz::kProbe.count,
                          .iteration = 41, .payload_bytes = static_cast<std::uint32_t>(join_text.size())};
   frame(dir, count, 0, join, join_payload);

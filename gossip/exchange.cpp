@@ -443,6 +443,8 @@ void exchange::handle(message_kind kind, const codec_expectation& codec, std::ve
   wire_header h;
   wire_check c = wire_check::ok;
   if (status s = parse_header(rx_.header, rx_.payload, expect_, h, &c); !s) {
+    if (c == wire_check::run_id && h.kind == message_kind::join && options_.on_foreign_join && index_of(rx_.peer))
+      options_.on_foreign_join(static_cast<int>(rx_.peer), h.run_id);  // told why, under its own run id
     reject(reason_of(c), rx_.peer, s.message());
     return;
   }

@@ -86,6 +86,9 @@ struct exchange_options {
   // rejects it (reason notice); another non-ok status ends the round with it. Without a callback
   // join messages are dropped (counted as delivered).
   std::function<status(int from, const wire_header& header, std::span<const std::byte> payload)> on_join;
+  // A neighbour's join message of another run (run id `run_id`; the message itself is rejected,
+  // reason run_id): the node may answer it with send_join(..., run_id), which the joiner can read.
+  std::function<void(int from, std::uint64_t run_id)> on_foreign_join;
   // Checks a train message's payload before it is delivered (the node decodes it); a failure
   // rejects it (reason payload) and is a failure of its sender (on_peer_failure).
   std::function<status(const wire_header& header, std::span<const std::byte> payload)> validate;
@@ -251,8 +254,10 @@ class exchange {
   [[nodiscard]] bool dropped(int peer) const;
 
   // Rejoining (docs/failures.md, "Rejoining"; gossip/exchange_rejoin.cpp). A join message
-  // (message_kind::join, payload notice-format items, count = model_size) to peer, dropped or not.
-  status send_join(int peer, std::uint32_t model_size, std::span<const std::byte> payload);
+  // (message_kind::join, payload notice-format items, count = model_size) to peer, dropped or not;
+  // stamped with run_id when given (an answer to a joiner of another run), else this run's.
+  status send_join(int peer, std::uint32_t model_size, std::span<const std::byte> payload,
+                   std::optional<std::uint64_t> run_id = std::nullopt);
   // This node's state for its edge to peer, restarting at round `iteration`: values = its model,
   // then its public state when it has one (message_kind::join_state, count = model_size).
   status send_state(int peer, std::uint64_t iteration, std::uint32_t model_size, std::span<const float> values);
@@ -263,6 +268,9 @@ class exchange {
   // (ok) or deadline passes (errc::timeout); errc::cancelled on a stop request; a failure
   // on_peer_failure did not drop ends it with that failure.
   status wait_until(transport_clock::time_point deadline, const std::function<bool()>& done);
+  // Handles what has already arrived, without waiting (as wait_until does): a node whose rounds
+  // wait for no one (every neighbour gone) still hears join messages and notices.
+  status poll();
   // True once a train message of peer was delivered (it took part in the run).
   [[nodiscard]] bool heard_from(int peer) const;
   // A fresh link to peer (transport::watch_peer), e.g. to answer a node that restarted at once.

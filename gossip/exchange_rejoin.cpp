@@ -53,12 +53,15 @@ status sent_to(transport& t, int peer, std::span<const std::byte> header, std::s
 }
 }  // namespace
 
-status exchange::send_join(int peer, std::uint32_t model_size, std::span<const std::byte> payload) {
+status exchange::send_join(int peer, std::uint32_t model_size, std::span<const std::byte> payload,
+                           std::optional<std::uint64_t> run_id) {
   if (!index_of(peer)) return status::error(errc::invalid, "rank " + std::to_string(peer) + " is not a neighbour");
   if (payload.size() > options_.max_payload_bytes)
     return status::error(errc::invalid, "join message of " + std::to_string(payload.size()) + " bytes");
   std::array<std::byte, kWireHeaderBytes> header{};
-  encode_header(header_for(message_kind::join, base_, {.count = model_size, .payload = payload}), payload, header);
+  wire_header h = header_for(message_kind::join, base_, {.count = model_size, .payload = payload});
+  if (run_id) h.run_id = *run_id;
+  encode_header(h, payload, header);
   return sent_to(transport_, peer, header, payload, stats_);
 }
 
@@ -103,6 +106,16 @@ bool exchange::take_state(int peer, std::uint64_t iteration, inbound_message& ou
   out = std::move(*states_[*k]);
   states_[*k].reset();
   return true;
+}
+
+status exchange::poll() {
+  if (!failed_.is_ok()) return status::ok();  // the round that failed says why
+  std::vector<inbound_message> none;
+  for (bool got = true; got && pending_failure_.is_ok();)
+    if (status s = receive_one(transport_clock::now(), message_kind::train, codec_expectation{}, none, got); !s)
+      return fail(s);
+  if (!pending_failure_.is_ok()) return fail(pending_failure_);
+  return status::ok();
 }
 
 bool exchange::heard_from(int peer) const {

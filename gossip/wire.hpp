@@ -116,7 +116,9 @@ std::string_view to_string(wire_check check);
 // magic, version, payload size, checksum, then the fields' values, so random corruption reports as
 // a checksum failure and a well-formed but foreign message names the field that does not fit.
 // Returns errc::corrupt with "<field>: expected <x>, received <y>" on the first failed check (and
-// stores it in *failed when given); out is then unspecified.
+// stores it in *failed when given); out is then unspecified, except after a run_id failure, when
+// out.kind and out.run_id are the message's (its checksum held): a join of another run is answered
+// with a refusal (docs/failures.md, "Rejoining").
 status parse_header(std::span<const std::byte> header_bytes, std::span<const std::byte> payload,
                     const wire_expectations& expect, wire_header& out, wire_check* failed = nullptr);
 

@@ -33,13 +33,25 @@ summaries_by_rank readable_summaries(const run_dir_contents& run, replica_check_
 }
 
 // The ranks the survivors' summaries say left the run ("departed": "3 5").
+// Ranks some node lists as departed at the end, except those that came back and finished (docs/
+// failures.md, "Rejoining": a rank whose own summary is ok with the most rounds any node completed;
+// an edge of it that stayed down holds no copies, so only the copies held are compared).
 std::set<int> departed_ranks(const summaries_by_rank& summaries) {
   std::set<int> departed;
-  for (const auto& [rank, s] : summaries)
+  double last_round = 0;
+  for (const auto& [rank, s] : summaries) {
+    if (const auto v = json_number(*s, "rounds")) last_round = std::max(last_round, *v);
     if (const std::string* d = json_string(*s, "departed")) {
       std::istringstream words(*d);
       for (int r; words >> r;) departed.insert(r);
     }
+  }
+  for (auto it = departed.begin(); it != departed.end();) {
+    const auto own = summaries.find(*it);
+    const std::string* status = own == summaries.end() ? nullptr : json_string(*own->second, "status");
+    const bool back = status && *status == "ok" && json_number(*own->second, "rounds").value_or(-1) >= last_round;
+    it = back ? departed.erase(it) : std::next(it);
+  }
   return departed;
 }
 

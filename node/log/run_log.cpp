@@ -210,6 +210,7 @@ json summary_json(const node_summary& s) {
             {"rejected_detail", s.rejected_detail},
             {"departures", s.departures},
             {"departed", departed},
+            {"rejoins", s.rejoins},
             {"ended", s.stopped_with_peers ? "with its neighbours" : "at its last round"},
             {"model_hash", hex64(s.model_hash)},
             {"copies_kind", s.copies_kind}};

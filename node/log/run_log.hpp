@@ -73,7 +73,10 @@ struct node_summary {
   // Peers that left the run, as this node learnt of them (network.on_peer_failure: continue):
   // "3 at round 120 (rank 2: its link closed ...); ...". Empty when none left.
   std::string departures;
-  std::vector<int> departed;     // the ranks in departures, ascending ("departed": "3 5" in the JSON)
+  std::vector<int> departed;     // ranks gone at the end, ascending ("departed": "3 5" in the JSON)
+  // Returns of departed peers and of this node itself (docs/failures.md, "Rejoining"): "3 from
+  // round 148 (at 12.4 s, admitted by this node); ...". Empty when none.
+  std::string rejoins;
   // Asynchronous gossip: the node stopped before its last round because every neighbour had
   // finished ("ended": "with its neighbours"; else "at its last round").
   bool stopped_with_peers = false;

@@ -172,6 +172,7 @@ void fill_from_summary(node_report& r, const json& j) {
   }
   r.error = text_of(j, "error");
   r.departures = text_of(j, "departures");
+  r.rejoins = text_of(j, "rejoins");
   r.host = text_of(j, "host");
   r.rounds = to_count(json_number(j, "rounds"));
   r.epoch = json_number(j, "epoch").value_or(0);
@@ -364,6 +365,8 @@ void add_warnings(run_summary& s, const log_thresholds& th) {
       warn(-1, "departures", "peers left the run (node " + std::to_string(n.rank) + "'s account): " + n.departures);
       break;
     }
+  for (const auto& n : s.nodes)  // each node's own: the joiner's and its neighbours' are the precise ones
+    if (!n.rejoins.empty()) warn(n.rank, "rejoins", "node " + std::to_string(n.rank) + " saw returns: " + n.rejoins);
   for (const auto& n : s.nodes) {
     const std::string who = "node " + std::to_string(n.rank);
     if (n.status == "ok" || n.status == "running") continue;  // a run in progress: the run's note says so

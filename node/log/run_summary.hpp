@@ -19,7 +19,8 @@
 //  - "straggler": a node whose own work (compute + codec seconds) is far above the median, i.e.
 //                 the node its neighbours wait for in a synchronous round;
 //  - "accuracy": a node whose final test accuracy is far below the median;
-//  - "departures": peers that left the run (network.on_peer_failure: continue), who and when.
+//  - "departures": peers that left the run (network.on_peer_failure: continue), who and when;
+//  - "rejoins":  each node's account of the returns it saw (who, from which round, when).
 // Thread-safety: read_run_summary only reads files and returns a value; no shared state anywhere.
 #include <cstdint>
 #include <filesystem>
@@ -44,6 +45,7 @@ struct node_report {
   std::string status;
   std::string error;  // the summary's error (or a hint from node-<r>.log when there is no summary)
   std::string departures;  // peers that left the run, as this node learnt of them (its summary's "departures")
+  std::string rejoins;     // returns it saw (its summary's "rejoins"; docs/failures.md "Rejoining")
   std::string host;
   std::uint64_t rounds = 0;  // rounds completed (summary), else the last logged iteration
   double epoch = 0;

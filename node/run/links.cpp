@@ -49,6 +49,7 @@ exchange_options exchange_options_for(const run_config& c, int rank, const node_
   if (l.inbox) eo.validate = [in = l.inbox.get()](const wire_header& h, std::span<const std::byte> p) { return in->accept(h, p); };
   if (l.rejoin) {
     eo.on_join = [r = l.rejoin.get()](int from, const wire_header& h, std::span<const std::byte> p) { return r->on_join(from, h, p); };
+    eo.on_foreign_join = [r = l.rejoin.get()](int from, std::uint64_t run_id) { r->on_foreign_join(from, run_id); };
     eo.drop_silent = true;  // a neighbour that never starts, or hangs, is dropped; it may come back
   }
   return eo;

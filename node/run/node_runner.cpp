@@ -144,7 +144,10 @@ node_exit run_node(const run_config& config, int rank, const node_run_options& o
       break;
     }
     ++t;
-    if (!(end = step.compute(t))) break;
+    if (!(end = step.compute(t))) {  // a joiner's stale news can end it too (rejoining.hpp)
+      if (!end.rejoin || !(end = step.rejoin(t))) break;
+      continue;
+    }
     step.encode(t);
     if (!(end = step.exchange(t))) {
       if (!end.rejoin || !(end = step.rejoin(t))) break;

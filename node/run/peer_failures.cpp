@@ -1,6 +1,7 @@
 #include "node/run/peer_failures.hpp"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "algorithms/algorithm.hpp"
 #include "gossip/exchange.hpp"
@@ -52,6 +53,8 @@ void peer_failures::send(std::span<const notice_item> items, int except) {
 // Records d (learnt from told_by, or seen here when told_by == rank_), tells the others, says it.
 void peer_failures::left(const departure& d, int told_by) {
   if (!members_.record_departure(d, round_ + 2)) return;
+  departed_at_.resize(members_.departures().size() - 1, -1.0);
+  departed_at_.push_back(seconds_since_start());
   items_.clear();
   items_.push_back({.what = notice_item::kind::left, .rank = d.rank, .round = d.round, .cause = d.cause});
   if (const auto degree = members_.degree_notice())
@@ -97,6 +100,8 @@ status peer_failures::on_notice(int from, std::span<const std::byte> payload) {
       members_.record_degree(from, i.degree, i.round);
     } else if (i.what == notice_item::kind::joined) {
       if (i.rank != rank_) rejoined(i.rank, i.round, std::nullopt, from);
+    } else if (i.rank == rank_ && i.round < joined_at_) {
+      continue;  // news of this node's earlier departure, older than its return (a link's stale queue)
     } else if (i.rank == rank_) {
       const std::string why = "rank " + std::to_string(from) + " dropped this node from the run at round " +
                               std::to_string(i.round) + " (" + i.cause + ")";
@@ -133,10 +138,28 @@ void peer_failures::rejoined(int rank, std::uint64_t from, std::optional<int> de
       say(rank_, "warning: could not tell ranks " + list(to) + " of rank " + std::to_string(rank) + "'s return: " + s.to_string());
   }
   if (told_by == rank_) say(rank_, "rank " + std::to_string(rank) + " rejoins the run at round " + std::to_string(from));
+  note_rejoin(std::to_string(rank) + " from round " + std::to_string(from));
+  rejoin_account_ += told_by == rank_ ? ", admitted by this node)" : ", as rank " + std::to_string(told_by) + " reports)";
+}
+
+double peer_failures::seconds_since_start() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+}
+
+void peer_failures::note_rejoin(const std::string& text) {
+  char at[32];
+  std::snprintf(at, sizeof at, "%.1f", seconds_since_start());
+  rejoin_account_ += (rejoin_account_.empty() ? "" : "; ") + text + " (at " + at + " s";
+}
+
+void peer_failures::note_own_rejoin(std::uint64_t from, int donor) {
+  note_rejoin("this node from round " + std::to_string(from));
+  rejoin_account_ += ", from rank " + std::to_string(donor) + "'s model)";
 }
 
 void peer_failures::joined_at(std::uint64_t from, std::span<const std::pair<int, int>> admitted) {
   members_.join_at(from, admitted, "did not admit this node when it rejoined");
+  joined_at_ = from;
   for (int p : peers_)
     if (members_.departed(p) && ex_) ex_->drop(p);
 }
@@ -176,9 +199,14 @@ void peer_failures::stopping(const std::string& why) {
 
 std::string peer_failures::describe_departures() const {
   std::string out;
-  for (const departure& d : members_.departures())
-    out += (out.empty() ? "" : "; ") + std::to_string(d.rank) + " at round " + std::to_string(d.round) + " (rank " +
+  const auto& all = members_.departures();
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const departure& d = all[i];
+    char at[40] = "";
+    if (i < departed_at_.size() && departed_at_[i] >= 0) std::snprintf(at, sizeof at, ", at %.1f s", departed_at_[i]);
+    out += (out.empty() ? "" : "; ") + std::to_string(d.rank) + " at round " + std::to_string(d.round) + at + " (rank " +
            std::to_string(d.reported_by) + ": " + d.cause + ")";
+  }
   return out;
 }
 

@@ -12,6 +12,7 @@
 //             learns it was itself dropped stops. (Consensus probes need every node: the config
 //             refuses them with continue.)
 // Not thread-safe (the node loop's thread, inside and between rounds).
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -69,6 +70,12 @@ class peer_failures {
   [[nodiscard]] const membership& members() const { return members_; }
   // "3 at round 120 (rank 2: its link closed ...); ..." for the node's summary.
   [[nodiscard]] std::string describe_departures() const;
+  // "3 from round 148 (at 12.4 s, admitted by this node); this node from round 300 (at 20.1 s, from
+  // rank 2's model); ..." for the node's summary ("rejoins"): every return this node saw, with the
+  // seconds since this node started.
+  [[nodiscard]] const std::string& describe_rejoins() const { return rejoin_account_; }
+  // The joiner's own return, for that account.
+  void note_own_rejoin(std::uint64_t from, int donor);
 
  private:
   void left(const departure& d, int told_by);
@@ -79,6 +86,7 @@ class peer_failures {
   int n_;
   bool continue_;
   bool rejoins_ = false;  // allow_rejoining()
+  std::uint64_t joined_at_ = 0;  // the round this node last rejoined at (joined_at)
   membership members_;
   std::vector<int> peers_;
   exchange* ex_ = nullptr;
@@ -87,6 +95,11 @@ class peer_failures {
   std::uint64_t round_ = 0;                // the latest round whose train message was (being) sent
   std::optional<departure> stop_cause_;    // stop: the peer that failed first
   std::vector<notice_item> items_;         // scratch
+  std::string rejoin_account_;             // describe_rejoins()
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+  void note_rejoin(const std::string& text);
+  [[nodiscard]] double seconds_since_start() const;
+  std::vector<double> departed_at_;  // per departure recorded here: seconds since start (resumed: -1)
 };
 
 }  // namespace qgossip

@@ -68,6 +68,18 @@ status rejoining::refuse(int to, const std::string& cause) {
   return status::ok();
 }
 
+void rejoining::on_foreign_join(int from, std::uint64_t run_id) {
+  char ids[64];
+  std::snprintf(ids, sizeof ids, "run id 0x%016llx, this run's 0x%016llx", static_cast<unsigned long long>(run_id),
+                static_cast<unsigned long long>(ex_->options().run_id));
+  const std::string cause = std::string("it is of another run (") + ids + "): another config, or another run's files";
+  if (refusals_logged_.insert(std::to_string(from) + cause).second)
+    say(rank_, "refused rank " + std::to_string(from) + "'s join: " + cause);
+  const notice_item no{.what = notice_item::kind::refuse, .cause = cause};
+  const std::string text = encode_notice(std::span(&no, 1));
+  (void)ex_->send_join(from, model_size_, text_bytes(text), run_id);
+}
+
 void rejoining::announce(std::uint64_t last_round) {
   joining_ = true;
   const notice_item ask{.what = notice_item::kind::join, .round = last_round};
@@ -114,8 +126,11 @@ status rejoining::on_join(int from, const wire_header& h, std::span<const std::b
         break;  // joined and degree travel in notices
     }
   }
-  // While a round waits, an offer ends it: the node loop then calls join().
+  // While a round waits, an offer ends it, and so does a refusal from every neighbour: the node
+  // loop then calls join(), which admits this node or says why not.
   if (offered && !in_join_) return status::error(errc::rejoin, "rank " + std::to_string(from) + " offers to admit this node");
+  const bool all_refused = std::all_of(neighbours_.begin(), neighbours_.end(), [&](int j) { return refusals_.count(j) > 0; });
+  if (joining_ && !in_join_ && all_refused) return status::error(errc::rejoin, "every neighbour refused this node");
   return status::ok();
 }
 
@@ -126,8 +141,10 @@ status rejoining::on_request(int from) {
   if (!departed && !failures_->on_peer_failure(from, "it restarted: it asked to rejoin the run"))
     return status::ok();  // stop policy: the failure ends the round
   ex_->refresh_link(from);  // a fresh link for the reply: no reconnection back-off
-  // The round this node proposes; it will not begin it before the joiner's answer (admit_due).
-  const std::uint64_t proposal = round_ + 2;
+  // The round this node proposes; it will not begin it before the joiner's answer (admit_due). A
+  // repeated request gets the same round while it stands, so every offer the joiner holds is valid.
+  const auto standing = offered_.find(from);
+  const std::uint64_t proposal = standing != offered_.end() && standing->second > round_ ? standing->second : round_ + 2;
   offered_[from] = proposal;
   std::vector<notice_item> items{{.what = notice_item::kind::offer,
                                   .round = proposal,
@@ -216,6 +233,7 @@ status rejoining::hold_for_offers(std::uint64_t t) {
 }
 
 status rejoining::admit_due(std::uint64_t t) {
+  if (status s = ex_->poll(); !s) return s;  // a node left with no neighbour still hears joiners
   if (status s = hold_for_offers(t); !s) return s;
   round_ = t;
   for (auto it = due_.begin(); it != due_.end();) {
@@ -238,6 +256,13 @@ status rejoining::admit_due(std::uint64_t t) {
   return status::ok();
 }
 
+// The joiner's waits: news that this node was dropped (errc::rejoin, from a notice a neighbour sent
+// before it admitted it again) changes nothing while it rejoins.
+status rejoining::wait(clock::time_point deadline, const std::function<bool()>& done) {
+  for (;;)
+    if (status s = ex_->wait_until(deadline, done); s.code() != errc::rejoin) return s;
+}
+
 // The joiner: every neighbour's offer (or refusal), as far as the departures it hears of allow.
 status rejoining::gather_offers(std::uint64_t current) {
   offers_.clear();
@@ -248,9 +273,9 @@ status rejoining::gather_offers(std::uint64_t current) {
       if (!failures_->members().departed(j) && !offers_.count(j) && !refusals_.count(j)) return false;
     return true;
   };
-  if (status s = ex_->wait_until(clock::now() + kStateDeadline, [&] { return !offers_.empty() || answered(); }); !s)
+  if (status s = wait(clock::now() + kStateDeadline, [&] { return !offers_.empty() || answered(); }); !s)
     return s.code() == errc::timeout ? status::error(errc::timeout, "no neighbour offered to admit this node") : s;
-  if (status s = ex_->wait_until(clock::now() + kOfferWindow, answered); !s && s.code() != errc::timeout) return s;
+  if (status s = wait(clock::now() + kOfferWindow, answered); !s && s.code() != errc::timeout) return s;
   return status::ok();
 }
 
@@ -268,7 +293,7 @@ status rejoining::exchange_states(std::uint64_t T, const std::vector<int>& accep
     }
     return true;
   };
-  if (status s = ex_->wait_until(clock::now() + kStateDeadline, settled); !s && s.code() != errc::timeout) return s;
+  if (status s = wait(clock::now() + kStateDeadline, settled); !s && s.code() != errc::timeout) return s;
   if (states.empty()) return status::error(errc::timeout, "no neighbour sent its state for round " + std::to_string(T));
   const auto& [donor, donor_state] = *states.begin();
   join_state from_donor;
@@ -289,6 +314,7 @@ status rejoining::exchange_states(std::uint64_t T, const std::vector<int>& accep
   say(rank_, "rejoined the run at round " + std::to_string(T) + " from rank " + std::to_string(states.begin()->first) +
                  "'s model (model hash " + hash_text(model) + "), with ranks " + list_of(admitted));
   if (log_) log_->rejoined(T, states.begin()->first);
+  failures_->note_own_rejoin(T, states.begin()->first);
   return status::ok();
 }
 

@@ -27,7 +27,9 @@
 // run's end; another run id or
 // key never gets this far (the wire's run id check, CURVE). A joiner that every live neighbour
 // refuses stops with exit 2. Not thread-safe: the node loop's thread.
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -56,6 +58,8 @@ class rejoining {
   // exchange_options::on_join. At the joiner, an offer while it waits for a round ends that round
   // with errc::rejoin (the node loop then calls join()).
   status on_join(int from, const wire_header& h, std::span<const std::byte> payload);
+  // exchange_options::on_foreign_join: a neighbour's join of another run is refused, under its run id.
+  void on_foreign_join(int from, std::uint64_t run_id);
   // Start-up: asks every neighbour to admit this node (a fresh run's neighbours ignore it).
   void announce(std::uint64_t last_round);
   // Before round t's computation (and before peer_failures::begin_round): admits every joiner due
@@ -86,6 +90,7 @@ class rejoining {
   [[nodiscard]] status admit(int peer, std::uint64_t t);
   // Installs peer's state (its model, then its public state) for round t: admits it.
   [[nodiscard]] status install(int peer, std::uint64_t t, const inbound_message& theirs);
+  [[nodiscard]] status wait(std::chrono::steady_clock::time_point deadline, const std::function<bool()>& done);
   [[nodiscard]] status gather_offers(std::uint64_t current);
   [[nodiscard]] status exchange_states(std::uint64_t T, const std::vector<int>& admitted);
 

@@ -225,6 +225,7 @@ void round_steps::write_summary(const step_end& end) {
   summary.rejected_detail = rejected_detail(st);
   const peer_failures& failures = *s_.links.failures;
   summary.departures = failures.describe_departures();
+  summary.rejoins = failures.describe_rejoins();
   for (const departure& d : failures.members().departures())  // gone at the end (some came back)
     if (failures.members().departed(d.rank)) summary.departed.push_back(d.rank);
   std::sort(summary.departed.begin(), summary.departed.end());

@@ -1,9 +1,11 @@
 // Rejoining (docs/failures.md, "Rejoining"), on real node processes over loopback, a ring of 8 with
 // network.on_peer_failure: continue:
 //  - three SIGKILL / restart cycles of different ranks: each restarted process (the same command)
-//    is admitted again by both its neighbours (their peer_joined events) within 5 s of its start,
-//    every node ends with status ok, no rank is departed at the end, and every copy on every edge,
-//    the rejoined nodes' included, equals its owner (qgossip verify);
+//    is admitted again by both its neighbours (their peer_joined events) within 5 s of its start;
+//    then a process of another run (another config) in a killed node's place is refused by both
+//    neighbours (said once each) and exits 2, and the right one rejoins; every node ends with status
+//    ok, no rank is departed at the end, and every copy on every edge, the rejoined nodes' included,
+//    equals its owner (qgossip verify);
 //  - a rank started 10 s after the others, past their start time-out of 3 s: they drop it and train
 //    on; it then joins the same way and finishes with its copies exact;
 //  - network.restart: 2 under `qgossip launch`: one node SIGKILLed twice (the second time after it
@@ -167,7 +169,34 @@ TEST_CASE("rejoin: three SIGKILL / restart cycles; each restarted node is mixed 
                      << " s after its restart");
     CHECK(last - restarted < 5.0);
   }
+  // A joiner of another run (its config differs: another run id) is refused by its neighbours, who
+  // say so once, and stops with exit 2; the run goes on, and the right process then rejoins.
+  constexpr int kWrong = 5;
+  const double killed = unix_now();
+  REQUIRE(::kill(c.nodes[kWrong].pid, SIGKILL) == 0);
+  (void)wait_for(c.nodes[kWrong], 10);
+  REQUIRE(wait_until([&] { return !events(logs_of(c, {4, 6}), "peer_left", kWrong, killed).empty(); }, 10));
+  std::string other = read_file(c.cfg);
+  other.replace(other.find("lr: 0.05"), 8, "lr: 0.06");
+  const fs::path wrong_cfg = tmp.path / "churn-other.yaml";
+  write_file(wrong_cfg, other);
+  background_process wrong = start_qgossip({"run", "--config", wrong_cfg.string(), "--rank", std::to_string(kWrong)},
+                                           c.logs / "node-5-other-run.log");
+  CHECK(wait_for(wrong, 60) == 2);
+  CHECK(read_file(wrong.log).find("every live neighbour refused to admit this node") != std::string::npos);
+  CHECK(read_file(wrong.log).find("it is of another run") != std::string::npos);
+  c.nodes[kWrong] = c.start_node(kWrong, "-right");
+  const double right = unix_now();
+  REQUIRE(wait_until([&] { return events(logs_of(c, {4, 6}), "peer_joined", kWrong, right).size() == 2; }, 20));
   check_end(c);
+  for (int j : {4, 6}) {  // each neighbour said it once, however many times the joiner asked
+    const std::string log = read_file(c.nodes[static_cast<std::size_t>(j)].log);
+    std::size_t said = 0;
+    for (auto at = log.find("refused rank 5's join: it is of another run"); at != std::string::npos;
+         at = log.find("refused rank 5's join: it is of another run", at + 1))
+      ++said;
+    CHECK(said == 1);
+  }
 }
 
 TEST_CASE("rejoin: a rank started 10 s after the others (past their start time-out) joins and ends with its copies exact") {

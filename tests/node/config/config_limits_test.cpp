@@ -172,6 +172,19 @@ TEST_CASE("network.on_peer_failure: continue only where every round can go on wi
   CHECK(error_of(f).find("network.on_peer_failure") != std::string::npos);
   f = s.write("hb.yaml", "topology: {graph: ring, n: 4}\nnetwork: {heartbeat_s: 0.01}\n");
   CHECK(error_of(f).find("network.heartbeat_s: expected 0 (off) or at least 0.05 s") != std::string::npos);
+  // network.restart: a restarted node rejoins, so continue and synchronous gossip; not in the run id.
+  f = s.write("restart.yaml", "topology: {graph: ring, n: 4}\nnetwork: {on_peer_failure: continue, restart: 2}\n");
+  const run_config r = load_run_config(f);
+  CHECK(r.network.restart == 2);
+  f = s.write("restart.yaml", "topology: {graph: ring, n: 4}\nnetwork: {on_peer_failure: continue}\n");  // same name
+  CHECK(r.run_id == load_run_config(f).run_id);
+  f = s.write("restart-stop.yaml", "topology: {graph: ring, n: 4}\nnetwork: {restart: 1}\n");
+  CHECK(error_of(f).find("network.restart: a restarted node rejoins the running graph") != std::string::npos);
+  f = s.write("restart-async.yaml",
+              "topology: {graph: ring, n: 4}\ntrain: {max_staleness: 2}\nnetwork: {on_peer_failure: continue, restart: 1}\n");
+  CHECK(error_of(f).find("network.restart") != std::string::npos);
+  f = s.write("restart-neg.yaml", "topology: {graph: ring, n: 4}\nnetwork: {restart: -1}\n");
+  CHECK(error_of(f).find("network.restart") != std::string::npos);
 }
 
 TEST_CASE("train.max_staleness: whole rounds or unbounded; refused where the algorithm or probes need every node") {
