@@ -51,17 +51,12 @@ std::vector<held_copy> choco_sgd::held_copies() const {
 }
 
 void choco_sgd::restart(std::span<const float> model) {
-  QG_ENFORCE(model.size() == x_.size(), "a model of " << model.size() << " values for " << x_.size());
-  x_.assign(model.begin(), model.end());
-  own_copy_.assign(model.begin(), model.end());
+  restart_from(model, x_, own_copy_);
   restart_row(row_, copies_, received_.entries());
 }
 
 void choco_sgd::admit(const mixing_row& next, int peer, std::span<const float> state) {
-  QG_ENFORCE(state.size() == x_.size(),
-             "the state of rank " << peer << " has " << state.size() << " values, the model " << x_.size());
-  admit_row(row_, next, peer, entry_for(copies_, float_vector(state.begin(), state.end())),
-            entry_for(received_.entries(), {}));
+  admit_with_copy(row_, next, peer, state, x_.size(), copies_, received_.entries());
 }
 
 void choco_sgd::remix(const mixing_row& next) { remix_row(row_, next, copies_, received_.entries()); }

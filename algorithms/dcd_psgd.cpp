@@ -46,16 +46,12 @@ std::vector<held_copy> dcd_psgd::held_copies() const {
 }
 
 void dcd_psgd::restart(std::span<const float> model) {
-  QG_ENFORCE(model.size() == x_.size(), "a model of " << model.size() << " values for " << x_.size());
-  x_.assign(model.begin(), model.end());
+  restart_from(model, x_);
   restart_row(row_, replicas_, received_.entries());
 }
 
 void dcd_psgd::admit(const mixing_row& next, int peer, std::span<const float> state) {
-  QG_ENFORCE(state.size() == x_.size(),
-             "the state of rank " << peer << " has " << state.size() << " values, the model " << x_.size());
-  admit_row(row_, next, peer, entry_for(replicas_, float_vector(state.begin(), state.end())),
-            entry_for(received_.entries(), {}));
+  admit_with_copy(row_, next, peer, state, x_.size(), replicas_, received_.entries());
 }
 
 void dcd_psgd::remix(const mixing_row& next) { remix_row(row_, next, replicas_, received_.entries()); }

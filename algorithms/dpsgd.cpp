@@ -38,8 +38,7 @@ void dpsgd::finish(std::uint64_t t) {
 }
 
 void dpsgd::restart(std::span<const float> model) {
-  QG_ENFORCE(model.size() == x_.size(), "a model of " << model.size() << " values for " << x_.size());
-  x_.assign(model.begin(), model.end());
+  restart_from(model, x_);
   restart_row(row_, inbox_, received_.entries());
 }
 

@@ -56,17 +56,12 @@ std::vector<held_copy> ecd_psgd::held_copies() const {
 }
 
 void ecd_psgd::restart(std::span<const float> model) {
-  QG_ENFORCE(model.size() == x_.size(), "a model of " << model.size() << " values for " << x_.size());
-  x_.assign(model.begin(), model.end());
-  own_estimate_.assign(model.begin(), model.end());
+  restart_from(model, x_, own_estimate_);
   restart_row(row_, estimates_, received_.entries());
 }
 
 void ecd_psgd::admit(const mixing_row& next, int peer, std::span<const float> state) {
-  QG_ENFORCE(state.size() == x_.size(),
-             "the state of rank " << peer << " has " << state.size() << " values, the model " << x_.size());
-  admit_row(row_, next, peer, entry_for(estimates_, float_vector(state.begin(), state.end())),
-            entry_for(received_.entries(), {}));
+  admit_with_copy(row_, next, peer, state, x_.size(), estimates_, received_.entries());
 }
 
 void ecd_psgd::remix(const mixing_row& next) { remix_row(row_, next, estimates_, received_.entries()); }

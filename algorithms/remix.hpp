@@ -66,6 +66,26 @@ void restart_row(mixing_row& row, PerNeighbour&... per_neighbour) {
   row = alone(row.rank);
 }
 
+// algorithm::restart's model: `into` (x, and a public state equal to it) becomes model. Throws
+// invariant_error for a model of another size.
+template <class... Vectors>
+void restart_from(std::span<const float> model, Vectors&... into) {
+  QG_ENFORCE(((model.size() == into.size()) && ...), "a model of " << model.size() << " values for one of another size");
+  (into.assign(model.begin(), model.end()), ...);
+}
+
+// algorithm::admit of an algorithm that holds a copy of each neighbour (copies, indexed like row):
+// peer's copy is its state, its receipt entry new. Throws invariant_error for a state whose size
+// is not model_size, or a row that is not the current one plus peer.
+template <class Copies, class Entries>
+void admit_with_copy(mixing_row& row, const mixing_row& next, int peer, std::span<const float> state,
+                     std::size_t model_size, Copies& copies, Entries& entries) {
+  QG_ENFORCE(state.size() == model_size,
+             "the state of rank " << peer << " has " << state.size() << " values, the model " << model_size);
+  admit_row(row, next, peer, entry_for(copies, typename Copies::value_type(state.begin(), state.end())),
+            entry_for(entries, {}));
+}
+
 // One (per-neighbour vector, the admitted neighbour's entry) pair for admit_row.
 template <class Vector>
 std::pair<Vector&, typename Vector::value_type> entry_for(Vector& v, typename Vector::value_type value) {
