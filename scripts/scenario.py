@@ -9,6 +9,12 @@ A scenario file is a YAML mapping with two optional keys:
       2: {rate: 1mbit}
       6: {rate: 1mbit, cpu_share: 0.2}
 
+and a third, for `qgossip launch --churn` (what it does to the nodes while they run; cluster.sh
+passes the file on when it has one):
+
+    churn: [{rank: 3, at_s: 10, down_s: 3, how: kill}]     # kill: SIGKILL, started again after down_s;
+                                                            # stop: SIGSTOP, SIGCONT after down_s
+
 Per node, each key optional (absent = not shaped in that respect):
   rate       egress bandwidth, tc's decimal bit units: bit, kbit, mbit, gbit (10mbit = 10^7 bit/s), at least
              8kbit. tc tbf on the node's veth.
@@ -21,6 +27,7 @@ Per node, each key optional (absent = not shaped in that respect):
 
 Usage (exit 0 when valid, 2 with FILE:LINE:COL: what was expected):
   scenario.py validate FILE [--nodes N] [--cpus C]    check FILE (for a run of N nodes: every rank exists)
+  scenario.py has-churn FILE                          exit 0 when FILE has a churn list, 1 when not
   scenario.py describe FILE                           one line for tables, e.g. "rate 100mbit; ranks 2,6: rate 1mbit"
   scenario.py plan FILE --nodes N [--cpus C] [--json] per rank: rank rate_bits delay_us quota_us period_us
                                                       cpu_share ("-" where unset); what cluster.sh applies
@@ -35,7 +42,8 @@ import re
 import sys
 
 NODE_KEYS = ("rate", "delay", "cpu_share")
-TOP_KEYS = ("default", "nodes")
+TOP_KEYS = ("default", "nodes", "churn")
+CHURN_KEYS = ("rank", "at_s", "down_s", "how")
 RATE_UNITS = {"bit": 1, "kbit": 10**3, "mbit": 10**6, "gbit": 10**9}
 DELAY_UNITS = {"us": 1, "ms": 10**3, "s": 10**6}
 MIN_RATE_BITS = 8000  # below this tbf cannot pass a full-size (1514-byte) frame within a second
@@ -73,6 +81,7 @@ class Scenario:
     path: str
     default: dict  # key -> Setting
     nodes: dict  # rank -> (mark of the rank key, {key -> Setting})
+    churn: list = dataclasses.field(default_factory=list)  # (mark of the rank, rank, at_s, down_s, how)
 
     def settings(self, rank):
         """The default's settings with rank's own on top."""
@@ -82,6 +91,10 @@ class Scenario:
 
     def check_nodes(self, n):
         """Raises ScenarioError when the scenario names a rank a run of n nodes does not have."""
+        for mark, rank, *_ in self.churn:
+            if rank >= n:
+                raise error(self.path, mark, f"churn: rank {rank} does not exist in this run: expected a rank in "
+                                             f"0..{n - 1} (the run has {n} nodes)")
         for rank, (mark, _) in sorted(self.nodes.items()):
             if rank >= n:
                 raise error(self.path, mark, f"rank {rank} does not exist in this run: expected a rank in "
@@ -95,6 +108,9 @@ class Scenario:
             groups.setdefault(settings_text(self.nodes[rank][1]), []).append(str(rank))
         for text, ranks in groups.items():
             parts.append(f"{'ranks' if len(ranks) > 1 else 'rank'} {','.join(ranks)}: {text or 'as default'}")
+        if self.churn:
+            parts.append("churn " + ", ".join(f"rank {r} {how} at {at:g} s for {down:g} s"
+                                              for _, r, at, down, how in self.churn))
         return "; ".join(parts) or "unshaped"
 
     def plan(self, n, cpus):
@@ -155,9 +171,50 @@ def load(path):
                                                    f"{', '.join(TOP_KEYS)}")
         if key_node.value == "default":
             scenario.default = node_settings(path, value_node)
+        elif key_node.value == "churn":
+            scenario.churn = churn_list(path, value_node)
         else:
             scenario.nodes = node_table(path, value_node)
     return scenario
+
+
+def churn_list(path, node):
+    """churn: [{rank, at_s, down_s, how: kill|stop}] (qgossip launch --churn applies it; its reader,
+    node/config/churn_file.hpp, is the authority; this checks the same before anything starts)."""
+    import yaml
+    if not isinstance(node, yaml.SequenceNode):
+        raise error(path, node.start_mark, "churn: expected a list of {rank, at_s, down_s, how}")
+    events = []
+    for i, item in enumerate(node.value):
+        fields = {}
+        for key_node, value_node in unique_items(path, mapping(path, item, "{rank, at_s, down_s, how}"),
+                                                 lambda k: k.value):
+            if key_node.value not in CHURN_KEYS:
+                raise error(path, key_node.start_mark, f"churn[{i}]: unknown key '{key_node.value}': expected one of "
+                                                       f"{', '.join(CHURN_KEYS)}")
+            fields[key_node.value] = value_node
+        for key in ("rank", "at_s", "down_s"):
+            if key not in fields:
+                raise error(path, item.start_mark, f"churn[{i}]: {key} is missing")
+        rank = churn_number(path, fields["rank"], f"churn[{i}].rank", int, lambda v: v >= 0, "a rank >= 0")
+        at_s = churn_number(path, fields["at_s"], f"churn[{i}].at_s", float, lambda v: v >= 0, "seconds >= 0")
+        down_s = churn_number(path, fields["down_s"], f"churn[{i}].down_s", float, lambda v: v > 0, "seconds > 0")
+        how = scalar_text(path, fields["how"], "kill or stop") if "how" in fields else "kill"
+        if how not in ("kill", "stop"):
+            raise error(path, fields["how"].start_mark, f"churn[{i}].how: expected kill or stop, received '{how}'")
+        events.append((fields["rank"].start_mark, rank, at_s, down_s, how))
+    return events
+
+
+def churn_number(path, node, what, kind, ok, expected):
+    text = scalar_text(path, node, expected)
+    try:
+        value = kind(text)
+    except ValueError:
+        value = None
+    if value is None or value != value or value in (float("inf"), float("-inf")) or not ok(value):
+        raise error(path, node.start_mark, f"{what}: expected {expected}, received '{text}'")
+    return value
 
 
 def compose(path):
@@ -295,7 +352,8 @@ def parse_args(argv):
     for s in (v, pl):
         s.add_argument("--cpus", type=int, default=os.cpu_count(),
                        help="online CPUs, for cpu_share's fair share (default: this machine's, %(default)s)")
-    for s in (v, d, pl):
+    c = sub.add_parser("has-churn", help="exit 0 when FILE has a churn: list (qgossip launch --churn), 1 when not")
+    for s in (v, d, pl, c):
         s.add_argument("file", metavar="FILE")
     args = p.parse_args(argv)
     if getattr(args, "nodes", None) is not None and args.nodes < 1:
@@ -307,6 +365,8 @@ def parse_args(argv):
 
 def run(args):
     scenario = load(args.file)
+    if args.command == "has-churn":
+        return 0 if scenario.churn else 1
     if args.command == "describe":
         print(scenario.describe())
     elif args.command == "validate":
@@ -326,11 +386,10 @@ def main(argv=None):
         print("scenario.py: needs PyYAML (apt-get install python3-yaml)", file=sys.stderr)
         return 2
     try:
-        run(args)
+        return run(args) or 0
     except ScenarioError as e:
         print(e, file=sys.stderr)
         return 2
-    return 0
 
 
 if __name__ == "__main__":

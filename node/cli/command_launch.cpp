@@ -6,6 +6,7 @@
 
 #include "core/errors.hpp"
 #include "node/cli/commands.hpp"
+#include "node/config/churn_file.hpp"
 #include "node/config/config.hpp"
 #include "node/launch/launcher.hpp"
 #include "node/launch/subprocess.hpp"
@@ -71,6 +72,7 @@ void add_launch_command(CLI::App& app, int* exit_code) {
     bool plain = false;
     std::string exec_prefix;
     bool resume = false;
+    std::string churn;
   };
   auto opt = std::make_shared<options>();
   cmd->add_option("RUN_YAML", opt->config, "Run YAML (e.g. configs/demo.yaml)")->required();
@@ -82,11 +84,22 @@ void add_launch_command(CLI::App& app, int* exit_code) {
                 "(train.checkpoint_every; the same config and --set options as the stopped launch)");
   cmd->add_option("--exec-prefix", opt->exec_prefix,
                   "Words to put before each node's command, {rank} replaced, e.g. 'ip netns exec qg{rank}'");
+  cmd->add_option("--churn", opt->churn,
+                  "A scenario file whose churn: list ({rank, at_s, down_s, how: kill|stop}) disturbs the nodes "
+                  "while they run: killed and started again, or stopped and continued (docs/failures.md, "
+                  "\"Churn\"); needs network.on_peer_failure: continue");
   cmd->callback([opt, exit_code] {
     // Validate everything that can be checked here before starting any process.
     run_config c = load_run_config(opt->config, opt->sets);
     (void)build_topology(c.topology);
     (void)exec_prefix_words(opt->exec_prefix, 0);  // an unknown placeholder
+    std::vector<churn_event> churn;
+    if (!opt->churn.empty()) {
+      churn = read_churn(opt->churn, c.topology.n);
+      if (!churn.empty() && c.network.on_peer_failure != peer_failure_policy::train_on)
+        throw config_error(opt->churn + ": churn kills and stops nodes, which needs network.on_peer_failure: continue "
+                           "(a node that leaves is trained around and rejoins); add --set network.on_peer_failure=continue");
+    }
     std::filesystem::path dir = std::filesystem::path(c.output_dir) / c.name;
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
@@ -139,6 +152,7 @@ void add_launch_command(CLI::App& app, int* exit_code) {
     if (opt->plain) lo.live = false;
     lo.continue_on_failure = c.network.on_peer_failure == peer_failure_policy::train_on;
     lo.restart_limit = c.network.restart;
+    lo.churn = churn;
     launch_result result = launch(nodes, lo);
     for (const std::string& d : result.departures) std::fprintf(stderr, "qgossip launch: %s\n", d.c_str());
     if (result.exit_code != 0) {

@@ -31,6 +31,7 @@
 #include <utility>
 #include <vector>
 
+#include "node/config/churn_file.hpp"
 #include "node/launch/progress.hpp"
 
 namespace qgossip {
@@ -65,6 +66,10 @@ struct launch_options {
   // config error: it would fail the same way) nor after the launcher's own stop signal.
   int restart_limit = 0;
   double restart_backoff_s = 1.0;
+  // Churn (`qgossip launch --churn FILE`; node/config/churn_file.hpp): at each event's at_s from the
+  // start, its node is SIGKILLed and started again down_s later (not counted as a failure nor
+  // against restart_limit), or SIGSTOPped and SIGCONTinued down_s later. With continue_on_failure.
+  std::vector<churn_event> churn;
 
   static bool default_live();
   static std::ostream* default_out();

@@ -43,6 +43,7 @@ launch_result supervisor::run() {
   signals_.listen([this](int sig) { on_signal(sig); });
   try {
     start_children();
+    schedule_churn();
     schedule_draw(options_.live ? start_ : start_ + seconds(std::max(0.01, options_.plain_interval_s)));
     io_.run();
   } catch (...) {
@@ -90,16 +91,58 @@ bool supervisor::schedule_restart(child& c) {
     return false;
   const double backoff = std::min(30.0, options_.restart_backoff_s * static_cast<double>(1 << std::min(c.restarts, 10)));
   ++c.restarts;
-  c.restarting = true;
   print_text("node " + std::to_string(c.end.rank) + " " + describe_end(c.end.wait_status) + "; starting it again in " +
              format_seconds(backoff) + " (restart " + std::to_string(c.restarts) + " of " +
              std::to_string(options_.restart_limit) + ")");
+  respawn_after(c, backoff);
+  return true;
+}
+
+void supervisor::respawn_after(child& c, double delay_s) {
+  c.restarting = true;
   if (!c.restart_timer) c.restart_timer = std::make_unique<asio::steady_timer>(io_);
-  c.restart_timer->expires_after(seconds(backoff));
+  c.restart_timer->expires_after(seconds(delay_s));
   c.restart_timer->async_wait([this, &c](const asio::error_code& ec) {
     if (!ec) on_restart_due(c);
   });
-  return true;
+}
+
+void supervisor::schedule_churn() {
+  for (const churn_event& ev : options_.churn) {
+    auto& timer = churn_timers_.emplace_back(std::make_unique<asio::steady_timer>(io_));
+    timer->expires_at(start_ + seconds(ev.at_s));
+    timer->async_wait([this, ev](const asio::error_code& ec) {
+      if (!ec) on_churn(ev);
+    });
+  }
+}
+
+void supervisor::on_churn(const churn_event& ev) {
+  auto it = std::find_if(children_.begin(), children_.end(), [&](const child& c) { return c.end.rank == ev.rank; });
+  if (it == children_.end() || stop_signal_ != 0) return;
+  child& c = *it;
+  const std::string at = format_seconds(ev.at_s);
+  if (!c.running) {
+    print_text("churn: node " + std::to_string(ev.rank) + " is not running at " + at + "; nothing done");
+    return;
+  }
+  const bool kill = ev.how == churn_event::kind::kill;
+  print_text("churn: node " + std::to_string(ev.rank) + (kill ? " killed (SIGKILL)" : " stopped (SIGSTOP)") + " at " +
+             at + ", for " + format_seconds(ev.down_s));
+  if (kill) {
+    c.churn_down_s = ev.down_s;  // reap() starts it again
+    signal_group(c.pid, SIGKILL);
+    return;
+  }
+  signal_group(c.pid, SIGSTOP);
+  auto& timer = churn_timers_.emplace_back(std::make_unique<asio::steady_timer>(io_));
+  timer->expires_after(seconds(ev.down_s));
+  const pid_t pid = c.pid;
+  timer->async_wait([this, &c, pid, rank = ev.rank](const asio::error_code& ec) {
+    if (ec || !c.running || c.pid != pid) return;
+    signal_group(pid, SIGCONT);
+    print_text("churn: node " + std::to_string(rank) + " continued (SIGCONT)");
+  });
 }
 
 void supervisor::on_restart_due(child& c) {
@@ -149,6 +192,12 @@ void supervisor::reap(child& c) {
   c.end.wait_status = r == c.pid ? status : (127 << 8);
   c.out->drain();  // what it wrote just before exiting
   c.out->close();
+  if (c.churn_down_s >= 0) {  // killed by churn: no failure; back after its down time
+    const double down = c.churn_down_s;
+    c.churn_down_s = -1;
+    if (stop_signal_ == 0) respawn_after(c, down);
+    return;
+  }
   if (!has_failed(c.end, board_)) return;
   if (schedule_restart(c)) return;
   if (!c.end.failed_at) c.end.failed_at = clock_type::now();

@@ -7,6 +7,7 @@
 //   on_draw_due         the display timer (refresh_s when live, plain_interval_s otherwise)
 //   on_grace_over       the grace timer after a stop signal: SIGKILL to what still runs
 //   on_restart_due      a failed node's back-off is over (network.restart): start it again
+//   on_churn            a churn event is due (--churn): kill or stop its node
 // Each handler runs to completion before the next (single-threaded, no locks); a handler that
 // changed what is on screen or who is running asks for settle(), which runs once after the handlers
 // already queued: it redraws a live line a text line scrolled away and stops the loop when no node
@@ -55,13 +56,17 @@ class supervisor {
     int restarts = 0;          // network.restart: how many times it was started again
     bool restarting = false;   // waiting out its back-off
     std::unique_ptr<asio::steady_timer> restart_timer;
+    double churn_down_s = -1;  // killed by churn: started again this long after it exits
   };
 
   void start_children();
   void start_child(child& c, spawn_plan& plan);
   // After c failed: starts it again after a back-off when options_.restart_limit allows.
   [[nodiscard]] bool schedule_restart(child& c);
+  void respawn_after(child& c, double seconds);
   void on_restart_due(child& c);
+  void schedule_churn();
+  void on_churn(const churn_event& ev);
   void kill_and_reap_all();
   launch_result finish();
 
@@ -97,6 +102,7 @@ class supervisor {
   asio::steady_timer grace_timer_;
   unique_fd devnull_;
   std::vector<child> children_;  // sized once: the pipes' handlers hold references
+  std::vector<std::unique_ptr<asio::steady_timer>> churn_timers_;
   int stop_signal_ = 0;          // the signal sent to stop the nodes; 0: not stopping
   int interrupted_by_ = 0;       // the signal that made the launcher stop them, if it was one
   bool killed_ = false;          // SIGKILL sent to all

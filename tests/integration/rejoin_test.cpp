@@ -10,7 +10,9 @@
 //    on; it then joins the same way and finishes with its copies exact;
 //  - network.restart: 2 under `qgossip launch`: one node SIGKILLed twice (the second time after it
 //    rejoined) is started again by the launcher each time, and the launch ends with exit 0 and every
-//    copy equal.
+//    copy equal;
+//  - qgossip launch --churn (a scenario's churn list): one node killed and started again, another
+//    stopped past its heartbeat time-out (dropped) and continued; both rejoin, every copy equal.
 // Why it cannot flake: a killed process closes its connections, which its neighbours see within
 // milliseconds (the peer_failure test bounds it by 1.5 s); a restarted node asks its neighbours at
 // start-up and is admitted a few rounds later (measured here: well under a second on loopback); the
@@ -263,4 +265,32 @@ TEST_CASE("rejoin: network.restart 2: the launcher restarts a node killed twice,
   CHECK(out.find("all equal") != std::string::npos);
   const auto s = summaries(c.dir, kNodes);
   for (int r = 0; r < kNodes; ++r) CHECK(text(s.at(r), "departed") == "");
+}
+
+TEST_CASE("rejoin: qgossip launch --churn kills one node and stops another while they run; both come back") {
+  temp_dir tmp;
+  cluster c = make(tmp, "churned", 30, 2000);
+  const fs::path scenario = tmp.path / "churn.yaml";
+  write_file(scenario,
+             "churn:\n"
+             "  - {rank: 3, at_s: 4, down_s: 1.5, how: kill}\n"
+             "  - {rank: 6, at_s: 9, down_s: 3, how: stop}\n");  // longer than the heartbeat: it is dropped
+  background_process launch =
+      start_qgossip({"launch", c.cfg.string(), "--churn", scenario.string(), "--plain", "--no-plot"}, c.logs / "launch.log");
+  const int code = wait_for(launch, 240);
+  const std::string out = read_file(launch.log);
+  CHECK_MESSAGE(code == 0, out);
+  CHECK(out.find("churn: node 3 killed (SIGKILL) at 4 s, for 1.5 s") != std::string::npos);
+  CHECK(out.find("churn: node 6 stopped (SIGSTOP) at 9 s, for 3 s") != std::string::npos);
+  CHECK(out.find("churn: node 6 continued (SIGCONT)") != std::string::npos);
+  CHECK(out.find("node 3: rejoined the run") != std::string::npos);
+  CHECK(out.find("node 6: rejoined the run") != std::string::npos);
+  CHECK(out.find("verify: 8 nodes, 16 public_copy copies checked against their owners: all equal") != std::string::npos);
+  const auto s = summaries(c.dir, kNodes);
+  for (int r = 0; r < kNodes; ++r) {
+    CHECK(text(s.at(r), "status") == "ok");
+    CHECK(text(s.at(r), "departed") == "");
+  }
+  CHECK(text(s.at(3), "rejoins").find("this node from round") != std::string::npos);
+  CHECK(text(s.at(2), "rejoins").find("3 from round") != std::string::npos);
 }

@@ -121,6 +121,34 @@ class Quota(FileCase):
         self.assertTrue(self.error("default: {cpu_share: 0.01}\n", nodes=64, cpus=2).startswith("F:1:22: rank 0: "))
 
 
+class Churn(FileCase):
+    """churn: what qgossip launch --churn does to the nodes (node/config/churn_file.hpp reads it too)."""
+
+    def test_events_are_read_and_described(self):
+        s = self.load("nodes:\n  3: {cpu_share: 0.2}\nchurn:\n  - {rank: 3, at_s: 10, down_s: 2.5, how: kill}\n"
+                      "  - {rank: 5, at_s: 20, down_s: 4, how: stop}\n  - {rank: 1, at_s: 0, down_s: 1}\n")
+        self.assertEqual([e[1:] for e in s.churn], [(3, 10.0, 2.5, "kill"), (5, 20.0, 4.0, "stop"), (1, 0.0, 1.0, "kill")])
+        self.assertEqual(s.describe(), "rank 3: cpu_share 0.2; churn rank 3 kill at 10 s for 2.5 s, rank 5 stop at 20 s "
+                                       "for 4 s, rank 1 kill at 0 s for 1 s")
+        self.assertEqual(scenario.main(["has-churn", self.write("churn: [{rank: 0, at_s: 1, down_s: 1}]\n")]), 0)
+        self.assertEqual(scenario.main(["has-churn", self.write("nodes: {1: {rate: 1mbit}}\n")]), 1)
+
+    def test_bad_events(self):
+        def check(text, want, nodes=None):
+            self.assertEqual(self.error(text, nodes), want)
+        check("churn: {rank: 1}\n", "F:1:8: churn: expected a list of {rank, at_s, down_s, how}")
+        check("churn:\n  - {rank: 1, at_s: 2}\n", "F:2:5: churn[0]: down_s is missing")
+        check("churn:\n  - {rank: 1, at_s: -2, down_s: 1}\n", "F:2:21: churn[0].at_s: expected seconds >= 0, received '-2'")
+        check("churn:\n  - {rank: 1, at_s: 2, down_s: 0}\n", "F:2:32: churn[0].down_s: expected seconds > 0, received '0'")
+        check("churn:\n  - {rank: x, at_s: 2, down_s: 1}\n", "F:2:12: churn[0].rank: expected a rank >= 0, received 'x'")
+        check("churn:\n  - {rank: 1, at_s: 2, down_s: 1, how: pause}\n",
+              "F:2:40: churn[0].how: expected kill or stop, received 'pause'")
+        check("churn:\n  - {rank: 1, at_s: 2, down_s: 1, when: 3}\n",
+              "F:2:35: churn[0]: unknown key 'when': expected one of rank, at_s, down_s, how")
+        check("churn:\n  - {rank: 7, at_s: 2, down_s: 1}\n",
+              "F:2:12: churn: rank 7 does not exist in this run: expected a rank in 0..3 (the run has 4 nodes)", nodes=4)
+
+
 class BadInput(FileCase):
     """Every rejected input, with the exact FILE:LINE:COL message (columns count from 1)."""
 
@@ -170,7 +198,7 @@ class BadInput(FileCase):
         self.check("nodes: {3: {cpu_share: }}\n", f"F:1:23: {expected}")  # PyYAML: an empty value starts after the colon
 
     def test_unknown_keys(self):
-        self.check("default: {rate: 1mbit}\nlinks: {}\n", "F:2:1: unknown key 'links': expected one of default, nodes")
+        self.check("default: {rate: 1mbit}\nlinks: {}\n", "F:2:1: unknown key 'links': expected one of default, nodes, churn")
         self.check("default: {rate: 1mbit, latency: 5ms}\n",
                    "F:1:24: unknown key 'latency': expected one of rate, delay, cpu_share")
         self.check("nodes:\n  2:\n    rate: 1mbit\n    cpu: 0.5\n",
