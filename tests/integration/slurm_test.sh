@@ -11,7 +11,10 @@
 #     (network.on_peer_failure: stop), and srun reports it;
 #  3. configs/slurm/train.sbatch under sbatch: it makes the run's CURVE keys (none are made
 #     beforehand); one rank killed once every node has a checkpoint, the job requeues itself, keeps
-#     the keys, resumes from the checkpoints (`qgossip run --resume`) and completes, every copy equal.
+#     the keys, resumes from the checkpoints (`qgossip run --resume`) and completes, every copy equal;
+#  4. network.on_peer_failure: continue, each task behind scripts/qgossip-task.sh: one task's
+#     qgossip process SIGKILLed mid-run is started again by its task and rejoins; srun exits 0 and
+#     every copy is equal, none departed.
 # Usage: bash tests/integration/slurm_test.sh QGOSSIP_BINARY   (or QGOSSIP=... in the environment)
 # Exit 77 (CTest: skipped) when Slurm cannot run here: not root, or slurm-wlm / munge not installed
 # (scripts/setup.sh installs them). Once they are there, a cluster that does not start is a failure.
@@ -255,4 +258,36 @@ resumed=$(grep -h "resuming from" "$tmp/slurm-$job/node-0.log" || true)
 verify=$("$qgossip" verify "$tmp/runs/batch" 2>&1) || fail "qgossip verify: $verify"
 [[ "$verify" == *"all equal"* ]] || fail "qgossip verify did not say 'all equal': $verify"
 echo "slurm_test: train.sbatch job $job: killed, requeued, ${resumed#*] }, completed in $took s; $verify"
+
+# ---- 4. continue: one task's process SIGKILLed mid-run, started again by its task, rejoins -------
+# Each task runs scripts/qgossip-task.sh, which starts the rank's process again when it dies; the
+# new process keeps the task's SLURM_* variables (same rank, same hosts) and rejoins the graph.
+write_config rejoin 2000  # about 20 s here
+sed -i 's/^network: {/network: {on_peer_failure: continue, /' "$tmp/rejoin.yaml"
+t0=$(date +%s.%N)
+timeout 150 srun -n 8 --overcommit --kill-on-bad-exit=0 --job-name=qg-rejoin \
+  --output="$tmp/logs/rejoin/node-%t.events" --error="$tmp/logs/rejoin/node-%t.log" \
+  bash "$repo/scripts/qgossip-task.sh" "$qgossip" run --config "$tmp/rejoin.yaml" 2>"$tmp/srun-rejoin.txt" &
+srun_pid=$!
+rejoin_listed() { [[ -n "$(job_of qg-rejoin)" ]]; }
+wait_until 30 rejoin_listed || fail "the job qg-rejoin did not appear in squeue within 30 s"
+job=$(job_of qg-rejoin)
+wait_until 30 all_training rejoin || { show_logs rejoin; fail "the 8 ranks did not all log rows within 30 s"; }
+# The rank's qgossip process (not its task's wrapper): SLURM_PROCID=victim in its environment.
+node_pid=""
+for p in $(pgrep -f -- "run --config $tmp/rejoin.yaml"); do
+  grep -q qgossip-task.sh "/proc/$p/cmdline" 2>/dev/null && continue
+  tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "SLURM_PROCID=$victim" && node_pid=$p
+done
+[[ -n "$node_pid" ]] || fail "no qgossip process of task $victim in step $job.0"
+kill -KILL "$node_pid"
+rejoined() { grep -q "rejoined the run at round" "$tmp/logs/rejoin/node-$victim.log"; }
+wait_until 60 rejoined || { show_logs rejoin; fail "rank $victim did not rejoin within 60 s of its restart"; }
+rc=0
+wait "$srun_pid" || rc=$?
+took=$(elapsed "$t0")
+((rc == 0)) || { cat "$tmp/srun-rejoin.txt"; show_logs rejoin; fail "srun of the rejoin run exited $rc (above)"; }
+verify=$("$qgossip" verify "$tmp/runs/rejoin" 2>&1) || fail "qgossip verify: $verify"
+[[ "$verify" == *"all equal"* && "$verify" != *"left the run"* ]] || fail "qgossip verify: $verify"
+echo "slurm_test: task $victim's process SIGKILLed, started again by its task: $(grep -o 'rejoined the run at round [0-9]* from rank [0-9]*' "$tmp/logs/rejoin/node-$victim.log" | head -n1); srun exit 0 after $took s; $verify"
 echo "slurm_test: ok"
