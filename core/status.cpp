@@ -12,6 +12,7 @@ std::string_view to_string(errc code) {
     case errc::cancelled: return "cancelled";
     case errc::peer_lost: return "peer_lost";
     case errc::rejoin: return "rejoin";
+    case errc::refused: return "refused";
   }
   return "unknown";
 }

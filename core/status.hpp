@@ -16,6 +16,7 @@ enum class errc {
   cancelled,   // shut down by a signal or by the caller
   peer_lost,   // a link to a peer was lost; transport::take_lost_peers names it
   rejoin,      // this node was dropped from the run and is offered a way back (docs/failures.md)
+  refused,     // the peers refuse this node (its key, its run): it cannot take part (exit 2)
 };
 
 std::string_view to_string(errc code);

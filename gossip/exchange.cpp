@@ -343,12 +343,14 @@ wire_header exchange::header_for(message_kind kind, std::uint64_t iteration, con
 }
 
 status exchange::send_notice(std::span<const int> to, std::span<const std::byte> payload, std::uint64_t iteration) {
-  // Not to peers that finished and exited: nothing would take the message, and it would linger.
+  // Not to peers that finished and exited, nor to those refusing this node's key: nothing would
+  // take the message, and it would linger (or block until the send time-out).
   std::vector<int> peers;
-  for (int p : to)
-    if (auto it = std::lower_bound(options_.neighbours.begin(), options_.neighbours.end(), p);
-        it == options_.neighbours.end() || *it != p || !closed_[static_cast<std::size_t>(it - options_.neighbours.begin())])
-      peers.push_back(p);
+  const std::vector<int> refusing = transport_.peers_refusing_this_node();
+  for (int p : to) {
+    const auto k = index_of(p);
+    if (!std::binary_search(refusing.begin(), refusing.end(), p) && (!k || !closed_[*k])) peers.push_back(p);
+  }
   if (peers.empty()) return status::ok();
   if (payload.size() > options_.max_payload_bytes)
     return status::error(errc::invalid, "notice of " + std::to_string(payload.size()) + " bytes exceeds max_payload_bytes");
@@ -531,6 +533,20 @@ void exchange::handle(message_kind kind, const codec_expectation& codec, std::ve
   std::swap(free->payload, rx_.payload);
 }
 
+status exchange::refused_by_all() const {
+  const std::vector<int> refusing = transport_.peers_refusing_this_node();
+  if (refusing.empty()) return status::ok();
+  std::string who;
+  for (std::size_t k = 0; k < out_index_.size(); ++k) {
+    if (out_index_[k] < 0 || filled_[k]) continue;
+    if (!std::binary_search(refusing.begin(), refusing.end(), options_.neighbours[k])) return status::ok();
+    who += (who.empty() ? "rank " : ", rank ") + std::to_string(options_.neighbours[k]);
+  }
+  if (who.empty()) return status::ok();
+  return status::error(errc::refused, who + " refused this node's key (CURVE): it is not among the keys they allow "
+                                      "(another run's keys, or a node not in their topology; docs/security.md)");
+}
+
 std::string exchange::silent_message(message_kind kind, std::uint64_t iteration,
                                      std::chrono::milliseconds waited) const {
   std::string who;
@@ -635,6 +651,8 @@ status exchange::round(message_kind kind, std::uint64_t iteration, const outgoin
         options_.should_stop ? std::min(deadline, transport_clock::now() + kStopCheckInterval) : deadline;
     bool got = false;
     if (status s = receive_one(slice_end, kind, codec, out, got); !s) return fail(s);
+    if (!got)
+      if (status r = refused_by_all(); !r) return fail(r);
     if (!got && slice_end >= deadline) {
       const std::string silent = silent_message(kind, iteration, waited);
       // Every peer silent: this node is the one cut off (or nobody started); no peer is blamed.

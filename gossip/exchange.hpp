@@ -335,6 +335,9 @@ class exchange {
   void flush_log_limits();
   void note(const std::string& line);
   status fail(status s);
+  // errc::refused when every peer the round still waits for refused this node's key (their
+  // handshake said so: transport::peers_refusing_this_node), else ok.
+  [[nodiscard]] status refused_by_all() const;
   std::string silent_message(message_kind kind, std::uint64_t iteration,
                              std::chrono::milliseconds waited) const;
   std::string stale_message(std::uint64_t need, std::chrono::milliseconds waited) const;

@@ -59,6 +59,7 @@ class faulty_transport final : public transport {
   // Withdraws an injected loss of peer not yet taken, and tells the inner transport.
   void forget_peer(int peer) override;
   void watch_peer(int peer) override { inner_.watch_peer(peer); }
+  std::vector<int> peers_refusing_this_node() const override { return inner_.peers_refusing_this_node(); }
   // The value set by set_unacknowledged(peer), else the inner transport's.
   std::optional<std::size_t> unacknowledged_bytes(int peer) const override;
   // Makes unacknowledged_bytes(peer) report `bytes` (nullopt: the inner transport's again): a link

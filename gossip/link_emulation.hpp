@@ -87,6 +87,7 @@ class emulated_link_transport final : public transport {
   void take_lost_peers(std::vector<int>& out) override { inner_.take_lost_peers(out); }
   void forget_peer(int peer) override { inner_.forget_peer(peer); }
   void watch_peer(int peer) override { inner_.watch_peer(peer); }
+  std::vector<int> peers_refusing_this_node() const override { return inner_.peers_refusing_this_node(); }
 
   // Hands over everything still queued, sleeping until each message is due. ok when the outbox is
   // empty; errc::timeout when a message would only be due after deadline (it and those behind it

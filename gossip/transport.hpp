@@ -92,6 +92,10 @@ class transport {
   // loss is reported again once it has come up. Default: nothing (backends without liveness).
   virtual void watch_peer(int peer) {}
 
+  // Peers whose node refused this node's key at the handshake (CURVE: not among the keys it allows):
+  // they will not hear this node. Default: none (backends without authentication).
+  [[nodiscard]] virtual std::vector<int> peers_refusing_this_node() const { return {}; }
+
   // Flow control (asynchronous gossip, exchange::gather): how many bytes of this node's messages to
   // peer its side of the link still holds, queued or in flight, not yet acknowledged by the peer's
   // host; nullopt when the backend cannot tell (then nothing waits on it). Default: nullopt.

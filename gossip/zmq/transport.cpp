@@ -138,6 +138,7 @@ struct zmq_transport::impl {
     // forgotten); closed before `socket` (declared after it).
     zmq::socket_t monitor;
     bool up = false;  // the handshake succeeded and the connection has not ended since
+    bool refused_us = false;  // the peer's handshake failed ours on authentication (our key)
     bool forgotten = false;
     // The current TCP connection's descriptor (-1: none known; tcp with pacing or heartbeats).
     // Pacing: the rate this link should have (bytes/s; 0: not set yet) and the rate last set on
@@ -256,7 +257,16 @@ void zmq_transport::impl::read_monitor(int peer, link& l) {
     } else if (event == ZMQ_EVENT_DISCONNECTED && fd == l.fd) {
       l.fd = -1;
     }
+    if (event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) {
+      if (!l.refused_us)
+        refusals.refuse(refusal_log::kind::auth, [&] {
+          return "rank " + std::to_string(peer) + " (" + l.endpoint + ") refused this node's key (CURVE status " +
+                 std::to_string(value) + "): it does not allow it (another run's keys, or a node not in its topology)";
+        });
+      l.refused_us = true;
+    }
     if (event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) {
+      l.refused_us = false;
       l.up = true;
       start_watching(l, transport_clock::now());
     } else if (event == ZMQ_EVENT_DISCONNECTED && l.up && heartbeats()) {
@@ -426,7 +436,8 @@ void zmq_transport::connect(int peer, const std::string& endpoint) {
         "inproc://qgossip.link." + std::to_string(peer) + "." + std::to_string(impl_->links_made++);
     try {
       if (zmq_socket_monitor(s.handle(), monitor_endpoint.c_str(),
-                             ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_CONNECTED) != 0)
+                             ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_CONNECTED |
+                                 ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) != 0)
         throw zmq::error_t();
       monitor = zmq::socket_t(impl_->out_context, zmq::socket_type::pair);
       monitor.set(zmq::sockopt::linger, 0);
@@ -473,6 +484,13 @@ void zmq_transport::forget_peer(int peer) {
   }
   impl_->suspected.erase(peer);
   impl_->lost.erase(std::remove(impl_->lost.begin(), impl_->lost.end(), peer), impl_->lost.end());
+}
+
+std::vector<int> zmq_transport::peers_refusing_this_node() const {
+  std::vector<int> out;
+  for (const auto& [peer, l] : impl_->links)
+    if (l.refused_us && !l.forgotten) out.push_back(peer);
+  return out;
 }
 
 void zmq_transport::watch_peer(int peer) {

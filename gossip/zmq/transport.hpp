@@ -183,6 +183,9 @@ class zmq_transport final : public transport {
   void forget_peer(int peer) override;
   // Closes the link to peer (its queue discarded) and connects a new one to the same endpoint.
   void watch_peer(int peer) override;
+  // Links whose handshake the peer failed with an authentication error (ZAP: this node's key is not
+  // one it allows), since their last successful handshake. Needs the links' monitors (heartbeats).
+  std::vector<int> peers_refusing_this_node() const override;
   // The kernel's count of bytes queued or in flight on the TCP connection to peer, not yet
   // acknowledged (SIOCOUTQ); nullopt while the connection is not up, or when its descriptor is not
   // known (heartbeats and pacing off: no monitor reports it), or for ipc://.

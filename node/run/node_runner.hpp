@@ -18,7 +18,7 @@ namespace qgossip {
 enum class node_exit : int {
   ok = 0,
   failed = 1,        // a run-time fault: silent neighbour, transport error, corrupt message
-  refused = 2,       // rejoining: every live neighbour refused to admit this node (docs/failures.md)
+  refused = 2,       // its peers refuse it: its key, or (rejoining) every live neighbour (docs/failures.md)
   diverged = 3,      // the loss or the model became non-finite
   interrupted = 130, // SIGINT / SIGTERM
 };

@@ -331,13 +331,13 @@ status rejoining::join(std::uint64_t current, std::uint64_t& restart_at) {
       std::string why;
       for (const auto& [j, cause] : refusals_) why += (why.empty() ? "" : "; ") + ("rank " + std::to_string(j) + ": " + cause);
       last = why.empty() ? status::error(errc::peer_lost, "no live neighbour is left to rejoin the run through")
-                         : status::error(errc::invalid, "every live neighbour refused to admit this node (" + why + ")");
+                         : status::error(errc::refused, "every live neighbour refused to admit this node (" + why + ")");
       break;
     }
     std::uint64_t T = 0;  // the latest round offered: every neighbour holds before it until it hears
     for (const auto& [j, o] : offers_) T = std::max(T, o.round);
     if (T > rounds_) {
-      last = status::error(errc::invalid, "the run ends at round " + std::to_string(rounds_) + ", too soon to rejoin");
+      last = status::error(errc::refused, "the run ends at round " + std::to_string(rounds_) + ", too soon to rejoin");
       break;
     }
     std::vector<int> accepted;

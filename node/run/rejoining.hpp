@@ -68,7 +68,7 @@ class rejoining {
   [[nodiscard]] status admit_due(std::uint64_t t);
   // The joiner's side, after a round ended with errc::rejoin at round `current`: gathers the
   // offers, accepts, exchanges states and admits the neighbours. On ok, `restart_at` is the round
-  // T the node runs next (its model is the donor's from T on). errc::invalid (exit 2): every live
+  // T the node runs next (its model is the donor's from T on). errc::refused (exit 2): every live
   // neighbour refused; other errors: the exchange's.
   [[nodiscard]] status join(std::uint64_t current, std::uint64_t& restart_at);
 

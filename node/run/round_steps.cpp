@@ -28,8 +28,10 @@ std::string rejected_detail(const exchange_stats& s) {
 }
 
 step_end failure(const status& st, const std::string& what) {
-  return {st.code() == errc::cancelled ? node_exit::interrupted : node_exit::failed, what + st.to_string(),
-          st.code() == errc::rejoin};
+  const node_exit exit = st.code() == errc::cancelled ? node_exit::interrupted
+                         : st.code() == errc::refused ? node_exit::refused
+                                                      : node_exit::failed;
+  return {exit, what + st.to_string(), st.code() == errc::rejoin};
 }
 
 }  // namespace
@@ -135,7 +137,6 @@ step_end round_steps::rejoin(std::uint64_t& t) {
   std::uint64_t restart_at = 0;
   if (status s = s_.links.rejoin->join(t, restart_at); !s) {
     step_end end = failure(s, "rejoining after round " + std::to_string(t) + ": ");
-    if (s.code() == errc::invalid) end.exit = node_exit::refused;
     end.rejoin = false;
     return end;
   }

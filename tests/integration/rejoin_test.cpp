@@ -3,7 +3,8 @@
 //  - three SIGKILL / restart cycles of different ranks: each restarted process (the same command)
 //    is admitted again by both its neighbours (their peer_joined events) within 5 s of its start;
 //    then a process of another run (another config) in a killed node's place is refused by both
-//    neighbours (said once each) and exits 2, and the right one rejoins; every node ends with status
+//    neighbours (said once each) and exits 2, as is one whose key they do not list (at its
+//    handshake, within 15 s), and the right one rejoins; every node ends with status
 //    ok, no rank is departed at the end, and every copy on every edge, the rejoined nodes' included,
 //    equals its owner (qgossip verify);
 //  - a rank started 10 s after the others, past their start time-out of 3 s: they drop it and train
@@ -187,6 +188,20 @@ TEST_CASE("rejoin: three SIGKILL / restart cycles; each restarted node is mixed 
   CHECK(wait_for(wrong, 60) == 2);
   CHECK(read_file(wrong.log).find("every live neighbour refused to admit this node") != std::string::npos);
   CHECK(read_file(wrong.log).find("it is of another run") != std::string::npos);
+  // A joiner whose key its neighbours do not list (the run's keys but a keypair of its own): CURVE
+  // refuses its connections, it hears so from its handshakes and stops with exit 2 at once.
+  const fs::path other_keys = tmp.path / "other-keys";
+  fs::copy(c.dir / "keys", other_keys);
+  fs::remove(other_keys / "node-5.key");
+  fs::remove(other_keys / "node-5.pub");
+  REQUIRE(run_qgossip({"keys", "--config", c.cfg.string(), "--set", "network.keys_dir=" + other_keys.string(), "--missing"})
+              .exit_code == 0);
+  background_process unlisted =
+      start_qgossip({"run", "--config", c.cfg.string(), "--rank", std::to_string(kWrong), "--set",
+                     "network.keys_dir=" + other_keys.string()},
+                    c.logs / "node-5-unlisted-key.log");
+  CHECK(wait_for(unlisted, 15) == 2);
+  CHECK(read_file(unlisted.log).find("refused this node's key (CURVE)") != std::string::npos);
   c.nodes[kWrong] = c.start_node(kWrong, "-right");
   const double right = unix_now();
   REQUIRE(wait_until([&] { return events(logs_of(c, {4, 6}), "peer_joined", kWrong, right).size() == 2; }, 20));
