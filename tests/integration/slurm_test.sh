@@ -5,7 +5,8 @@
 #  1. `srun -n 8 --overcommit qgossip run --config RUN.yaml`: every task takes its rank from
 #     SLURM_PROCID and its host from the step (this machine's node name, as run.json records), the
 #     run finishes and `qgossip verify` finds every copy equal; `srun -n 4` of the same 8-node run
-#     is refused by every task at once (exit 2, naming both counts);
+#     is refused by every task at once (exit 2, naming both counts); the demo itself
+#     (configs/demo.yaml, its hosts from the step) ends with every copy equal;
 #  2. one task of a running step SIGKILLed (scancel signals a whole job or step, never one task: its
 #     pid comes from `scontrol listpids JOB.STEP`): every other rank exits 1 by itself, naming it
 #     (network.on_peer_failure: stop), and srun reports it;
@@ -187,6 +188,26 @@ for r in {0..7}; do expected+=$'\n'"    - {host: $node, port: $((base + r)), gpu
 grep -q "listening on tcp://\*:$((base + 5))\$" "$tmp/logs/whole/node-5.log" ||
   fail "rank 5 did not listen on port $((base + 5)): $(grep -m1 listening "$tmp/logs/whole/node-5.log")"
 echo "slurm_test: run.json: 8 ranks on $node (SLURM_STEP_NODELIST=$node), ports $base-$((base + 7))"
+
+# ---- 1a. the demo itself (configs/demo.yaml, Fashion-MNIST) under srun, hosts from the step -------
+demo_base=$(free_ports 8)
+demo_sets=(--set "topology={graph: ring, n: 8, weights: uniform, nodes: {from: slurm, base_port: $demo_base}}"
+           --set name=demo --set "output.dir=$tmp/runs")
+salloc -Q -n 8 --overcommit "$qgossip" keys --config "$repo/configs/demo.yaml" "${demo_sets[@]}" >/dev/null ||
+  fail "salloc -n 8 qgossip keys --config configs/demo.yaml failed"
+mkdir -p "$tmp/logs/demo"
+t0=$(date +%s.%N)
+rc=0
+timeout 300 srun -n 8 --overcommit --kill-on-bad-exit=0 --job-name=qg-demo \
+  --output="$tmp/logs/demo/node-%t.events" --error="$tmp/logs/demo/node-%t.log" \
+  "$qgossip" run --config "$repo/configs/demo.yaml" "${demo_sets[@]}" 2>"$tmp/srun-demo.txt" || rc=$?
+((rc == 0)) || { cat "$tmp/srun-demo.txt"; show_logs demo; fail "srun of the demo exited $rc (above)"; }
+verify=$("$qgossip" verify "$tmp/runs/demo" 2>&1) || fail "qgossip verify of the demo: $verify"
+[[ "$verify" == *"all equal"* ]] || fail "qgossip verify of the demo did not say 'all equal': $verify"
+echo "slurm_test: srun of the demo (configs/demo.yaml, 8 ranks) ok in $(elapsed "$t0") s, mean accuracy $(python3 -c '
+import json, sys
+a = [json.load(open(f"{sys.argv[1]}/node-{r}.json"))["test_acc"] for r in range(8)]
+print(f"{sum(a) / 8:.4f}")' "$tmp/runs/demo"); $verify"
 
 # ---- 1b. a step of 4 tasks for the 8 ranks: refused by every task at once ------------------------
 t0=$(date +%s.%N)
