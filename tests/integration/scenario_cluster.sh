@@ -84,14 +84,23 @@ start=$SECONDS
 timeout 90 bash "$cluster" --scenario "$tmp/scenario.yaml" --prefix "$prefix" --subnet "$subnet" \
   --qgossip "$qgossip" --stats "$tmp/stats.json" "$tmp/run.yaml" --plain --no-plot >"$tmp/out.txt" 2>&1 &
 bg=$!
-# While it runs: rank 1's node is in its cgroup (up to 20 s for the start).
+# While it runs: rank 1's node is in its cgroup (up to 20 s for the start). The first process there
+# may still be the wrapper that joins the cgroup and then execs the node (under load, for a while):
+# wait for the node itself.
+rank1_node() {
+  local p
+  for p in $(cat "$cgroups/1/cgroup.procs" 2>/dev/null); do
+    tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -q -- " run --config .* --rank 1 " && { echo "$p"; return 0; }
+  done
+  return 1
+}
+node1=""
 for _ in $(seq 100); do
-  [[ -n "$(cat "$cgroups/1/cgroup.procs" 2>/dev/null)" ]] && break
+  node1=$(rank1_node) && break
   sleep 0.2
 done
 [[ -n "$(cat "$cgroups/1/cgroup.procs" 2>/dev/null)" ]] || { cat "$tmp/out.txt"; fail "no process in $cgroups/1"; }
-node1=$(head -1 "$cgroups/1/cgroup.procs")
-tr '\0' ' ' <"/proc/$node1/cmdline" | grep -q -- " run --config .* --rank 1 " || fail "the process in $cgroups/1 is not rank 1's node"
+[[ -n "$node1" ]] || fail "no process in $cgroups/1 is rank 1's node: $(cat "$cgroups/1/cgroup.procs" | tr '\n' ' ')"
 quota=$(cat "$cgroups/1/cpu.cfs_quota_us") period=$(cat "$cgroups/1/cpu.cfs_period_us")
 [[ "$quota/$period" == "$want_quota/100000" ]] ||
   fail "rank 1: cpu.cfs_quota_us/period $quota/$period, expected $want_quota/100000 ($share x $cpus CPUs / 4 nodes)"
