@@ -356,12 +356,17 @@ status exchange::send_notice(std::span<const int> to, std::span<const std::byte>
     return status::error(errc::invalid, "notice of " + std::to_string(payload.size()) + " bytes exceeds max_payload_bytes");
   std::array<std::byte, kWireHeaderBytes> header{};
   encode_header(header_for(message_kind::notice, iteration, {.payload = payload}), payload, header);
+  return send_outside_rounds(peers, header, payload);
+}
+
+status exchange::send_outside_rounds(std::span<const int> peers, std::span<const std::byte> header,
+                                     std::span<const std::byte> payload) {
   const auto start = transport_clock::now();
   status sent = transport_.send_all(peers, header, payload);
   stats_.send_time += transport_clock::now() - start;
   stats_.messages_sent += peers.size();
-  stats_.bytes_sent += peers.size() * (kWireHeaderBytes + payload.size());
-  stats_.notice_bytes_sent += peers.size() * (kWireHeaderBytes + payload.size());
+  stats_.bytes_sent += peers.size() * (header.size() + payload.size());
+  stats_.notice_bytes_sent += peers.size() * (header.size() + payload.size());
   return sent;
 }
 

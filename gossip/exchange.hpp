@@ -297,6 +297,10 @@ class exchange {
   static constexpr std::size_t kKinds = 2;
   static std::size_t kind_index(message_kind k) { return static_cast<std::size_t>(k) - 1; }
 
+  // Sends header + payload to peers outside the rounds (notices, join messages and states), counted
+  // in send_time, messages_sent, bytes_sent and notice_bytes_sent.
+  status send_outside_rounds(std::span<const int> peers, std::span<const std::byte> header,
+                             std::span<const std::byte> payload);
   // The header of a message this node sends: its rank and run, and msg's codec fields and size.
   [[nodiscard]] wire_header header_for(message_kind kind, std::uint64_t iteration, const outgoing_message& msg) const;
   void handle(message_kind kind, const codec_expectation& codec, std::vector<inbound_message>& out);

@@ -39,19 +39,6 @@ void exchange::hold_state(std::size_t k, const wire_header& h) {
   std::swap(held.payload, rx_.payload);
 }
 
-namespace {
-status sent_to(transport& t, int peer, std::span<const std::byte> header, std::span<const std::byte> payload,
-               exchange_stats& stats) {
-  const int to[1] = {peer};
-  const auto start = transport_clock::now();
-  status sent = t.send_all(to, header, payload);
-  stats.send_time += transport_clock::now() - start;
-  ++stats.messages_sent;
-  stats.bytes_sent += header.size() + payload.size();
-  stats.notice_bytes_sent += header.size() + payload.size();
-  return sent;
-}
-}  // namespace
 
 status exchange::send_join(int peer, std::uint32_t model_size, std::span<const std::byte> payload,
                            std::optional<std::uint64_t> run_id) {
@@ -62,7 +49,8 @@ status exchange::send_join(int peer, std::uint32_t model_size, std::span<const s
   wire_header h = header_for(message_kind::join, base_, {.count = model_size, .payload = payload});
   if (run_id) h.run_id = *run_id;
   encode_header(h, payload, header);
-  return sent_to(transport_, peer, header, payload, stats_);
+  const int to[1] = {peer};
+  return send_outside_rounds(to, header, payload);
 }
 
 status exchange::send_state(int peer, std::uint64_t iteration, std::uint32_t model_size,
@@ -75,7 +63,8 @@ status exchange::send_state(int peer, std::uint64_t iteration, std::uint32_t mod
   std::array<std::byte, kWireHeaderBytes> header{};
   encode_header(header_for(message_kind::join_state, iteration, {.count = model_size, .payload = payload}), payload,
                 header);
-  return sent_to(transport_, peer, header, payload, stats_);
+  const int to[1] = {peer};
+  return send_outside_rounds(to, header, payload);
 }
 
 status exchange::wait_until(transport_clock::time_point deadline, const std::function<bool()>& done) {

@@ -82,9 +82,13 @@ void supervisor::start_child(child& c, spawn_plan& plan) {
   c.out->start();
 }
 
+bool supervisor::others_running(const child& c) const {
+  return std::any_of(children_.begin(), children_.end(),
+                     [&](const child& o) { return &o != &c && o.running && o.end.left.empty(); });
+}
+
 bool supervisor::schedule_restart(child& c) {
-  const bool others_run = std::any_of(children_.begin(), children_.end(),
-                                      [&](const child& o) { return &o != &c && o.running && o.end.left.empty(); });
+  const bool others_run = others_running(c);
   const bool refused = WIFEXITED(c.end.wait_status) && WEXITSTATUS(c.end.wait_status) == 2;
   if (!options_.continue_on_failure || c.restarts >= options_.restart_limit || stop_signal_ != 0 ||
       c.end.signalled_by_us || refused || !others_run || !c.end.exec_error.empty())
@@ -147,8 +151,7 @@ void supervisor::on_churn(const churn_event& ev) {
 
 void supervisor::on_restart_due(child& c) {
   c.restarting = false;
-  const bool others_run = std::any_of(children_.begin(), children_.end(),
-                                      [&](const child& o) { return &o != &c && o.running && o.end.left.empty(); });
+  const bool others_run = others_running(c);
   if (stop_signal_ == 0 && others_run) {
     spawn_plan plan = make_plan(nodes_[c.end.slot]);
     board_.restart(c.end.slot);

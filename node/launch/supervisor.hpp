@@ -62,6 +62,8 @@ class supervisor {
   void start_children();
   void start_child(child& c, spawn_plan& plan);
   // After c failed: starts it again after a back-off when options_.restart_limit allows.
+  // A node other than c still runs and has not left the run (a restart has someone to rejoin).
+  [[nodiscard]] bool others_running(const child& c) const;
   [[nodiscard]] bool schedule_restart(child& c);
   void respawn_after(child& c, double seconds);
   void on_restart_due(child& c);

@@ -39,11 +39,12 @@ void peer_failures::attach(exchange& ex, algorithm& alg, run_log& log) {
   log_ = &log;
 }
 
-void peer_failures::send(std::span<const notice_item> items, int except) {
+void peer_failures::send(std::span<const notice_item> items, std::initializer_list<int> except) {
   if (!ex_ || items.empty()) return;
   std::vector<int> to;
   for (int p : peers_)
-    if (p != except && !ex_->dropped(p) && !members_.departed(p)) to.push_back(p);
+    if (std::find(except.begin(), except.end(), p) == except.end() && !ex_->dropped(p) && !members_.departed(p))
+      to.push_back(p);
   const std::string payload = encode_notice(items);
   const auto bytes = std::as_bytes(std::span(payload.data(), payload.size()));
   if (status s = ex_->send_notice(to, bytes, round_); !s)
@@ -59,7 +60,7 @@ void peer_failures::left(const departure& d, int told_by) {
   items_.push_back({.what = notice_item::kind::left, .rank = d.rank, .round = d.round, .cause = d.cause});
   if (const auto degree = members_.degree_notice())
     items_.push_back({.what = notice_item::kind::degree, .round = degree->second, .degree = degree->first});
-  send(items_, told_by);
+  send(items_, {told_by});
   if (ex_) ex_->drop(d.rank);
   say(rank_, "rank " + std::to_string(d.rank) + " left the run at round " + std::to_string(d.round) + " (rank " +
                  std::to_string(d.reported_by) + ": " + d.cause + "); training on with ranks " +
@@ -129,14 +130,7 @@ void peer_failures::rejoined(int rank, std::uint64_t from, std::optional<int> de
   items_.push_back({.what = notice_item::kind::joined, .rank = rank, .round = from});
   if (const auto own = members_.degree_notice(); own && told_by == rank_)
     items_.push_back({.what = notice_item::kind::degree, .round = own->second, .degree = own->first});
-  std::vector<int> to;
-  for (int p : peers_)
-    if (p != told_by && p != rank && !members_.departed(p) && ex_ && !ex_->dropped(p)) to.push_back(p);
-  if (!to.empty() && ex_) {
-    const std::string payload = encode_notice(items_);
-    if (status s = ex_->send_notice(to, std::as_bytes(std::span(payload.data(), payload.size())), round_); !s)
-      say(rank_, "warning: could not tell ranks " + list(to) + " of rank " + std::to_string(rank) + "'s return: " + s.to_string());
-  }
+  send(items_, {told_by, rank});
   if (told_by == rank_) say(rank_, "rank " + std::to_string(rank) + " rejoins the run at round " + std::to_string(from));
   note_rejoin(std::to_string(rank) + " from round " + std::to_string(from));
   rejoin_account_ += told_by == rank_ ? ", admitted by this node)" : ", as rank " + std::to_string(told_by) + " reports)";

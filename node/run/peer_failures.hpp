@@ -14,6 +14,7 @@
 // Not thread-safe (the node loop's thread, inside and between rounds).
 #include <chrono>
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <span>
 #include <string>
@@ -79,7 +80,8 @@ class peer_failures {
 
  private:
   void left(const departure& d, int told_by);
-  void send(std::span<const notice_item> items, int except = -1);
+  // items to every live peer but those in `except`.
+  void send(std::span<const notice_item> items, std::initializer_list<int> except = {});
   void remix(std::uint64_t t);
 
   int rank_;

@@ -60,11 +60,12 @@ status rejoining::reply(int to, std::span<const notice_item> items) {
   return ex_->send_join(to, model_size_, text_bytes(text));
 }
 
-status rejoining::refuse(int to, const std::string& cause) {
+status rejoining::refuse(int to, const std::string& cause, std::optional<std::uint64_t> run_id) {
   if (refusals_logged_.insert(std::to_string(to) + cause).second)
     say(rank_, "refused rank " + std::to_string(to) + "'s join: " + cause);
   const notice_item no{.what = notice_item::kind::refuse, .cause = cause};
-  (void)reply(to, std::span(&no, 1));
+  const std::string text = encode_notice(std::span(&no, 1));
+  (void)ex_->send_join(to, model_size_, text_bytes(text), run_id);
   return status::ok();
 }
 
@@ -72,12 +73,7 @@ void rejoining::on_foreign_join(int from, std::uint64_t run_id) {
   char ids[64];
   std::snprintf(ids, sizeof ids, "run id 0x%016llx, this run's 0x%016llx", static_cast<unsigned long long>(run_id),
                 static_cast<unsigned long long>(ex_->options().run_id));
-  const std::string cause = std::string("it is of another run (") + ids + "): another config, or another run's files";
-  if (refusals_logged_.insert(std::to_string(from) + cause).second)
-    say(rank_, "refused rank " + std::to_string(from) + "'s join: " + cause);
-  const notice_item no{.what = notice_item::kind::refuse, .cause = cause};
-  const std::string text = encode_notice(std::span(&no, 1));
-  (void)ex_->send_join(from, model_size_, text_bytes(text), run_id);
+  (void)refuse(from, std::string("it is of another run (") + ids + "): another config, or another run's files", run_id);
 }
 
 void rejoining::announce(std::uint64_t last_round) {

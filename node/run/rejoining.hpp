@@ -82,7 +82,8 @@ class rejoining {
     int degree = 0;
   };
   status reply(int to, std::span<const notice_item> items);
-  status refuse(int to, const std::string& cause);
+  // Says once why, and sends `refuse <cause>` (stamped with run_id: a joiner of another run).
+  status refuse(int to, const std::string& cause, std::optional<std::uint64_t> run_id = std::nullopt);
   status on_request(int from);
   status on_accept(int from, const notice_item& accept);
   [[nodiscard]] status hold_for_offers(std::uint64_t t);
