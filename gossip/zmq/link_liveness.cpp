@@ -6,8 +6,10 @@
 
 namespace qgossip {
 
-link_liveness::link_liveness(std::chrono::milliseconds timeout) : timeout_(timeout) {
-  QG_ENFORCE(timeout.count() > 0, "timeout=" << timeout.count() << "ms");
+link_liveness::link_liveness(std::chrono::milliseconds timeout, std::chrono::milliseconds recovery_cap)
+    : timeout_(timeout), recovery_cap_(recovery_cap) {
+  QG_ENFORCE(timeout.count() > 0 && recovery_cap >= timeout,
+             "timeout=" << timeout.count() << "ms recovery_cap=" << recovery_cap.count() << "ms");
 }
 
 void link_liveness::start(clock::time_point now, const tcp_progress& s) {
@@ -15,10 +17,11 @@ void link_liveness::start(clock::time_point now, const tcp_progress& s) {
   progress_ = now;
   sent_at_answer_ = s.bytes_sent;
   asked_.reset();
+  reached_.reset();
 }
 
 link_liveness::clock::duration link_liveness::limit() const {
-  return timeout_ + std::min<clock::duration>(last_.rto, timeout_);
+  return timeout_ + std::min<clock::duration>(last_.rto, recovery_cap_);
 }
 
 bool link_liveness::judge(clock::time_point now, const tcp_progress& s) {
@@ -31,13 +34,27 @@ bool link_liveness::judge(clock::time_point now, const tcp_progress& s) {
     progress_ = now;
     sent_at_answer_ = s.bytes_sent;
     asked_.reset();
-  } else if (s.bytes_acked > last_.bytes_acked && last_.outstanding > kHeartbeatBytes) {  // draining
+    reached_.reset();
+  } else if ((s.bytes_acked > last_.bytes_acked || s.delivered > last_.delivered) &&
+             last_.outstanding > kHeartbeatBytes) {  // draining
     progress_ = now;
   }
-  if (!asked_ && s.bytes_sent > sent_at_answer_) asked_ = now;
+  // Asked once something left: bytes in flight, or none outstanding (acknowledged already), or the
+  // neighbour's window shut. A transmission our own shaper dropped (its queue full) counts in
+  // bytes_sent but leaves it all unsent: not asked yet.
+  const bool shut = s.window == 0;  // its host holds all it will take: its process is not reading
+  const std::uint64_t in_flight = s.outstanding - std::min(s.unsent, s.outstanding);
+  if (!asked_ && s.bytes_sent > sent_at_answer_ && (in_flight > 0 || s.outstanding == 0 || shut)) {
+    asked_ = now;
+    ask_end_ = s.bytes_acked + in_flight;  // snd_nxt
+  }
+  // Reached: what was in flight then is acknowledged and nothing of ours waits to leave (a PING
+  // behind queued data has not left), or the window is shut.
+  if (asked_ && !reached_ && ((s.bytes_acked >= ask_end_ && s.unsent == 0) || shut)) reached_ = now;
   last_ = s;
   if (!asked_) return false;  // nothing left that the neighbour could have answered
-  return now - std::max(progress_, *asked_) >= limit();
+  if (!reached_) return now - std::max(progress_, *asked_) >= recovery_cap_;  // the path is stuck
+  return now - std::max(progress_, *reached_) >= limit();
 }
 
 }  // namespace qgossip

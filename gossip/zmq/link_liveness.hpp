@@ -7,17 +7,27 @@
 // A PONG can be late for reasons that are not death, all of them a slow link:
 //  - our PING waits behind our own data on the connection (a round of messages leaving at 1 Mbit/s);
 //  - the PING or the PONG waits in a shaper's queue (tc tbf, a router's buffer), or was dropped
-//    there and is retransmitted after the connection's retransmission timeout (RTO).
-// So a sample (tcp_progress, the kernel's counters) tells three things:
+//    there and is retransmitted after the connection's retransmission timeout (RTO), or later still
+//    when the retransmission is dropped too (the RTO doubles) or our own shaper's queue, full of our
+//    other connections' data, keeps refusing it (2-3 s measured: all-gather, 7 connections through
+//    one 1 Mbit/s tbf).
+// So a sample (tcp_progress, the kernel's counters) tells four things:
 //  - answered: bytes arrived from the neighbour since the last sample (a PONG);
-//  - draining: the neighbour's host acknowledged more of our bytes while more than a few PINGs' worth
-//    were outstanding: our PING is still queued behind data that leaves at the link's rate;
-//  - asked: we transmitted bytes since the last answer (a PING, or data with a PING behind it).
-// The neighbour is lost when, since the latest of (its last answer, the last draining, the first
-// transmission after that answer), limit() = timeout + min(RTO, timeout) has passed: a PONG owes us
-// nothing before a PING has left, and the RTO term covers one retransmission of a dropped PING or
-// PONG. A stopped process (SIGSTOP, a hung host) is found within limit() of its last PONG plus a
-// heartbeat interval; one that died closes its connection, which the transport sees at once.
+//  - draining: the neighbour's host took more of our data (acknowledged it, or selectively
+//    acknowledged segments past a lost one) while more than a few PINGs' worth was outstanding: our
+//    PING is still queued behind data that leaves at the link's rate;
+//  - asked: we transmitted bytes since the last answer (a PING, or data with a PING behind it);
+//  - reached: everything in flight at the ask is acknowledged and nothing of ours still waits to
+//    leave (a PING behind our queued data has not left), or the neighbour's window is shut (its
+//    host holds all it will take: its process reads nothing).
+// Only a PING that reached the neighbour owes us a PONG: the neighbour is lost when, since the latest
+// of (its last answer, the last draining, the ask reaching it), limit() = timeout + RTO has passed
+// (the RTO term: one retransmission of a PONG dropped by the neighbour's own shaper, whose RTO on the
+// same path ours estimates). While the ask has not reached it, the path, not the neighbour, is what
+// we see stuck, and the neighbour is lost only after recovery_cap (the node's round time-out) without
+// progress: a host that vanished, taking no more of our bytes, is found then. A stopped process
+// (SIGSTOP, a hung process) is found within limit() of its kernel's acknowledgement of our PING, or
+// of its window shutting; one that died closes its connection, which the transport sees at once.
 // What the neighbour's kernel does alone never counts as life: it acknowledges our bytes while its
 // process is stopped, but only as long as we have data queued (draining), which in a round is at
 // most a couple of messages, and only until its receive buffer is full.
@@ -35,6 +45,9 @@ struct tcp_progress {
   std::uint64_t bytes_acked = 0;     // our payload bytes the peer's host acknowledged, ever
   std::uint64_t bytes_sent = 0;      // our payload bytes transmitted (retransmissions included), ever
   std::uint64_t outstanding = 0;     // bytes queued on our side, sent or not, not yet acknowledged
+  std::uint64_t unsent = 0;          // of outstanding: not yet transmitted even once
+  std::uint64_t delivered = 0;       // our segments the peer's host received, SACKed ones included, ever
+  std::uint64_t window = ~std::uint64_t{0};  // the peer's advertised receive window (bytes); ~0: unknown
   std::chrono::microseconds rto{0};  // the connection's retransmission timeout now
 };
 
@@ -45,22 +58,26 @@ class link_liveness {
   // bytes with CURVE's framing; a few may queue).
   static constexpr std::uint64_t kHeartbeatBytes = 512;
 
-  // REQUIRES: timeout > 0.
-  explicit link_liveness(std::chrono::milliseconds timeout);
+  // REQUIRES: timeout > 0, recovery_cap >= timeout.
+  link_liveness(std::chrono::milliseconds timeout, std::chrono::milliseconds recovery_cap);
 
   // A new connection is up (its handshake succeeded) at now, its counters at s.
   void start(clock::time_point now, const tcp_progress& s);
   // A later sample of the same connection. Returns true when the neighbour is judged lost.
   [[nodiscard]] bool judge(clock::time_point now, const tcp_progress& s);
-  // How long after the latest progress the neighbour is lost, for the RTO of the last sample.
+  // How long after the latest progress (or the ask reaching it) the neighbour is lost, for the RTO
+  // of the last sample (at most recovery_cap).
   [[nodiscard]] clock::duration limit() const;
 
  private:
   std::chrono::milliseconds timeout_;
+  std::chrono::milliseconds recovery_cap_;
   tcp_progress last_;
   clock::time_point progress_{};              // latest answer, draining, or start
   std::uint64_t sent_at_answer_ = 0;          // bytes_sent at the latest answer (or start)
   std::optional<clock::time_point> asked_;    // first transmission seen after that answer
+  std::uint64_t ask_end_ = 0;                 // bytes_acked that covers what was transmitted then
+  std::optional<clock::time_point> reached_;  // when bytes_acked reached ask_end_
 };
 
 }  // namespace qgossip

@@ -25,6 +25,11 @@ std::optional<tcp_progress> read_tcp_progress(int fd) {
   p.bytes_sent = info.tcpi_bytes_sent;
   p.outstanding = static_cast<std::uint64_t>(outstanding);
   p.rto = std::chrono::microseconds(info.tcpi_rto);
+  p.delivered = info.tcpi_delivered;  // before tcpi_bytes_sent: within the length checked above
+  if (len >= offsetof(tcp_info, tcpi_snd_wnd) + sizeof info.tcpi_snd_wnd) p.window = info.tcpi_snd_wnd;  // Linux 6.2
+  int unsent = 0;
+  if (ioctl(fd, SIOCOUTQNSD, &unsent) != 0 || unsent < 0) return std::nullopt;
+  p.unsent = static_cast<std::uint64_t>(unsent);
   return p;
 }
 

@@ -419,7 +419,7 @@ void zmq_transport::connect(int peer, const std::string& endpoint) {
       // behind our data (TTL 0: none).
       s.set(zmq::sockopt::heartbeat_timeout, 0);
       s.set(zmq::sockopt::heartbeat_ttl, 0);
-      liveness.emplace(o.heartbeat_timeout);
+      liveness.emplace(o.heartbeat_timeout, std::max(o.heartbeat_timeout, o.send_timeout));
     } else {
       // ipc: no queue between the processes to wait behind; ZeroMQ's own timeout serves, and the
       // TTL sent in each PING (deciseconds, at most 6553.5 s) has the neighbour drop our

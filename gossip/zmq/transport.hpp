@@ -36,9 +36,10 @@
 // threads are doing. Over tcp this node judges each link by its progress (link_liveness.hpp): it
 // reads the connection's TCP counters while receive() runs, and a neighbour whose PONGs stop, while
 // none of our data to it is draining either, for heartbeat_timeout + the connection's retransmission
-// timeout (at most another heartbeat_timeout) is lost: a process that is stopped (SIGSTOP), hung
-// in the kernel, or whose host vanished. Data queued at a slow link's rate, our PINGs waiting behind
-// it, never makes a live neighbour look dead, and ZeroMQ itself drops no connection for a late PONG
+// timeout after our PING reached its host is lost: a process that is stopped (SIGSTOP) or hung; a
+// host that takes none of our bytes (vanished) is lost after send_timeout. Data queued at a slow
+// link's rate, our PINGs waiting behind it or dropped by our own shaper, never makes a live
+// neighbour look dead, and ZeroMQ itself drops no connection for a late PONG
 // (timeout and TTL off). Over ipc (no queue between the processes) ZeroMQ's own heartbeat timeout
 // and TTL drop the connection instead. A process that ends (crash, SIGKILL, a normal exit) closes its
 // sockets and the kernel tells us at once. A socket monitor on each DEALER (read by receive(), never
@@ -115,8 +116,9 @@ struct zmq_options {
   std::optional<zmq_curve_keys> curve;
   // Liveness (see the top of this file). heartbeat_interval: how often each DEALER PINGs its
   // neighbour; heartbeat_timeout: how long a neighbour may leave a PING unanswered, no data of ours
-  // to it draining meanwhile, before it is lost (tcp: plus the connection's retransmission timeout,
-  // at most another heartbeat_timeout; ipc: ZeroMQ's timeout, and the TTL the neighbour applies to
+  // to it draining meanwhile, before it is lost (tcp: counted from the PING reaching its host, plus
+  // the connection's retransmission timeout; a PING that never reaches it: send_timeout; ipc:
+  // ZeroMQ's timeout, and the TTL the neighbour applies to
   // us, whole tenths of a second). Both 0 (the default): no heartbeats and no loss reports, the
   // behaviour before they existed. Otherwise both > 0, timeout > interval. A stopped neighbour is
   // reported within about interval + 2 · timeout over tcp; one that ended, within loss_grace.

@@ -5,6 +5,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <chrono>
 
 using namespace qgossip;
@@ -22,14 +23,14 @@ struct connection {
   void pong() { p.bytes_received += 16; }
   void acked(std::uint64_t b) { p.bytes_acked += b; p.outstanding -= b; }
   // Data of ours: queued at once, transmitted and acknowledged later (acked()).
-  void queue(std::uint64_t b) { p.outstanding += b; }
-  void transmit(std::uint64_t b) { p.bytes_sent += b; }
+  void queue(std::uint64_t b) { p.outstanding += b; p.unsent += b; }
+  void transmit(std::uint64_t b) { p.bytes_sent += b; p.unsent -= std::min(b, p.unsent); }
 };
 
 }  // namespace
 
 TEST_CASE("link_liveness: a neighbour that answers every PING is never lost") {
-  link_liveness l(1000ms);
+  link_liveness l(1000ms, 30000ms);
   connection c;
   const auto t0 = clock::now();
   l.start(t0, c.p);
@@ -43,7 +44,7 @@ TEST_CASE("link_liveness: a neighbour that answers every PING is never lost") {
 }
 
 TEST_CASE("link_liveness: a neighbour that stops answering is lost timeout + RTO after the first unanswered PING") {
-  link_liveness l(1000ms);
+  link_liveness l(1000ms, 30000ms);
   connection c;
   const auto t0 = clock::now();
   l.start(t0, c.p);
@@ -65,7 +66,7 @@ TEST_CASE("link_liveness: a neighbour that stops answering is lost timeout + RTO
 }
 
 TEST_CASE("link_liveness: data draining at a slow link's rate keeps a neighbour alive whose PONGs wait behind it") {
-  link_liveness l(1000ms);
+  link_liveness l(1000ms, 30000ms);
   connection c;
   const auto t0 = clock::now();
   l.start(t0, c.p);
@@ -87,47 +88,121 @@ TEST_CASE("link_liveness: data draining at a slow link's rate keeps a neighbour 
 }
 
 TEST_CASE("link_liveness: a neighbour whose window stays shut (its process stopped, its buffer full) is lost") {
-  link_liveness l(1000ms);
+  link_liveness l(1000ms, 30000ms);
   connection c;
   const auto t0 = clock::now();
   l.start(t0, c.p);
   c.queue(500'000);
   c.transmit(100'000);
   c.acked(100'000);
-  CHECK_FALSE(l.judge(t0 + 100ms, c.p));  // draining at 100 ms
+  c.p.window = 0;  // its receive buffer is full: the rest stays unsent
+  CHECK_FALSE(l.judge(t0 + 100ms, c.p));  // asked, and reached, at 100 ms
   for (auto t = 200ms; t < 1300ms; t += 100ms) CHECK_FALSE(l.judge(t0 + t, c.p));  // no more progress
   CHECK(l.judge(t0 + 1300ms, c.p));
 }
 
+TEST_CASE("link_liveness: data that our own shaper keeps refusing is not the neighbour's fault") {
+  // Transmissions dropped by our own full queue count in bytes_sent but leave everything unsent; the
+  // neighbour, whose window is open, has nothing to answer yet.
+  link_liveness l(1000ms, 8000ms);
+  connection c;
+  const auto t0 = clock::now();
+  l.start(t0, c.p);
+  c.queue(50'000);
+  for (auto t = 100ms; t < 8000ms; t += 100ms) {
+    c.p.bytes_sent += 1448;  // tried, dropped locally
+    CHECK_FALSE(l.judge(t0 + t, c.p));
+  }
+  c.transmit(1448);  // one segment leaves at 8 s: asked; lost only at the recovery cap without progress
+  CHECK_FALSE(l.judge(t0 + 8000ms, c.p));
+  CHECK_FALSE(l.judge(t0 + 15900ms, c.p));
+  CHECK(l.judge(t0 + 16000ms, c.p));
+}
+
 TEST_CASE("link_liveness: nothing transmitted since the last answer (our own I/O thread starved) is no loss") {
-  link_liveness l(1000ms);
+  link_liveness l(1000ms, 30000ms);
   connection c;
   const auto t0 = clock::now();
   l.start(t0, c.p);
   CHECK_FALSE(l.judge(t0 + 10s, c.p));
   c.ping();
-  CHECK_FALSE(l.judge(t0 + 11s, c.p));   // asked at 11 s
+  c.acked(16);
+  CHECK_FALSE(l.judge(t0 + 11s, c.p));   // asked at 11 s, and the PING reached the neighbour's host
   CHECK_FALSE(l.judge(t0 + 12100ms, c.p));
   CHECK(l.judge(t0 + 12200ms, c.p));
 }
 
-TEST_CASE("link_liveness: the retransmission timeout lengthens the limit, up to a second timeout") {
-  link_liveness l(1000ms);
+TEST_CASE("link_liveness: the retransmission timeout lengthens the limit, up to the recovery cap") {
+  link_liveness l(1000ms, 5000ms);
   connection c;
   c.p.rto = 700ms;
   const auto t0 = clock::now();
   l.start(t0, c.p);
   c.ping();
+  c.acked(16);
   CHECK_FALSE(l.judge(t0, c.p));
   CHECK(l.limit() == 1700ms);
   CHECK_FALSE(l.judge(t0 + 1600ms, c.p));
-  c.p.rto = 6400ms;  // backed off five times: capped
-  CHECK_FALSE(l.judge(t0 + 1900ms, c.p));
-  CHECK(l.judge(t0 + 2000ms, c.p));
+  c.p.rto = 1800ms;  // a congested path: one retransmission of the PONG takes longer
+  CHECK_FALSE(l.judge(t0 + 2700ms, c.p));
+  CHECK(l.judge(t0 + 2800ms, c.p));
+  link_liveness capped(1000ms, 5000ms);
+  capped.start(t0, c.p);
+  c.ping();
+  c.acked(16);
+  c.p.rto = 120s;  // TCP's largest
+  CHECK_FALSE(capped.judge(t0, c.p));
+  CHECK(capped.limit() == 6000ms);
+}
+
+TEST_CASE("link_liveness: segments selectively acknowledged past a lost one are draining") {
+  // A shaper dropped one of our segments: the cumulative acknowledgement waits for its retransmission
+  // while the neighbour's host keeps receiving (SACKing) the segments behind it.
+  link_liveness l(1000ms, 8000ms);
+  connection c;
+  const auto t0 = clock::now();
+  l.start(t0, c.p);
+  c.queue(200'000);
+  c.transmit(20'000);
+  for (int i = 1; i <= 40; ++i) {  // 4 s, bytes_acked stuck
+    c.p.delivered += 2;
+    CHECK_FALSE(l.judge(t0 + i * 100ms, c.p));
+  }
+  // Then nothing at all: what we transmitted never reached the neighbour's host, so the path is what
+  // is stuck: lost only at the recovery cap after the last draining.
+  CHECK_FALSE(l.judge(t0 + 4000ms + 7900ms, c.p));
+  CHECK(l.judge(t0 + 4000ms + 8000ms, c.p));
+}
+
+TEST_CASE("link_liveness: a PING that has not reached the neighbour's host owes no PONG") {
+  // Our shaper's queue, full of our other connections' data, drops our PING and its retransmissions
+  // for 3 s (measured: all-gather, 7 connections through one 1 Mbit/s tbf); then it gets through.
+  link_liveness l(1000ms, 8000ms);
+  connection c;
+  c.p.rto = 500ms;
+  const auto t0 = clock::now();
+  l.start(t0, c.p);
+  c.ping();
+  for (auto t = 100ms; t <= 3000ms; t += 100ms) {
+    if (t.count() % 500 == 0) c.p.bytes_sent += 16;  // retransmitted, dropped again
+    CHECK_FALSE(l.judge(t0 + t, c.p));
+  }
+  c.acked(16);  // reached at 3.1 s; the PONG owes us limit() from there
+  CHECK_FALSE(l.judge(t0 + 3100ms, c.p));
+  CHECK_FALSE(l.judge(t0 + 4500ms, c.p));
+  c.pong();
+  CHECK_FALSE(l.judge(t0 + 4600ms, c.p));
+  // A host that vanished: our PING is never acknowledged; found at the recovery cap after the ask.
+  c.ping();
+  for (auto t = 4700ms; t < 12700ms; t += 100ms) {
+    if (t.count() % 1000 == 0) c.p.bytes_sent += 16;
+    CHECK_FALSE(l.judge(t0 + t, c.p));
+  }
+  CHECK(l.judge(t0 + 12700ms, c.p));  // asked at 4.7 s + 8 s
 }
 
 TEST_CASE("link_liveness: counters that go back belong to a new connection: the watch starts over") {
-  link_liveness l(1000ms);
+  link_liveness l(1000ms, 30000ms);
   connection c;
   const auto t0 = clock::now();
   c.p.bytes_received = 5000;
@@ -138,6 +213,7 @@ TEST_CASE("link_liveness: counters that go back belong to a new connection: the 
   connection fresh;
   CHECK_FALSE(l.judge(t0 + 1500ms, fresh.p));  // would have been lost on the old counters
   fresh.ping();
+  fresh.acked(16);
   CHECK_FALSE(l.judge(t0 + 1600ms, fresh.p));
   CHECK(l.judge(t0 + 2800ms, fresh.p));
 }
