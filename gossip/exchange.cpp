@@ -697,6 +697,7 @@ status exchange::finish(std::uint64_t iteration, transport_clock::time_point dea
     stats_.bytes_sent += live_send_.size() * kWireHeaderBytes;
     stats_.notice_bytes_sent += live_send_.size() * kWireHeaderBytes;
   }
+  const auto patience = deadline - transport_clock::now();
   std::vector<inbound_message> arrived;
   // A peer is done with this node once it has finished (nothing more will come from it) and has
   // acknowledged this node's finished message (it holds everything this node sent), or its link
@@ -722,6 +723,7 @@ status exchange::finish(std::uint64_t iteration, transport_clock::time_point dea
     if (delivered_count_ > 0) {  // a slower peer's last train messages (asynchronous gossip)
       arrived.resize(delivered_count_);
       if (late) late(arrived);
+      deadline = transport_clock::now() + patience;  // it is still running its rounds: wait on
     }
     if (!got && slice_end >= deadline)
       return status::error(errc::timeout, "finished at iteration " + std::to_string(iteration) + ", but " + who +
@@ -873,7 +875,7 @@ status exchange::gather(std::uint64_t iteration, const outgoing_message& msg, st
 
 bool exchange::link_backlogged(std::size_t k, std::size_t limit) const {
   if (dropped_[k] || closed_[k] || finished_[k]) return false;
-  const std::optional<std::size_t> held = transport_.unacknowledged_bytes(options_.neighbours[k]);
+  const std::optional<std::size_t> held = transport_.unsent_bytes(options_.neighbours[k]);
   return held && *held > limit;
 }
 
@@ -883,11 +885,11 @@ std::string exchange::backlog_message(std::size_t limit, std::chrono::millisecon
     if (!link_backlogged(k, limit)) continue;
     const int peer = options_.neighbours[k];
     who += (who.empty() ? "rank " : ", rank ") + std::to_string(peer) + " (" +
-           std::to_string(transport_.unacknowledged_bytes(peer).value_or(0)) + " bytes)";
+           std::to_string(transport_.unsent_bytes(peer).value_or(0)) + " bytes)";
   }
   return "the links to " + who + " still held more than " + std::to_string(limit) +
          " bytes of this node's messages (two rounds') after " + std::to_string(waited.count()) +
-         " ms: the neighbour's host acknowledged nothing";
+         " ms: the link transmitted nothing";
 }
 
 std::string exchange::stale_message(std::uint64_t need, std::chrono::milliseconds waited) const {

@@ -210,9 +210,9 @@ class exchange {
   // each peer's in ascending iteration, each validated and passed to `validate` in that order),
   // waiting only while a live peer that has not finished below `need` has delivered less than
   // `need` (0: never waits), and, flow control, while the transport's link to a live unfinished
-  // peer still holds more than two messages of this size of ours (transport::unacknowledged_bytes;
-  // looked at every kBacklogPoll): a node never runs further ahead of a slow link than the message
-  // it just sent and the one before. Notices, finished messages and losses are handled as in round().
+  // peer still holds more than two messages of this size of ours not yet transmitted
+  // (transport::unsent_bytes; looked at every kBacklogPoll): a node never runs further ahead of a
+  // slow link than the message it just sent and the one before. Notices, finished messages and losses are handled as in round().
   // Errors as round(). REQUIRES: options().asynchronous; iterations ascending.
   status gather(std::uint64_t iteration, const outgoing_message& msg, std::uint64_t need,
                 std::vector<inbound_message>& out);
@@ -239,7 +239,10 @@ class exchange {
   // when on_peer_failure did not drop a failed peer; errc::cancelled on a stop request.
   // REQUIRES: no round after it.
   // Asynchronous gossip: train messages that arrive meanwhile (a slower peer's last rounds) are
-  // delivered, in order, to `late` (each validated first), so that copies of the peers stay exact.
+  // delivered, in order, to `late` (each validated first), so that copies of the peers stay exact;
+  // each such arrival moves the deadline as far past it as deadline was past the call: a peer still
+  // running its rounds is waited for as long as it keeps sending (its link's liveness, not a fixed
+  // time, bounds the wait).
   status finish(std::uint64_t iteration, transport_clock::time_point deadline,
                 const std::function<void(std::vector<inbound_message>&)>& late = {});
   // True once peer's finished message arrived (its last round, and that it sends nothing more but
@@ -319,7 +322,7 @@ class exchange {
                                    const codec_expectation& codec, std::vector<inbound_message>& out, bool& got);
   [[nodiscard]] bool waiting_for(std::size_t k, std::uint64_t need) const;
   // Asynchronous flow control: neighbour k takes messages and its link holds more than `limit`
-  // bytes of ours not yet acknowledged (transport::unacknowledged_bytes).
+  // bytes of ours not yet transmitted (transport::unsent_bytes).
   [[nodiscard]] bool link_backlogged(std::size_t k, std::size_t limit) const;
   std::string backlog_message(std::size_t limit, std::chrono::milliseconds waited) const;
   // A peer that takes part in round `iteration`: neither dropped nor finished before it.

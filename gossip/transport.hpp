@@ -97,9 +97,11 @@ class transport {
   [[nodiscard]] virtual std::vector<int> peers_refusing_this_node() const { return {}; }
 
   // Flow control (asynchronous gossip, exchange::gather): how many bytes of this node's messages to
-  // peer its side of the link still holds, queued or in flight, not yet acknowledged by the peer's
-  // host; nullopt when the backend cannot tell (then nothing waits on it). Default: nullopt.
-  [[nodiscard]] virtual std::optional<std::size_t> unacknowledged_bytes(int peer) const { return std::nullopt; }
+  // peer its side of the link still holds not yet transmitted (bytes in flight, transmitted but not
+  // yet acknowledged, are not counted: their acknowledgements may be slow for reasons that are the
+  // peer's, such as its own slow uplink); nullopt when the backend cannot tell (then nothing waits
+  // on it). Default: nullopt.
+  [[nodiscard]] virtual std::optional<std::size_t> unsent_bytes(int peer) const { return std::nullopt; }
 };
 
 }  // namespace qgossip

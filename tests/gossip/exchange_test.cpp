@@ -862,7 +862,7 @@ struct async_by_hand {
   inproc_transport t0 = net.endpoint(0);
   inproc_transport t1 = net.endpoint(1);
   inproc_transport t3 = net.endpoint(3);
-  faulty_transport f0{t0, {}};  // no faults: only its unacknowledged bytes, set by hand
+  faulty_transport f0{t0, {}};  // no faults: only its unsent bytes, set by hand
   std::vector<std::string> log;
   std::vector<std::pair<int, std::uint64_t>> validated;  // (sender, iteration), in delivery order
   std::unique_ptr<exchange> ex;
@@ -990,13 +990,41 @@ TEST_CASE("exchange asynchronous: finish hands a slower peer's last train messag
   CHECK(late == std::vector<std::pair<int, std::uint64_t>>{{3, 2}, {3, 3}});
 }
 
+TEST_CASE("exchange asynchronous: finish waits past its deadline for a slower peer that keeps sending rounds") {
+  // Rank 3 runs 8 more rounds, one every 100 ms: 800 ms in all, past finish's 300 ms deadline, which
+  // each of its messages moves 300 ms on. Then it stops sending: the wait ends 300 ms later.
+  async_by_hand a;
+  send_async(a.t1, 1, 1);
+  send_async(a.t3, 3, 1);
+  REQUIRE(a.gather(1, 1).is_ok());
+  finished_as(a.t1, 1, 1);
+  acked_as(a.t1, 1, 1);
+  std::thread slow([&] {
+    for (std::uint64_t it = 2; it <= 9; ++it) {
+      std::this_thread::sleep_for(100ms);
+      send_async(a.t3, 3, it);
+    }
+  });
+  std::vector<std::uint64_t> late;
+  const auto start = transport_clock::now();
+  const status s = a.ex->finish(1, start + 300ms, [&](std::vector<inbound_message>& msgs) {
+    for (const auto& m : msgs) late.push_back(m.header.iteration);
+  });
+  const auto waited = transport_clock::now() - start;
+  slow.join();
+  CHECK(s.code() == errc::timeout);  // rank 3 never finished
+  CHECK(s.message().find("rank 3") != std::string::npos);
+  CHECK(late == std::vector<std::uint64_t>{2, 3, 4, 5, 6, 7, 8, 9});  // every round it sent, in order
+  CHECK(waited >= 1000ms);  // its last message at ~800 ms, + 300 ms
+}
+
 TEST_CASE("exchange asynchronous flow control: no next round while a link holds more than two messages of ours") {
   const std::size_t message = kWireHeaderBytes + kAsyncBytes;
-  SUBCASE("two messages' worth unacknowledged: the round goes on at once") {
+  SUBCASE("two messages' worth unsent: the round goes on at once") {
     async_by_hand a;
     send_async(a.t1, 1, 1);
     send_async(a.t3, 3, 1);
-    a.f0.set_unacknowledged(3, 2 * message);
+    a.f0.set_unsent(3, 2 * message);
     const auto start = transport_clock::now();
     CHECK(a.gather(1, 1).is_ok());
     CHECK(transport_clock::now() - start < 100ms);
@@ -1005,7 +1033,7 @@ TEST_CASE("exchange asynchronous flow control: no next round while a link holds 
     async_by_hand a(300ms);
     send_async(a.t1, 1, 1);
     send_async(a.t3, 3, 1);
-    a.f0.set_unacknowledged(3, 2 * message + 1);
+    a.f0.set_unsent(3, 2 * message + 1);
     const auto start = transport_clock::now();
     const status s = a.gather(1, 1);
     CHECK(s.code() == errc::timeout);
@@ -1018,7 +1046,7 @@ TEST_CASE("exchange asynchronous flow control: no next round while a link holds 
     send_async(a.t1, 1, 1);
     send_async(a.t3, 3, 1);
     finished_as(a.t3, 3, 1);
-    a.f0.set_unacknowledged(3, 10 * message);
+    a.f0.set_unsent(3, 10 * message);
     CHECK(a.gather(1, 1).is_ok());
   }
 }
