@@ -875,7 +875,7 @@ status exchange::gather(std::uint64_t iteration, const outgoing_message& msg, st
 
 bool exchange::link_backlogged(std::size_t k, std::size_t limit) const {
   if (dropped_[k] || closed_[k] || finished_[k]) return false;
-  const std::optional<std::size_t> held = transport_.unsent_bytes(options_.neighbours[k]);
+  const std::optional<std::size_t> held = transport_.queued_bytes(options_.neighbours[k]);
   return held && *held > limit;
 }
 
@@ -885,11 +885,11 @@ std::string exchange::backlog_message(std::size_t limit, std::chrono::millisecon
     if (!link_backlogged(k, limit)) continue;
     const int peer = options_.neighbours[k];
     who += (who.empty() ? "rank " : ", rank ") + std::to_string(peer) + " (" +
-           std::to_string(transport_.unsent_bytes(peer).value_or(0)) + " bytes)";
+           std::to_string(transport_.queued_bytes(peer).value_or(0)) + " bytes)";
   }
   return "the links to " + who + " still held more than " + std::to_string(limit) +
          " bytes of this node's messages (two rounds') after " + std::to_string(waited.count()) +
-         " ms: the link transmitted nothing";
+         " ms: nothing of it left this host";
 }
 
 std::string exchange::stale_message(std::uint64_t need, std::chrono::milliseconds waited) const {

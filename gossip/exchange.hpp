@@ -210,8 +210,8 @@ class exchange {
   // each peer's in ascending iteration, each validated and passed to `validate` in that order),
   // waiting only while a live peer that has not finished below `need` has delivered less than
   // `need` (0: never waits), and, flow control, while the transport's link to a live unfinished
-  // peer still holds more than two messages of this size of ours not yet transmitted
-  // (transport::unsent_bytes; looked at every kBacklogPoll): a node never runs further ahead of a
+  // peer still holds more than two messages of this size of ours that have not left this host
+  // (transport::queued_bytes; looked at every kBacklogPoll): a node never runs further ahead of a
   // slow link than the message it just sent and the one before. Notices, finished messages and losses are handled as in round().
   // Errors as round(). REQUIRES: options().asynchronous; iterations ascending.
   status gather(std::uint64_t iteration, const outgoing_message& msg, std::uint64_t need,
@@ -322,7 +322,7 @@ class exchange {
                                    const codec_expectation& codec, std::vector<inbound_message>& out, bool& got);
   [[nodiscard]] bool waiting_for(std::size_t k, std::uint64_t need) const;
   // Asynchronous flow control: neighbour k takes messages and its link holds more than `limit`
-  // bytes of ours not yet transmitted (transport::unsent_bytes).
+  // bytes of ours still on this host (transport::queued_bytes).
   [[nodiscard]] bool link_backlogged(std::size_t k, std::size_t limit) const;
   std::string backlog_message(std::size_t limit, std::chrono::milliseconds waited) const;
   // A peer that takes part in round `iteration`: neither dropped nor finished before it.

@@ -122,16 +122,16 @@ void faulty_transport::forget_peer(int peer) {
   inner_.forget_peer(peer);
 }
 
-std::optional<std::size_t> faulty_transport::unsent_bytes(int peer) const {
-  if (auto it = unsent_.find(peer); it != unsent_.end()) return it->second;
-  return inner_.unsent_bytes(peer);
+std::optional<std::size_t> faulty_transport::queued_bytes(int peer) const {
+  if (auto it = queued_.find(peer); it != queued_.end()) return it->second;
+  return inner_.queued_bytes(peer);
 }
 
-void faulty_transport::set_unsent(int peer, std::optional<std::size_t> bytes) {
+void faulty_transport::set_queued(int peer, std::optional<std::size_t> bytes) {
   if (bytes)
-    unsent_[peer] = *bytes;
+    queued_[peer] = *bytes;
   else
-    unsent_.erase(peer);
+    queued_.erase(peer);
 }
 
 status faulty_transport::receive(transport_clock::time_point deadline, inbound_frames& out) {

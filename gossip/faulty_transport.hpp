@@ -60,11 +60,11 @@ class faulty_transport final : public transport {
   void forget_peer(int peer) override;
   void watch_peer(int peer) override { inner_.watch_peer(peer); }
   std::vector<int> peers_refusing_this_node() const override { return inner_.peers_refusing_this_node(); }
-  // The value set by set_unsent(peer), else the inner transport's.
-  std::optional<std::size_t> unsent_bytes(int peer) const override;
-  // Makes unsent_bytes(peer) report `bytes` (nullopt: the inner transport's again): a link
+  // The value set by set_queued(peer), else the inner transport's.
+  std::optional<std::size_t> queued_bytes(int peer) const override;
+  // Makes queued_bytes(peer) report `bytes` (nullopt: the inner transport's again): a link
   // whose queue a test fills and drains by hand.
-  void set_unsent(int peer, std::optional<std::size_t> bytes);
+  void set_queued(int peer, std::optional<std::size_t> bytes);
 
   // Injects the loss of the link to peer, as if the transport had found it dead: the next
   // receive() returns errc::peer_lost (before any message, until take_lost_peers takes it), and
@@ -97,7 +97,7 @@ class faulty_transport final : public transport {
   std::vector<held_message> held_;
   std::vector<std::byte> scratch_;  // the corrupted frame
   std::vector<int> lost_;           // injected losses not taken yet (ascending, unique)
-  std::map<int, std::size_t> unsent_;  // set_unsent's values, by peer
+  std::map<int, std::size_t> queued_;  // set_queued's values, by peer
 };
 
 }  // namespace qgossip

@@ -75,8 +75,8 @@ status emulated_link_transport::send_all(std::span<const int> peers, std::span<c
   return s;
 }
 
-std::optional<std::size_t> emulated_link_transport::unsent_bytes(int peer) const {
-  const std::optional<std::size_t> inner = inner_.unsent_bytes(peer);
+std::optional<std::size_t> emulated_link_transport::queued_bytes(int peer) const {
+  const std::optional<std::size_t> inner = inner_.queued_bytes(peer);
   if (link_.rate_bits_per_s == 0) return inner;
   const auto now = transport_clock::now();
   std::size_t leaving = 0;

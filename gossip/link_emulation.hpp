@@ -80,7 +80,7 @@ class emulated_link_transport final : public transport {
   status receive(transport_clock::time_point deadline, inbound_frames& out) override;
   // The bytes for peer still leaving the emulated link (their departure not done; those only
   // waiting out the delay are on the wire), plus what the inner transport holds.
-  std::optional<std::size_t> unsent_bytes(int peer) const override;
+  std::optional<std::size_t> queued_bytes(int peer) const override;
   std::string peer_address(int peer) const override { return inner_.peer_address(peer); }
   transport_refusals refusals() const override { return inner_.refusals(); }
   void take_refusal_log(std::vector<std::string>& lines) override { inner_.take_refusal_log(lines); }

@@ -97,11 +97,12 @@ class transport {
   [[nodiscard]] virtual std::vector<int> peers_refusing_this_node() const { return {}; }
 
   // Flow control (asynchronous gossip, exchange::gather): how many bytes of this node's messages to
-  // peer its side of the link still holds not yet transmitted (bytes in flight, transmitted but not
-  // yet acknowledged, are not counted: their acknowledgements may be slow for reasons that are the
-  // peer's, such as its own slow uplink); nullopt when the backend cannot tell (then nothing waits
-  // on it). Default: nullopt.
-  [[nodiscard]] virtual std::optional<std::size_t> unsent_bytes(int peer) const { return std::nullopt; }
+  // peer are still on this host: not yet transmitted, or transmitted and still in this host's
+  // queues (a shaper's, the device's). Bytes that left the host and wait only for their
+  // acknowledgement are not counted: the acknowledgements may be slow for the peer's reasons, such
+  // as its own slow uplink. nullopt when the backend cannot tell (then nothing waits on it).
+  // Default: nullopt.
+  [[nodiscard]] virtual std::optional<std::size_t> queued_bytes(int peer) const { return std::nullopt; }
 };
 
 }  // namespace qgossip

@@ -46,6 +46,8 @@ struct tcp_progress {
   std::uint64_t bytes_sent = 0;      // our payload bytes transmitted (retransmissions included), ever
   std::uint64_t outstanding = 0;     // bytes queued on our side, sent or not, not yet acknowledged
   std::uint64_t unsent = 0;          // of outstanding: not yet transmitted even once
+  std::uint64_t local = 0;           // transmitted but still in this host's queues (qdisc, device): bytes
+                                     // of buffer (SO_MEMINFO's wmem_alloc), a little above the payload
   std::uint64_t delivered = 0;       // our segments the peer's host received, SACKed ones included, ever
   std::uint64_t window = ~std::uint64_t{0};  // the peer's advertised receive window (bytes); ~0: unknown
   std::chrono::microseconds rto{0};  // the connection's retransmission timeout now

@@ -3,12 +3,14 @@
 // The kernel's own struct tcp_info (glibc's <netinet/tcp.h> lacks the byte counters); the two
 // headers cannot be included together, so this file includes only the kernel's.
 #include <netinet/in.h>
+#include <linux/sock_diag.h>
 #include <linux/sockios.h>
 #include <linux/tcp.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 
 #include <cstddef>
+#include <cstdint>
 
 namespace qgossip {
 
@@ -30,6 +32,11 @@ std::optional<tcp_progress> read_tcp_progress(int fd) {
   int unsent = 0;
   if (ioctl(fd, SIOCOUTQNSD, &unsent) != 0 || unsent < 0) return std::nullopt;
   p.unsent = static_cast<std::uint64_t>(unsent);
+  std::uint32_t meminfo[SK_MEMINFO_VARS] = {};
+  socklen_t meminfo_len = sizeof meminfo;
+  if (getsockopt(fd, SOL_SOCKET, SO_MEMINFO, meminfo, &meminfo_len) == 0 &&
+      meminfo_len >= (SK_MEMINFO_WMEM_ALLOC + 1) * sizeof(std::uint32_t))
+    p.local = meminfo[SK_MEMINFO_WMEM_ALLOC];
   return p;
 }
 

@@ -463,12 +463,12 @@ void zmq_transport::take_lost_peers(std::vector<int>& out) {
   impl_->lost.clear();
 }
 
-std::optional<std::size_t> zmq_transport::unsent_bytes(int peer) const {
+std::optional<std::size_t> zmq_transport::queued_bytes(int peer) const {
   auto it = impl_->links.find(peer);
   if (it == impl_->links.end() || it->second.fd < 0 || !it->second.up) return std::nullopt;
   const auto p = read_tcp_progress(it->second.fd);
   if (!p) return std::nullopt;
-  return static_cast<std::size_t>(p->unsent);
+  return static_cast<std::size_t>(p->unsent + p->local);
 }
 
 void zmq_transport::forget_peer(int peer) {

@@ -188,10 +188,12 @@ class zmq_transport final : public transport {
   // Links whose handshake the peer failed with an authentication error (ZAP: this node's key is not
   // one it allows), since their last successful handshake. Needs the links' monitors (heartbeats).
   std::vector<int> peers_refusing_this_node() const override;
-  // The kernel's count of bytes queued on the TCP connection to peer, not yet transmitted
-  // (SIOCOUTQNSD); nullopt while the connection is not up, or when its descriptor is not known
-  // (heartbeats and pacing off: no monitor reports it), or for ipc://.
-  std::optional<std::size_t> unsent_bytes(int peer) const override;
+  // The kernel's count of bytes on the TCP connection to peer not yet transmitted (SIOCOUTQNSD),
+  // plus the buffer bytes of its segments still in this host's queues (SO_MEMINFO's wmem_alloc: a
+  // tc qdisc's, the device's; a little above their payload); nullopt while the connection is not
+  // up, or when its descriptor is not known (heartbeats and pacing off: no monitor reports it), or
+  // for ipc://.
+  std::optional<std::size_t> queued_bytes(int peer) const override;
 
   // With pacing (zmq_options::pace_bytes_per_s): the SO_MAX_PACING_RATE, in bytes per second, of the
   // TCP connection to peer as the kernel reports it now; nullopt while that connection is not

@@ -862,7 +862,7 @@ struct async_by_hand {
   inproc_transport t0 = net.endpoint(0);
   inproc_transport t1 = net.endpoint(1);
   inproc_transport t3 = net.endpoint(3);
-  faulty_transport f0{t0, {}};  // no faults: only its unsent bytes, set by hand
+  faulty_transport f0{t0, {}};  // no faults: only its queued bytes, set by hand
   std::vector<std::string> log;
   std::vector<std::pair<int, std::uint64_t>> validated;  // (sender, iteration), in delivery order
   std::unique_ptr<exchange> ex;
@@ -1020,11 +1020,11 @@ TEST_CASE("exchange asynchronous: finish waits past its deadline for a slower pe
 
 TEST_CASE("exchange asynchronous flow control: no next round while a link holds more than two messages of ours") {
   const std::size_t message = kWireHeaderBytes + kAsyncBytes;
-  SUBCASE("two messages' worth unsent: the round goes on at once") {
+  SUBCASE("two messages' worth queued: the round goes on at once") {
     async_by_hand a;
     send_async(a.t1, 1, 1);
     send_async(a.t3, 3, 1);
-    a.f0.set_unsent(3, 2 * message);
+    a.f0.set_queued(3, 2 * message);
     const auto start = transport_clock::now();
     CHECK(a.gather(1, 1).is_ok());
     CHECK(transport_clock::now() - start < 100ms);
@@ -1033,7 +1033,7 @@ TEST_CASE("exchange asynchronous flow control: no next round while a link holds 
     async_by_hand a(300ms);
     send_async(a.t1, 1, 1);
     send_async(a.t3, 3, 1);
-    a.f0.set_unsent(3, 2 * message + 1);
+    a.f0.set_queued(3, 2 * message + 1);
     const auto start = transport_clock::now();
     const status s = a.gather(1, 1);
     CHECK(s.code() == errc::timeout);
@@ -1046,7 +1046,7 @@ TEST_CASE("exchange asynchronous flow control: no next round while a link holds 
     send_async(a.t1, 1, 1);
     send_async(a.t3, 3, 1);
     finished_as(a.t3, 3, 1);
-    a.f0.set_unsent(3, 10 * message);
+    a.f0.set_queued(3, 10 * message);
     CHECK(a.gather(1, 1).is_ok());
   }
 }

@@ -345,7 +345,7 @@ TEST_CASE("link emulation: a negative or non-finite rate, or a negative delay, i
   CHECK_THROWS_AS(emulated_link_transport(inner, {.delay = -1us}), invariant_error);
 }
 
-TEST_CASE("link emulation: unsent bytes are those still leaving the link, not those only delayed") {
+TEST_CASE("link emulation: queued bytes are those still leaving the link, not those only delayed") {
   // 8 Mbit/s = 1 byte per microsecond: the 50 kB message to rank 1 leaves over 50 ms, then waits
   // out a 200 ms delay; the flow control of asynchronous gossip counts it only while it leaves.
   const link_emulation l{.rate_bits_per_s = 8e6, .delay = 200ms, .per_message_overhead_bytes = 0};
@@ -354,14 +354,14 @@ TEST_CASE("link emulation: unsent bytes are those still leaving the link, not th
   auto inner = net.endpoint(0);
   auto t1 = net.endpoint(1);
   emulated_link_transport link(inner, l);
-  CHECK(inner.unsent_bytes(1) == std::nullopt);  // the in-process transport cannot tell
-  CHECK(link.unsent_bytes(1) == std::size_t{0});
+  CHECK(inner.queued_bytes(1) == std::nullopt);  // the in-process transport cannot tell
+  CHECK(link.queued_bytes(1) == std::size_t{0});
   const auto start = transport_clock::now();
   REQUIRE(link.send(1, bytes("HH"), bytes(payload)).is_ok());
-  if (transport_clock::now() - start < 40ms) CHECK(link.unsent_bytes(1) == std::size_t{2 + payload.size()});
-  CHECK(link.unsent_bytes(0) == std::size_t{0});  // another peer's link holds nothing of it
+  if (transport_clock::now() - start < 40ms) CHECK(link.queued_bytes(1) == std::size_t{2 + payload.size()});
+  CHECK(link.queued_bytes(0) == std::size_t{0});  // another peer's link holds nothing of it
   std::this_thread::sleep_until(start + 60ms);
-  CHECK(link.unsent_bytes(1) == std::size_t{0});  // left: on the wire, only delayed
+  CHECK(link.queued_bytes(1) == std::size_t{0});  // left: on the wire, only delayed
   CHECK(link.queued() == 1);
   REQUIRE(link.flush(transport_clock::now() + 10s).is_ok());
 }
