@@ -20,6 +20,13 @@ void link_liveness::start(clock::time_point now, const tcp_progress& s) {
   reached_.reset();
 }
 
+void link_liveness::heard(clock::time_point now) {
+  progress_ = now;
+  sent_at_answer_ = last_.bytes_sent;
+  asked_.reset();
+  reached_.reset();
+}
+
 link_liveness::clock::duration link_liveness::limit() const {
   return timeout_ + std::min<clock::duration>(last_.rto, recovery_cap_);
 }

@@ -12,7 +12,9 @@
 //    other connections' data, keeps refusing it (2-3 s measured: all-gather, 7 connections through
 //    one 1 Mbit/s tbf).
 // So a sample (tcp_progress, the kernel's counters) tells four things:
-//  - answered: bytes arrived from the neighbour since the last sample (a PONG);
+//  - answered: bytes arrived from the neighbour since the last sample (a PONG), or a whole message
+//    of its arrived on its own connection to us (heard(): a neighbour whose PONGs wait behind its
+//    own data on a slow uplink still gets that data through);
 //  - draining: the neighbour's host took more of our data (acknowledged it, or selectively
 //    acknowledged segments past a lost one) while more than a few PINGs' worth was outstanding: our
 //    PING is still queued behind data that leaves at the link's rate;
@@ -65,6 +67,8 @@ class link_liveness {
 
   // A new connection is up (its handshake succeeded) at now, its counters at s.
   void start(clock::time_point now, const tcp_progress& s);
+  // A message from the neighbour arrived (on its own connection to us) at now: an answer.
+  void heard(clock::time_point now);
   // A later sample of the same connection. Returns true when the neighbour is judged lost.
   [[nodiscard]] bool judge(clock::time_point now, const tcp_progress& s);
   // How long after the latest progress (or the ask reaching it) the neighbour is lost, for the RTO

@@ -150,6 +150,7 @@ struct zmq_transport::impl {
     // readable (`watching`); see link_liveness.hpp.
     std::optional<link_liveness> liveness;
     bool watching = false;
+    bool judged_silent = false;  // suspected by judge_links, its connection still open
   };
 
   zmq_options options;
@@ -217,6 +218,9 @@ struct zmq_transport::impl {
   // Reads the counters of every watched link; a link judged lost becomes a suspect at once (its
   // messages already received still go first: confirm_losses).
   void judge_links(transport_clock::time_point now);
+  // A message from peer arrived (on its own connection to us): proof of life for our link to it.
+  // A suspect judged silent is cleared and watched afresh.
+  void heard_from(int peer, transport_clock::time_point now);
 };
 
 void zmq_transport::impl::rebuild_items() {
@@ -265,6 +269,7 @@ void zmq_transport::impl::read_monitor(int peer, link& l) {
         });
       l.refused_us = true;
     }
+    if (event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED || event == ZMQ_EVENT_DISCONNECTED) l.judged_silent = false;
     if (event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) {
       l.refused_us = false;
       l.up = true;
@@ -302,15 +307,31 @@ void zmq_transport::impl::judge_links(transport_clock::time_point now) {
     // was longer). Reported once; a later handshake on a new connection watches it again.
     l.up = false;
     l.watching = false;
+    l.judged_silent = true;
     suspected.emplace(peer, now);
   }
   next_judgement = now + judgement_interval();
+}
+
+void zmq_transport::impl::heard_from(int peer, transport_clock::time_point now) {
+  auto it = links.find(peer);
+  if (it == links.end() || it->second.forgotten) return;
+  link& l = it->second;
+  if (l.judged_silent) {
+    l.judged_silent = false;
+    l.up = true;
+    suspected.erase(peer);
+    start_watching(l, now);
+  } else if (l.watching) {
+    l.liveness->heard(now);
+  }
 }
 
 std::optional<transport_clock::time_point> zmq_transport::impl::confirm_losses(transport_clock::time_point now) {
   std::optional<transport_clock::time_point> next;
   for (auto it = suspected.begin(); it != suspected.end();) {
     if (it->second <= now) {
+      if (auto l = links.find(it->first); l != links.end()) l->second.judged_silent = false;
       auto at = std::lower_bound(lost.begin(), lost.end(), it->first);
       if (at == lost.end() || *at != it->first) lost.insert(at, it->first);
       it = suspected.erase(it);
@@ -648,6 +669,9 @@ status zmq_transport::receive(transport_clock::time_point deadline, inbound_fram
       for (std::size_t i = 0; i < m.watched.size(); ++i) m.read_monitor(m.watched[i], m.links.at(m.watched[i]));
       if (m.heartbeats() && transport_clock::now() >= m.next_judgement) m.judge_links(transport_clock::now());
       if (auto got = m.read_message(out)) {
+        // A message is proof of life: a peer whose PONGs wait behind its own data on a slow uplink
+        // still gets its messages through (the two-slow-links race, r3).
+        if (got->is_ok() && m.heartbeats()) m.heard_from(out.peer, transport_clock::now());
         // A suspect still talking: its grace starts again, so a peer that was still flushing a
         // stream of messages when its other connection ended gets each one through first.
         if (auto it = m.suspected.find(out.peer); it != m.suspected.end())

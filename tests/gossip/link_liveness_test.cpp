@@ -201,6 +201,30 @@ TEST_CASE("link_liveness: a PING that has not reached the neighbour's host owes 
   CHECK(l.judge(t0 + 12700ms, c.p));  // asked at 4.7 s + 8 s
 }
 
+TEST_CASE("link_liveness: a neighbour whose messages keep arriving is alive though its PONGs wait") {
+  // Its uplink is slow and full of its own data: our PING is acknowledged, its PONG waits behind that
+  // data, but its messages to us (on its own connection) arrive one by one.
+  link_liveness l(1000ms, 30000ms);
+  connection c;
+  const auto t0 = clock::now();
+  l.start(t0, c.p);
+  for (int i = 1; i <= 20; ++i) {  // 10 s: a PING each 250 ms, acknowledged; a message each 500 ms
+    const auto t = t0 + i * 500ms;
+    c.ping();
+    c.acked(16);
+    CHECK_FALSE(l.judge(t, c.p));
+    l.heard(t + 10ms);
+    CHECK_FALSE(l.judge(t + 250ms, c.p));
+  }
+  // Its messages stop too: lost limit() after the next PING reached it.
+  c.ping();
+  c.acked(16);
+  const auto t = t0 + 10500ms;
+  CHECK_FALSE(l.judge(t, c.p));
+  CHECK_FALSE(l.judge(t + 1100ms, c.p));
+  CHECK(l.judge(t + 1200ms, c.p));
+}
+
 TEST_CASE("link_liveness: counters that go back belong to a new connection: the watch starts over") {
   link_liveness l(1000ms, 30000ms);
   connection c;
