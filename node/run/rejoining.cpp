@@ -55,17 +55,16 @@ void rejoining::attach(exchange& ex, algorithm& alg, peer_failures& failures, ru
   log_ = &log;
 }
 
-status rejoining::reply(int to, std::span<const notice_item> items) {
+status rejoining::reply(int to, std::span<const notice_item> items, std::optional<std::uint64_t> run_id) {
   const std::string text = encode_notice(items);
-  return ex_->send_join(to, model_size_, text_bytes(text));
+  return ex_->send_join(to, model_size_, text_bytes(text), run_id);
 }
 
 status rejoining::refuse(int to, const std::string& cause, std::optional<std::uint64_t> run_id) {
   if (refusals_logged_.insert(std::to_string(to) + cause).second)
     say(rank_, "refused rank " + std::to_string(to) + "'s join: " + cause);
   const notice_item no{.what = notice_item::kind::refuse, .cause = cause};
-  const std::string text = encode_notice(std::span(&no, 1));
-  (void)ex_->send_join(to, model_size_, text_bytes(text), run_id);
+  (void)reply(to, std::span(&no, 1), run_id);
   return status::ok();
 }
 

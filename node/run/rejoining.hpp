@@ -81,7 +81,8 @@ class rejoining {
     std::uint64_t round = 0;
     int degree = 0;
   };
-  status reply(int to, std::span<const notice_item> items);
+  // items as a join message to `to` (stamped with run_id when given; else this run's).
+  status reply(int to, std::span<const notice_item> items, std::optional<std::uint64_t> run_id = std::nullopt);
   // Says once why, and sends `refuse <cause>` (stamped with run_id: a joiner of another run).
   status refuse(int to, const std::string& cause, std::optional<std::uint64_t> run_id = std::nullopt);
   status on_request(int from);

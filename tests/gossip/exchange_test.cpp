@@ -882,6 +882,15 @@ struct async_by_hand {
     const outgoing_message m{kTrainCodec, kTrainTag, static_cast<std::uint32_t>(kAsyncBytes), payload};
     return ex->gather(iteration, m, need, out);
   }
+  // Round 1 with both neighbours; then rank 1 finishes at 1 and acknowledges this node's finished
+  // message ahead of time: only rank 3 is left for finish() to wait for.
+  void round_1_then_rank_1_finishes() {
+    send_async(t1, 1, 1);
+    send_async(t3, 3, 1);
+    REQUIRE(gather(1, 1).is_ok());
+    finished_as(t1, 1, 1);
+    acked_as(t1, 1, 1);
+  }
   std::vector<std::pair<int, std::uint64_t>> delivered() const {
     std::vector<std::pair<int, std::uint64_t>> d;
     for (const auto& m : out) d.emplace_back(static_cast<int>(m.header.sender), m.header.iteration);
@@ -969,11 +978,7 @@ TEST_CASE("exchange asynchronous: a gap is rejected, a repeat dropped; a finishe
 
 TEST_CASE("exchange asynchronous: finish hands a slower peer's last train messages to `late`, in order") {
   async_by_hand a;
-  send_async(a.t1, 1, 1);
-  send_async(a.t3, 3, 1);
-  REQUIRE(a.gather(1, 1).is_ok());
-  finished_as(a.t1, 1, 1);
-  acked_as(a.t1, 1, 1);
+  a.round_1_then_rank_1_finishes();
   std::thread slow([&] {
     std::this_thread::sleep_for(50ms);
     send_async(a.t3, 3, 2);
@@ -994,11 +999,7 @@ TEST_CASE("exchange asynchronous: finish waits past its deadline for a slower pe
   // Rank 3 runs 8 more rounds, one every 100 ms: 800 ms in all, past finish's 300 ms deadline, which
   // each of its messages moves 300 ms on. Then it stops sending: the wait ends 300 ms later.
   async_by_hand a;
-  send_async(a.t1, 1, 1);
-  send_async(a.t3, 3, 1);
-  REQUIRE(a.gather(1, 1).is_ok());
-  finished_as(a.t1, 1, 1);
-  acked_as(a.t1, 1, 1);
+  a.round_1_then_rank_1_finishes();
   std::thread slow([&] {
     for (std::uint64_t it = 2; it <= 9; ++it) {
       std::this_thread::sleep_for(100ms);

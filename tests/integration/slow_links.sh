@@ -48,17 +48,27 @@ network: {start_timeout_s: 60, round_timeout_s: 60}
 output: {dir: $tmp/runs}
 EOF
 
+# run_cluster WHAT RUN_NAME LOG_PATTERN CLUSTER_OPTIONS... -- RUN_OPTIONS...: one cluster.sh run of
+# slow.yaml; fails unless it exits 0, verify reports every copy equal, and no node log matches
+# LOG_PATTERN.
+run_cluster() {
+  local what=$1 name=$2 pattern=$3 rc=0 shaping=()
+  shift 3
+  while (($# > 0)) && [[ "$1" != "--" ]]; do shaping+=("$1"); shift; done
+  (($# > 0)) && shift
+  timeout 300 bash "$cluster" --prefix "$prefix" --subnet "$subnet" --qgossip "$qgossip" "${shaping[@]}" \
+    "$tmp/slow.yaml" --set name="$name" "$@" --plain --no-plot >"$tmp/out-$name.txt" 2>&1 || rc=$?
+  cat "$tmp/out-$name.txt"
+  ((rc == 0)) || fail "$what: cluster.sh exited $rc"
+  grep -q "verify: .*all equal" "$tmp/out-$name.txt" || fail "$what: verify did not report every copy equal"
+  if grep -h "$pattern" "$tmp/runs/$name"/node-*.log; then
+    fail "$what: a live node was declared lost, or a node did not leave cleanly (above)"
+  fi
+}
+
 start=$(date +%s.%N)
-rc=0
-timeout 300 bash "$cluster" --rate 500kbit --prefix "$prefix" --subnet "$subnet" --qgossip "$qgossip" \
-  "$tmp/slow.yaml" --plain --no-plot >"$tmp/out.txt" 2>&1 || rc=$?
+run_cluster "0.5 Mbit/s" slow "left the run\|peer_lost\|heartbeat\|warning: after the last round" --rate 500kbit --
 end=$(date +%s.%N)
-cat "$tmp/out.txt"
-((rc == 0)) || fail "cluster.sh exited $rc"
-grep -q "verify: .*all equal" "$tmp/out.txt" || fail "verify did not report every copy equal"
-if grep -h "left the run\|peer_lost\|heartbeat\|warning: after the last round" "$tmp/runs/slow"/node-*.log; then
-  fail "a live node was declared lost, or a node did not leave cleanly (above)"
-fi
 python3 - "$tmp/runs/slow" "$end" <<'EOF' || fail "the run's summaries are not as expected (above)"
 import json, sys
 d, end = sys.argv[1], float(sys.argv[2])
@@ -83,15 +93,7 @@ nodes:
   2: {rate: 1mbit}
   6: {rate: 1mbit}
 EOF
-rc=0
-timeout 300 bash "$cluster" --scenario "$tmp/two-slow.yaml" --prefix "$prefix" --subnet "$subnet" \
-  --qgossip "$qgossip" "$tmp/slow.yaml" --set algorithm=allgather --set name=slowag --set train.local_steps=2 --set train.epochs=2 \
-  --plain --no-plot >"$tmp/out-ag.txt" 2>&1 || rc=$?
-cat "$tmp/out-ag.txt"
-((rc == 0)) || fail "cluster.sh (all-gather, two slow nodes) exited $rc"
-grep -q "verify: .*all equal" "$tmp/out-ag.txt" || fail "all-gather: verify did not report every copy equal"
-if grep -h "left the run\\|peer_lost\\|heartbeat" "$tmp/runs/slowag"/node-*.log; then
-  fail "all-gather: a live node was declared lost (above)"
-fi
+run_cluster "all-gather, two slow nodes" slowag "left the run\|peer_lost\|heartbeat" \
+  --scenario "$tmp/two-slow.yaml" -- --set algorithm=allgather --set train.local_steps=2 --set train.epochs=2
 end=$(date +%s.%N)
 echo "slow_links: ok ($(awk -v a="$start" -v b="$end" 'BEGIN {printf "%.1f", b - a}') s)"
