@@ -828,6 +828,7 @@ status exchange::gather(std::uint64_t iteration, const outgoing_message& msg, st
   const auto waited = started_ ? options_.round_deadline : options_.first_deadline;
   const auto start = transport_clock::now();
   const auto deadline = start + waited;
+  if (!started_) first_gather_ = start;
   started_ = true;
   base_ = iteration;
   last = iteration;
@@ -850,6 +851,7 @@ status exchange::gather(std::uint64_t iteration, const outgoing_message& msg, st
     while (got && pending_failure_.is_ok())  // everything already here, without waiting
       if (status s = receive_one(transport_clock::now(), message_kind::train, async_codec_, out, got); !s) return fail(s);
     if (!pending_failure_.is_ok()) return fail(pending_failure_);
+    if (status s = unheard_neighbours(); !s) return fail(s);
     bool waiting = false;
     for (std::size_t k = 0; k < options_.neighbours.size() && !waiting; ++k) waiting = waiting_for(k, need);
     // Flow control: no next round while a link still holds more than this round's message and the
@@ -870,6 +872,13 @@ status exchange::gather(std::uint64_t iteration, const outgoing_message& msg, st
   out.resize(delivered_count_);
   ++stats_.rounds;
   if (options_.log) flush_log_limits();
+  return status::ok();
+}
+
+status exchange::unheard_neighbours() const {
+  if (transport_clock::now() < first_gather_ + options_.first_deadline) return status::ok();
+  for (std::size_t k = 0; k < options_.neighbours.size(); ++k)
+    if (waiting_for(k, 1)) return status::error(errc::timeout, stale_message(1, options_.first_deadline));
   return status::ok();
 }
 

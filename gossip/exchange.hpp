@@ -209,7 +209,8 @@ class exchange {
   // before it, then delivers into out every train message that has arrived (any number per peer,
   // each peer's in ascending iteration, each validated and passed to `validate` in that order),
   // waiting only while a live peer that has not finished below `need` has delivered less than
-  // `need` (0: never waits), and, flow control, while the transport's link to a live unfinished
+  // `need` (0: never waits; but a live peer not heard from at all by options().first_deadline after
+  // the first call is errc::timeout, as a synchronous round 1 would report it), and, flow control, while the transport's link to a live unfinished
   // peer still holds more than two messages of this size of ours that have not left this host
   // (transport::queued_bytes; looked at every kBacklogPoll): a node never runs further ahead of a
   // slow link than the message it just sent and the one before. Notices, finished messages and losses are handled as in round().
@@ -324,6 +325,9 @@ class exchange {
   // Asynchronous flow control: neighbour k takes messages and its link holds more than `limit`
   // bytes of ours still on this host (transport::queued_bytes).
   [[nodiscard]] bool link_backlogged(std::size_t k, std::size_t limit) const;
+  // Asynchronous rounds: the timeout a live neighbour not heard from at all by first_deadline
+  // after the first round began is (it never came up), else ok.
+  [[nodiscard]] status unheard_neighbours() const;
   std::string backlog_message(std::size_t limit, std::chrono::milliseconds waited) const;
   // A peer that takes part in round `iteration`: neither dropped nor finished before it.
   [[nodiscard]] bool in_round(std::size_t k, std::uint64_t iteration) const;
@@ -355,6 +359,7 @@ class exchange {
   exchange_stats stats_;
   status failed_;  // set once a round failed
   bool started_ = false;
+  transport_clock::time_point first_gather_{};  // asynchronous: when the first round began
   std::uint64_t base_ = 0;                                       // iteration of the current (or last) round
   std::array<std::optional<std::uint64_t>, kKinds> last_round_;  // per kind
   // Per neighbour k and kind: the last iteration delivered, and up to lookahead + 1 buffered

@@ -21,6 +21,9 @@ Two times to each target, the same definitions for every system:
   training only  that time less the start of training: when the LAST rank began its first round (its
                  first optimizer step), after its start-up and the meeting of the ranks. Peers: the
                  largest first_step_s of the ranks' summaries; qgossip: qgossip_startup below.
+                 Asynchronous gossip waits for no neighbour, not even one still starting up, so
+                 training begins when the FIRST node began its first round (never later: a node
+                 that trains while another starts up is training).
 A cell (a system on a link at a node count) is run `repeats` times; it reports the median over its
 ended runs (a run that did not reach a target counts as slower than any that did) and the range of
 the runs that reached it.
@@ -141,7 +144,8 @@ def latest_means(per_node):
 
 
 def qgossip_startup(run_dir, launch_unix):
-    """Seconds from the launch until the LAST node began its first round (None when it cannot be told).
+    """Seconds from the launch until the LAST node began its first round, or in an asynchronous run the
+    FIRST node (None when it cannot be told).
 
     A node logs no start-up time, so it is taken from its first CSV row: that row's wall_s (node clock)
     minus the seconds the node's rounds had spent until then (compute_s + codec_s + comm_s +
@@ -150,7 +154,8 @@ def qgossip_startup(run_dir, launch_unix):
     The first row's own evaluation, when it has one, and untimed per-round bookkeeping are counted as
     start-up (tens of milliseconds for the MLP's 10,000 test images). The last node is taken because
     the first round needs the neighbours: it is when the whole run is training, as a peer's first
-    step is after the rendezvous of all ranks."""
+    step is after the rendezvous of all ranks. Asynchronous rounds need nobody: the first node to
+    begin one is training already."""
     starts = []
     for rank, (csv_path, json_path) in node_files(run_dir).items():
         offset = qgossip_offset(read_json(json_path), launch_unix)
@@ -163,7 +168,9 @@ def qgossip_startup(run_dir, launch_unix):
         if wall is None or None in spent:
             return None
         starts.append(offset + wall - sum(spent) - (_num(first.get("transfer_s")) or 0.0))
-    return max(starts) if starts else None
+    if not starts:
+        return None
+    return min(starts) if asynchronous(run_dir) else max(starts)
 
 
 def peer_startup(run_dir):

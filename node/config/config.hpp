@@ -98,7 +98,7 @@ struct train_config {
   // Asynchronous gossip (docs/algorithms.md, "Asynchronous gossip"): how many rounds a node may run
   // ahead of a neighbour's newest message before it waits for one. 0 = synchronous rounds (every
   // round waits for every neighbour's message of that round), bit for bit the rules without it;
-  // kUnboundedStaleness (`unbounded` in the YAML) = never wait after round 1. Decentralized
+  // kUnboundedStaleness (`unbounded` in the YAML) = never wait for a neighbour. Decentralized
   // algorithms only, without consensus probes or checkpoints.
   std::uint64_t max_staleness = 0;
 };

@@ -12,9 +12,8 @@ async_gossip_round::async_gossip_round(const round_pattern_parts& p, std::uint64
     : own_(p), alg_(p.alg), ex_(p.ex), inbox_(*p.inbox), peers_(p.train_peers), max_staleness_(max_staleness) {}
 
 std::uint64_t async_gossip_round::need(std::uint64_t t) const {
-  if (t <= 1) return 1;
-  if (max_staleness_ == kUnboundedStaleness || max_staleness_ >= t) return 1;
-  return std::max<std::uint64_t>(1, t - max_staleness_);
+  if (max_staleness_ == kUnboundedStaleness || t <= max_staleness_) return 0;  // nothing yet: no wait
+  return t - max_staleness_;
 }
 
 status async_gossip_round::exchange(std::uint64_t t) {

@@ -3,8 +3,8 @@
 // gossip"). Round t encodes and sends as synchronous gossip does, then takes every message that has
 // arrived from each neighbour, in that neighbour's order, and waits only while a live neighbour that
 // has not finished is more than τ rounds behind: its newest message is older than round t − τ
-// (round 1 waits for every neighbour's first message, so no node runs ahead of a neighbour that has
-// not started). The algorithm absorbs each message with its sender's round, so replicas, estimates
+// (rounds 1 to τ wait for nobody, a neighbour slow to start included: it is a straggler like any
+// other; with τ unbounded no round waits). The algorithm absorbs each message with its sender's round, so replicas, estimates
 // and public copies are updated in order and stay equal to their owners; it mixes with the newest
 // copy it holds. When every neighbour has finished, the node stops (a slow node stops with the
 // others). At the end, the messages still on their way from slower neighbours are absorbed too
@@ -34,7 +34,7 @@ class async_gossip_round final : public round_pattern {
   [[nodiscard]] status leave(std::uint64_t t, transport_clock::time_point deadline) override;
 
  private:
-  // The oldest round a neighbour's newest message may be from when round t mixes.
+  // The oldest round a neighbour's newest message may be from when round t mixes (0: any, none).
   [[nodiscard]] std::uint64_t need(std::uint64_t t) const;
 
   own_message own_;

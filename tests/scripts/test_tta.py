@@ -289,6 +289,9 @@ class Clock(unittest.TestCase):
                          " Load average (1 min) as the runs started: median 5.0 (3.0–7.0).")
         # Without the launch time (or the columns) it cannot be told.
         self.assertIsNone(tta_metrics.qgossip_startup(self.d, None))
+        # Asynchronous gossip waits for nobody: training begins with the first node's round 1 (3.0 s).
+        write(os.path.join(self.d, "run.json"), json.dumps({"config_yaml": "train:\n  max_staleness: unbounded\n"}))
+        self.assertAlmostEqual(tta_metrics.qgossip_startup(self.d, launch), 3.0)
 
     def test_asynchronous_runs_take_each_nodes_latest_evaluation(self):
         launch = 1000.0
