@@ -210,10 +210,11 @@ class exchange {
   // each peer's in ascending iteration, each validated and passed to `validate` in that order),
   // waiting only while a live peer that has not finished below `need` has delivered less than
   // `need` (0: never waits; but a live peer not heard from at all by options().first_deadline after
-  // the first call is errc::timeout, as a synchronous round 1 would report it), and, flow control, while the transport's link to a live unfinished
-  // peer still holds more than two messages of this size of ours that have not left this host
-  // (transport::queued_bytes; looked at every kBacklogPoll): a node never runs further ahead of a
-  // slow link than the message it just sent and the one before. Notices, finished messages and losses are handled as in round().
+  // the first call is errc::timeout, as a synchronous round 1 would report it), and, flow control,
+  // while the transport's link to a live unfinished peer still holds more than two messages of this
+  // size of ours that have not left this host (transport::queued_bytes; looked at every
+  // kBacklogPoll): a node never runs further ahead of a slow link than the message it just sent and
+  // the one before. Notices, finished messages and losses are handled as in round().
   // Errors as round(). REQUIRES: options().asynchronous; iterations ascending.
   status gather(std::uint64_t iteration, const outgoing_message& msg, std::uint64_t need,
                 std::vector<inbound_message>& out);

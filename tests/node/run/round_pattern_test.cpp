@@ -135,38 +135,61 @@ TEST_CASE("ring_round: every node ends with the same model") {
   for (int r = 1; r < n; ++r) CHECK(results[static_cast<std::size_t>(r)].model == results[0].model);
 }
 
+namespace {
+
+// Rank 0 of a ring of 3, alone, gossiping asynchronously (CHOCO): its neighbours never send.
+struct lone_async_node {
+  static constexpr int n = 3;
+  inproc_network net{n};
+  inproc_transport end0 = net.endpoint(0);
+  std::vector<float> x0 = std::vector<float>(truncating_codec::kValues, 0.5f);
+  std::unique_ptr<algorithm> alg =
+      make_algorithm("choco", ring_row(0, n), x0, {.consensus_step = 0.8, .asynchronous = true});
+  truncating_codec codec;
+  pattern_shape shape;
+  std::unique_ptr<message_inbox> inbox;
+  std::unique_ptr<exchange> ex;
+  std::unique_ptr<round_pattern> pattern;
+
+  lone_async_node(std::uint64_t tau, std::chrono::milliseconds first_deadline, std::chrono::milliseconds round_deadline)
+      : shape(shape_of(alg->pattern(), 0, n, alg->row().neighbours, tau)),
+        inbox(std::make_unique<message_inbox>(codec, 1, shape.train_peers, x0.size())) {
+    exchange_options o = options(0, shape, inbox.get());
+    o.asynchronous = true;
+    o.first_deadline = first_deadline;
+    o.round_deadline = round_deadline;
+    ex = std::make_unique<exchange>(end0, o);
+    pattern = make_round_pattern(shape, {.alg = *alg, .codec = codec, .ex = *ex, .inbox = inbox.get(), .rank = 0,
+                                         .n = n, .seed = 1, .train_peers = shape.train_peers});
+  }
+  // Round t: encode and send, then gather; on success absorb and finish the round.
+  status round(std::uint64_t t) {
+    const std::vector<float> grad(x0.size(), 0.25f);
+    pattern->encode(alg->outgoing(grad, 0.1f, t), t);
+    status st = pattern->exchange(t);
+    if (!st) return st;
+    pattern->absorb(t);
+    alg->finish(t);
+    return st;
+  }
+};
+
+}  // namespace
+
 // Asynchronous gossip waits for nobody in rounds 1 to τ (τ unbounded: in no round), a neighbour that
 // has not sent anything yet included (a slow start-up is a straggler like any other); round τ + 1
-// waits for a message of round 1. Rank 0 of a ring of 3 runs alone: its neighbours never send.
+// waits for a message of round 1.
 TEST_CASE("async_gossip_round: a neighbour that has sent nothing holds back only round τ + 1 and later") {
+  using std::chrono::milliseconds;
   for (const std::uint64_t tau : {kUnboundedStaleness, std::uint64_t{2}}) {
     CAPTURE(tau);
-    constexpr int n = 3;
-    inproc_network net(n);
-    inproc_transport end0 = net.endpoint(0);
-    std::vector<float> x0(truncating_codec::kValues, 0.5f);
-    auto alg = make_algorithm("choco", ring_row(0, n), x0, {.consensus_step = 0.8, .asynchronous = true});
-    truncating_codec codec;
-    const pattern_shape shape = shape_of(alg->pattern(), 0, n, alg->row().neighbours, tau);
-    message_inbox inbox(codec, 1, shape.train_peers, x0.size());
-    exchange_options o = options(0, shape, &inbox);
-    o.asynchronous = true;
-    o.first_deadline = o.round_deadline = std::chrono::milliseconds(300);
-    exchange ex(end0, o);
-    auto pattern = make_round_pattern(shape, {.alg = *alg, .codec = codec, .ex = ex, .inbox = &inbox, .rank = 0,
-                                              .n = n, .seed = 1, .train_peers = shape.train_peers});
-    const std::vector<float> grad(x0.size(), 0.25f);
+    lone_async_node node(tau, milliseconds(300), milliseconds(300));
     const std::uint64_t free_rounds = tau == kUnboundedStaleness ? 4 : tau;
     for (std::uint64_t t = 1; t <= free_rounds; ++t) {
       CAPTURE(t);
-      pattern->encode(alg->outgoing(grad, 0.1f, t), t);
-      REQUIRE(pattern->exchange(t).is_ok());
-      pattern->absorb(t);
-      alg->finish(t);
+      REQUIRE(node.round(t).is_ok());
     }
-    const std::uint64_t t = free_rounds + 1;
-    pattern->encode(alg->outgoing(grad, 0.1f, t), t);
-    const status st = pattern->exchange(t);
+    const status st = node.round(free_rounds + 1);
     if (tau == kUnboundedStaleness) {
       CHECK(st.is_ok());  // within first_deadline of round 1: nobody is owed a message yet
     } else {
@@ -180,28 +203,11 @@ TEST_CASE("async_gossip_round: a neighbour that has sent nothing holds back only
 // Waiting for nobody is not waiting for ever: a neighbour not heard from at all by the first
 // round's start + network.start_timeout_s (first_deadline) is a timeout, as in synchronous round 1.
 TEST_CASE("async_gossip_round: a neighbour never heard from is a timeout after the start-up's deadline") {
-  constexpr int n = 3;
-  inproc_network net(n);
-  inproc_transport end0 = net.endpoint(0);
-  std::vector<float> x0(truncating_codec::kValues, 0.5f);
-  auto alg = make_algorithm("choco", ring_row(0, n), x0, {.consensus_step = 0.8, .asynchronous = true});
-  truncating_codec codec;
-  const pattern_shape shape = shape_of(alg->pattern(), 0, n, alg->row().neighbours, kUnboundedStaleness);
-  message_inbox inbox(codec, 1, shape.train_peers, x0.size());
-  exchange_options o = options(0, shape, &inbox);
-  o.asynchronous = true;
-  o.first_deadline = std::chrono::milliseconds(100);
-  exchange ex(end0, o);
-  auto pattern = make_round_pattern(shape, {.alg = *alg, .codec = codec, .ex = ex, .inbox = &inbox, .rank = 0,
-                                            .n = n, .seed = 1, .train_peers = shape.train_peers});
-  const std::vector<float> grad(x0.size(), 0.25f);
-  pattern->encode(alg->outgoing(grad, 0.1f, 1), 1);
-  REQUIRE(pattern->exchange(1).is_ok());
-  pattern->absorb(1);
-  alg->finish(1);
-  std::this_thread::sleep_for(std::chrono::milliseconds(150));
-  pattern->encode(alg->outgoing(grad, 0.1f, 2), 2);
-  const status st = pattern->exchange(2);
+  using std::chrono::milliseconds;
+  lone_async_node node(kUnboundedStaleness, milliseconds(100), milliseconds(30000));
+  REQUIRE(node.round(1).is_ok());
+  std::this_thread::sleep_for(milliseconds(150));
+  const status st = node.round(2);
   REQUIRE_FALSE(st.is_ok());
   CHECK(st.code() == errc::timeout);
   CHECK(st.message().find("rank 1") != std::string::npos);
