@@ -9,23 +9,25 @@ namespace qgossip {
 namespace {
 
 void check_codec(yaml_reader& r, const run_config& c) {
+  // Each error points at the compressor's value (a codec other than identity was given somewhere).
+  const YAML::Node at = value_node(r, "compressor");
   const bool isgq = c.compressor.name == "isgq";
   if (c.algorithm == algorithm_kind::dpsgd && c.compressor.name != "identity")
-    throw r.error("algorithm: dpsgd is the full-precision reference and sends raw floats; remove 'compressor' "
-                  "or use naive, dcd or ecd to compress");
+    throw r.error_at(at, "algorithm: dpsgd is the full-precision reference and sends raw floats; remove 'compressor' "
+                         "or use naive, dcd or ecd to compress");
   if (isgq && c.algorithm != algorithm_kind::allgather)
-    throw r.error("compressor: isgq sends each node's gradient factors to every node; use algorithm: allgather");
+    throw r.error_at(at, "compressor: isgq sends each node's gradient factors to every node; use algorithm: allgather");
   if (isgq && (c.train.momentum > 0 || c.train.weight_decay > 0))
-    throw r.error("compressor: isgq encodes the raw loss gradient's factors, so train.momentum and "
-                  "train.weight_decay cannot be applied before sending; set them to 0");
+    throw r.error_at(at, "compressor: isgq encodes the raw loss gradient's factors, so train.momentum and "
+                         "train.weight_decay cannot be applied before sending; set them to 0");
   if (isgq && (c.train.local_steps > 1 || !c.train.outer.is_identity()))
-    throw r.error("compressor: isgq encodes one gradient's factors; train.local_steps > 1 and train.outer send a "
-                  "change of several steps, which has no such factors; use another codec");
+    throw r.error_at(at, "compressor: isgq encodes one gradient's factors; train.local_steps > 1 and train.outer send a "
+                         "change of several steps, which has no such factors; use another codec");
   // A quantized ring all-reduce re-codes partial sums at every hop: a codec that keeps every value.
   static const std::vector<std::string> kQuantizers{"identity", "qsgd", "nuqsgd", "dither", "fp16", "bf16"};
   if (c.algorithm == algorithm_kind::allreduce &&
       std::find(kQuantizers.begin(), kQuantizers.end(), c.compressor.name) == kQuantizers.end())
-    throw r.error_at(value_node(r, "compressor"),
+    throw r.error_at(at,
                      "compressor: allreduce sends each hop's partial sum quantized, so every value must be coded; " +
                          c.compressor.name + " is not a quantizer (use qsgd, nuqsgd, dither, fp16 or bf16, or "
                          "allgather for sparsifiers and sign)");
