@@ -4,11 +4,11 @@
 // arrived from each neighbour, in that neighbour's order, and waits only while a live neighbour that
 // has not finished is more than τ rounds behind: its newest message is older than round t − τ
 // (rounds 1 to τ wait for nobody, a neighbour slow to start included: it is a straggler like any
-// other; with τ unbounded no round waits). The algorithm absorbs each message with its sender's round, so replicas, estimates
-// and public copies are updated in order and stay equal to their owners; it mixes with the newest
-// copy it holds. When every neighbour has finished, the node stops (a slow node stops with the
-// others). At the end, the messages still on their way from slower neighbours are absorbed too
-// (leave), so every copy equals its owner once every node has left.
+// other; with τ unbounded no round waits). The algorithm absorbs each message with its sender's
+// round, so replicas, estimates and public copies are updated in order and stay equal to their
+// owners; it mixes with the newest copy it holds. When every neighbour has finished, the node stops
+// (a slow node stops with the others). At the end, the messages still on their way from slower
+// neighbours are absorbed too (leave), so every copy equals its owner once every node has left.
 // Not thread-safe: the node's one thread.
 #include <cstdint>
 #include <span>

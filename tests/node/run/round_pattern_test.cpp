@@ -151,7 +151,8 @@ struct lone_async_node {
   std::unique_ptr<exchange> ex;
   std::unique_ptr<round_pattern> pattern;
 
-  lone_async_node(std::uint64_t tau, std::chrono::milliseconds first_deadline, std::chrono::milliseconds round_deadline)
+  lone_async_node(std::uint64_t tau, std::chrono::milliseconds first_deadline,
+                  std::chrono::milliseconds round_deadline)
       : shape(shape_of(alg->pattern(), 0, n, alg->row().neighbours, tau)),
         inbox(std::make_unique<message_inbox>(codec, 1, shape.train_peers, x0.size())) {
     exchange_options o = options(0, shape, inbox.get());
@@ -159,8 +160,8 @@ struct lone_async_node {
     o.first_deadline = first_deadline;
     o.round_deadline = round_deadline;
     ex = std::make_unique<exchange>(end0, o);
-    pattern = make_round_pattern(shape, {.alg = *alg, .codec = codec, .ex = *ex, .inbox = inbox.get(), .rank = 0,
-                                         .n = n, .seed = 1, .train_peers = shape.train_peers});
+    pattern = make_round_pattern(shape, {.alg = *alg, .codec = codec, .ex = *ex, .inbox = inbox.get(),
+                                         .rank = 0, .n = n, .seed = 1, .train_peers = shape.train_peers});
   }
   // Round t: encode and send, then gather; on success absorb and finish the round.
   status round(std::uint64_t t) {
