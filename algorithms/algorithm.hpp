@@ -83,6 +83,11 @@ class algorithm {
   // neighbour, called once per neighbour per round (asynchronous: in the neighbour's order).
   virtual void absorb(int from, std::span<const float> decoded, std::uint64_t t) = 0;
   virtual void finish(std::uint64_t t) = 0;
+  // Asynchronous gossip: neighbour `from` has finished and all its messages were absorbed. Its copy
+  // is final and counts in every later mix, as if it had just sent (it mixes with this node no more,
+  // so there is no pull of its to balance: docs/algorithms.md, "Asynchronous gossip"). REQUIRES:
+  // from is a neighbour, between absorbs and finish. The centralized algorithms ignore it.
+  virtual void neighbour_finished(int /*from*/) {}
 
   // What "copies" means for this algorithm ("replica", "estimate") or "" when it holds none.
   virtual std::string_view copies_kind() const = 0;

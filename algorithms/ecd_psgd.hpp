@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "algorithms/algorithm.hpp"
+#include "algorithms/neighbour_index.hpp"
 #include "algorithms/receipts.hpp"
 
 namespace qgossip {
@@ -24,6 +25,7 @@ class ecd_psgd final : public algorithm {
   void absorb_own(std::span<const float> decoded, std::uint64_t t) override;
   void absorb(int from, std::span<const float> decoded, std::uint64_t t) override;
   void finish(std::uint64_t t) override;
+  void neighbour_finished(int from) override { received_.mark_final(neighbour_index(row_, from)); }
   std::string_view copies_kind() const override { return "estimate"; }
   std::vector<held_copy> held_copies() const override;
   void remix(const mixing_row& next) override;

@@ -6,7 +6,8 @@
 // delivers them so), and a round may finish without one. Then each neighbour's term counts in the
 // mix once per batch of new messages (take_fresh): a neighbour that sent nothing since the node last
 // mixed with it adds nothing, its weight staying with the node (docs/algorithms.md, "Asynchronous
-// gossip"). Not thread-safe.
+// gossip"), unless it has finished: its copy is then final and counts in every mix (mark_final).
+// Not thread-safe.
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -22,6 +23,7 @@ class round_receipts {
   struct entry {
     bool this_round = false;  // a message absorbed in the round under way
     bool fresh = false;       // asynchronous: a message absorbed since the node last mixed with it
+    bool final = false;       // asynchronous: the neighbour has finished; its copy counts in every mix
   };
 
   round_receipts(std::size_t neighbours, bool asynchronous) : entries_(neighbours), asynchronous_(asynchronous) {}
@@ -36,6 +38,11 @@ class round_receipts {
     entries_[k].this_round = true;
     entries_[k].fresh = true;
   }
+  // Asynchronous: neighbour k has sent its last message and every one of them was absorbed.
+  void mark_final(std::size_t k) {
+    QG_ENFORCE(asynchronous_, "a synchronous round has no finished neighbours");
+    entries_[k].final = true;
+  }
   // finish(t).
   void check_complete(const mixing_row& row, std::uint64_t t) const {
     if (asynchronous_) return;
@@ -43,10 +50,11 @@ class round_receipts {
       QG_ENFORCE(entries_[k].this_round, "round " << t << " finished without a message from rank " << row.neighbours[k]);
   }
   // Whether neighbour k's term belongs in the mix being built: always when synchronous; when
-  // asynchronous, only if it sent something since the last mix (and the mix now uses it).
+  // asynchronous, only if it sent something since the last mix (and the mix now uses it) or has
+  // finished.
   [[nodiscard]] bool take_fresh(std::size_t k) {
     if (!asynchronous_) return true;
-    const bool fresh = entries_[k].fresh;
+    const bool fresh = entries_[k].fresh || entries_[k].final;
     entries_[k].fresh = false;
     return fresh;
   }

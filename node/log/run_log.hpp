@@ -80,6 +80,8 @@ struct node_summary {
   // Asynchronous gossip: the node stopped before its last round because every neighbour had
   // finished ("ended": "with its neighbours"; else "at its last round").
   bool stopped_with_peers = false;
+  // Of its rounds, those that only mixed, catching up with finished neighbours ("catch_up_rounds").
+  std::uint64_t catch_up_rounds = 0;
 };
 
 class run_log {

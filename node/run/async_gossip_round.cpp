@@ -9,7 +9,12 @@
 namespace qgossip {
 
 async_gossip_round::async_gossip_round(const round_pattern_parts& p, std::uint64_t max_staleness)
-    : own_(p), alg_(p.alg), ex_(p.ex), inbox_(*p.inbox), peers_(p.train_peers), max_staleness_(max_staleness) {}
+    : own_(p),
+      alg_(p.alg),
+      ex_(p.ex),
+      inbox_(*p.inbox),
+      peers_(p.train_peers),
+      max_staleness_(max_staleness) {}
 
 std::uint64_t async_gossip_round::need(std::uint64_t t) const {
   if (max_staleness_ == kUnboundedStaleness || t <= max_staleness_) return 0;  // nothing yet: no wait
@@ -18,6 +23,7 @@ std::uint64_t async_gossip_round::need(std::uint64_t t) const {
 
 status async_gossip_round::exchange(std::uint64_t t) {
   inbox_.clear();
+  round_ = t;
   const status st = ex_.gather(t, own_.wire(), need(t), inbound_);
   staleness_ = 0;
   for (int j : alg_.row().neighbours) {
@@ -27,7 +33,23 @@ status async_gossip_round::exchange(std::uint64_t t) {
   return st;
 }
 
-void async_gossip_round::absorb(std::uint64_t) { absorb_inbox(alg_, inbox_); }
+// After a neighbour's finish notice, which comes after its last message, every message of its has
+// been absorbed: its copy is final from this round's mix on.
+void async_gossip_round::absorb(std::uint64_t t) {
+  absorb_inbox(alg_, inbox_);
+  for (int j : alg_.row().neighbours)
+    if (ex_.finished(j) && std::find(told_finished_.begin(), told_finished_.end(), j) == told_finished_.end()) {
+      alg_.neighbour_finished(j);
+      told_finished_.push_back(j);
+      any_final_ = true;
+    }
+  if (caught_up_from_ == 0 && any_final_ && ex_.all_finished()) caught_up_from_ = t;
+}
+
+bool async_gossip_round::peers_done() const {
+  if (!ex_.all_finished()) return false;
+  return !any_final_ || (caught_up_from_ > 0 && round_ >= caught_up_from_ + kCatchUpRounds);
+}
 
 status async_gossip_round::leave(std::uint64_t t, transport_clock::time_point deadline) {
   inbox_.clear();

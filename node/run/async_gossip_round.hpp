@@ -6,9 +6,11 @@
 // (rounds 1 to τ wait for nobody, a neighbour slow to start included: it is a straggler like any
 // other; with τ unbounded no round waits). The algorithm absorbs each message with its sender's
 // round, so replicas, estimates and public copies are updated in order and stay equal to their
-// owners; it mixes with the newest copy it holds. When every neighbour has finished, the node stops
-// (a slow node stops with the others). At the end, the messages still on their way from slower
-// neighbours are absorbed too (leave), so every copy equals its owner once every node has left.
+// owners; it mixes with the newest copy it holds, and with a finished neighbour's final copy in every
+// round. When every neighbour has finished, the node runs kCatchUpRounds rounds that only mix (no
+// training step: mixing_only) and stops: a slow node stops with the others, its model pulled to
+// theirs. At the end, the messages still on their way from slower neighbours are absorbed too
+// (leave), so every copy equals its owner once every node has left.
 // Not thread-safe: the node's one thread.
 #include <cstdint>
 #include <span>
@@ -23,13 +25,19 @@ namespace qgossip {
 
 class async_gossip_round final : public round_pattern {
  public:
+  // Rounds of mixing alone after every neighbour has finished: each moves the node a fraction
+  // γ(1 − W_ii) of the way to its neighbours' final copies (CHOCO γ_c = 0.8 on a ring: 0.53, on the
+  // hypercube 0.6), so four leave 3–5 % of the distance (docs/algorithms.md, "Asynchronous gossip").
+  static constexpr std::uint64_t kCatchUpRounds = 4;
+
   async_gossip_round(const round_pattern_parts& parts, std::uint64_t max_staleness);
 
   void encode(std::span<const float> outgoing, std::uint64_t t) override { own_.encode(outgoing, t); }
   [[nodiscard]] status exchange(std::uint64_t t) override;
   void absorb(std::uint64_t t) override;
   [[nodiscard]] std::string describe() const override;
-  [[nodiscard]] bool peers_done() const override { return ex_.all_finished(); }
+  [[nodiscard]] bool peers_done() const override;
+  [[nodiscard]] bool mixing_only() const override { return caught_up_from_ > 0; }
   [[nodiscard]] std::uint64_t staleness() const override { return staleness_; }
   [[nodiscard]] status leave(std::uint64_t t, transport_clock::time_point deadline) override;
 
@@ -44,6 +52,12 @@ class async_gossip_round final : public round_pattern {
   std::vector<int> peers_;
   std::uint64_t max_staleness_;
   std::uint64_t staleness_ = 0;  // of the latest round: t − the oldest newest message mixed with
+  std::uint64_t round_ = 0;      // the latest round
+  // The round after which every neighbour had finished (0: not yet), and the finished neighbours
+  // the algorithm was told of (neighbour_finished).
+  std::uint64_t caught_up_from_ = 0;
+  std::vector<int> told_finished_;
+  bool any_final_ = false;  // some neighbour finished (rather than left): there is a model to catch up with
   std::vector<inbound_message> inbound_;
 };
 

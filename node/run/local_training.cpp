@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "algorithms/mixing.hpp"
+#include "core/errors.hpp"
 #include "node/data/augment.hpp"
 
 namespace qgossip {
@@ -90,9 +91,15 @@ local_training::outcome local_training::local_steps(std::uint64_t t, std::span<c
   return {};
 }
 
-local_training::outcome local_training::round(std::uint64_t t, std::span<const float>& outgoing) {
-  if (local_rounds_) return local_steps(t, outgoing);
+local_training::outcome local_training::round(std::uint64_t t, std::span<const float>& outgoing, bool mixing_only) {
   algorithm& alg = *learner_.alg;
+  if (mixing_only) {
+    QG_ENFORCE(!outer_after_round_, "a round that only mixes is asynchronous: no outer step after it");
+    std::fill(grad_.begin(), grad_.end(), 0.0f);
+    outgoing = alg.outgoing(grad_, 0.0f, t);
+    return {};
+  }
+  if (local_rounds_) return local_steps(t, outgoing);
   if (outcome e = gradient(t, t, alg.model()); !e) return e;
   outgoing = alg.outgoing(local_.apply(grad_, alg.model()), static_cast<float>(lr_), t);
   return {};

@@ -44,7 +44,9 @@ class local_training {
   local_training(const run_config& c, int rank, node_learner& learner, node_plan& plan, const dataset& shard);
 
   // Round t's computation: the algorithm's outgoing vector (valid until the next call), or why not.
-  [[nodiscard]] outcome round(std::uint64_t t, std::span<const float>& outgoing);
+  // mixing_only (asynchronous gossip catching up with finished neighbours): no step at all, the
+  // algorithm's rule with a zero gradient, so the round only mixes.
+  [[nodiscard]] outcome round(std::uint64_t t, std::span<const float>& outgoing, bool mixing_only = false);
   // After the algorithm's finish(t): the outer step on the whole round's change, where it goes.
   void finish_round();
   // A node that rejoins (algorithm::restart): the optimizer's and the outer step's momentum start

@@ -36,9 +36,12 @@ class round_pattern {
   virtual void absorb(std::uint64_t t) = 0;
   // Whom the node's messages go to, for its start-up line: "sends to 1 7".
   [[nodiscard]] virtual std::string describe() const = 0;
-  // True when no peer will send anything more (every one finished): the node stops with them
-  // (asynchronous gossip; a synchronous round never gets there early).
+  // True when no peer will send anything more (every one finished) and the node has caught up with
+  // them: it stops (asynchronous gossip; a synchronous round never gets there early).
   [[nodiscard]] virtual bool peers_done() const { return false; }
+  // True when the next round is to take no training step, only mix (asynchronous gossip: every
+  // neighbour has finished, and the node catches up with their final models before it stops).
+  [[nodiscard]] virtual bool mixing_only() const { return false; }
   // The staleness the latest round mixed with: its round minus the oldest newest message of a
   // neighbour (0 for synchronous rounds).
   [[nodiscard]] virtual std::uint64_t staleness() const { return 0; }

@@ -46,7 +46,11 @@ step_end round_steps::compute(std::uint64_t t) {
   s_.links.failures->begin_round(t);
   const model& m = *s_.learner.model;
   const double transfer_before = m.transfers().seconds;
-  if (local_training::outcome e = training_.round(t, outgoing_); !e) return {node_exit::diverged, e.diverged};
+  const bool mixing_only = s_.links.pattern->mixing_only();
+  if (mixing_only && catch_up_rounds_++ == 0)
+    say(s_.rank, "every neighbour has finished: from round " + std::to_string(t) +
+                     " this node only mixes with their final models (no training step), then stops");
+  if (local_training::outcome e = training_.round(t, outgoing_, mixing_only); !e) return {node_exit::diverged, e.diverged};
   if (!all_finite(outgoing_))
     return {node_exit::diverged, "diverged at round " + std::to_string(t) + ": the outgoing message is not finite"};
   compute_s_ += seconds(clock::now() - round_start_) - (m.transfers().seconds - transfer_before);
@@ -216,6 +220,7 @@ void round_steps::write_summary(const step_end& end) {
   summary.last = rec_;
   summary.rounds = completed_;
   summary.stopped_with_peers = end && completed_ < s_.plan.rounds;
+  summary.catch_up_rounds = catch_up_rounds_;
   const exchange_stats st = traffic();
   summary.mean_round_bytes_sent =
       completed_ ? static_cast<double>(st.bytes_sent - st.probe_bytes_sent - st.notice_bytes_sent) /

@@ -83,6 +83,7 @@ class round_steps {
   std::uint64_t completed_ = 0;
   std::uint64_t round_sent_ = 0, round_recv_ = 0;  // the latest round's traffic alone
   std::uint64_t staleness_ = 0;                    // the most since the latest row
+  std::uint64_t catch_up_rounds_ = 0;              // rounds that only mixed (mixing_only)
   std::uint64_t row_iteration_ = 0;                // of the latest row, and its wall time
   double row_wall_s_ = 0;
   double compute_s_ = 0, codec_s_ = 0;

@@ -394,3 +394,55 @@ TEST_CASE("asynchronous mixing: a neighbour counts once per batch of new message
     check_near(node->model(), want);
   }
 }
+
+// A neighbour that has finished (neighbour_finished, asynchronous gossip) sends nothing more; its
+// copy is final and counts in every mix from then on, as if it had just sent. Node 0 of a ring of 4:
+// ranks 1 and 3 sent in round 1; in rounds 2 and 3 nobody sends, and rank 3 has finished.
+TEST_CASE("asynchronous mixing: a finished neighbour's final copy counts in every later mix") {
+  const float lr = 0.1f, gamma = 0.5f;
+  const std::vector<float> x0{1.0f, -2.0f, 0.5f}, g{0.5f, 1.0f, -1.0f}, m{0.2f, 0.1f, -0.3f}, a{1.0f, 2.0f, 3.0f};
+  SUBCASE("choco: x += γ W_03 (x̂_3 − x̂_0) each round, rank 1 silent") {
+    auto node = make_algorithm("choco", ring_row(0, 4), x0, {gamma, true});
+    (void)node->outgoing(g, lr, 1);
+    node->absorb_own(m, 1);
+    node->absorb(1, m, 1);
+    node->absorb(3, a, 1);  // x̂_3 = x0 + a
+    node->finish(1);
+    std::vector<float> x(node->model().begin(), node->model().end());
+    std::vector<float> own = combine(1, x0, 1, m), copy3 = combine(1, x0, 1, a);
+    node->neighbour_finished(3);
+    for (std::uint64_t t = 2; t <= 3; ++t) {
+      const std::vector<float> q = combine(1, x, -1, own);  // x − x̂_0 at a zero gradient
+      check_near(node->outgoing(std::vector<float>(3, 0.0f), 0.0f, t), q);
+      node->absorb_own(q, t);
+      own = combine(1, own, 1, q);
+      node->finish(t);
+      x = combine(1, x, gamma / 3.0f, copy3, -gamma / 3.0f, own);
+      check_near(node->model(), x);
+    }
+  }
+  SUBCASE("dpsgd, dcd, ecd: the finished neighbour's term is in the mix; without it, none") {
+    // D-PSGD mixes in finish(t), DCD and ECD in outgoing(t + 1): by round 3's outgoing both have
+    // mixed once more with nobody's new message.
+    for (const std::string name : {"dpsgd", "dcd", "ecd"}) {
+      CAPTURE(name);
+      auto told = make_algorithm(name, ring_row(0, 4), x0, {1.0, true});
+      auto silent = make_algorithm(name, ring_row(0, 4), x0, {1.0, true});
+      const std::vector<float> zero(3, 0.0f);
+      std::vector<float> out[2];
+      for (algorithm* node : {told.get(), silent.get()}) {
+        (void)node->outgoing(g, lr, 1);
+        node->absorb_own(m, 1);
+        node->absorb(1, m, 1);
+        node->absorb(3, a, 1);
+        node->finish(1);
+        if (node == told.get()) node->neighbour_finished(3);
+        (void)node->outgoing(zero, 0.0f, 2);
+        node->finish(2);
+        const std::span<const float> o = node->outgoing(zero, 0.0f, 3);
+        out[node == told.get() ? 0 : 1].assign(o.begin(), o.end());
+      }
+      CHECK(out[0] != out[1]);
+    }
+  }
+}

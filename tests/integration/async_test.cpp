@@ -2,7 +2,8 @@
 // loopback: rank 3 of a ring of 6 is stopped for 80 ms of every 100 (SIGSTOP/SIGCONT from this
 // test: a real stall, not a sleep inside the node), so it runs at about a fifth of its rate.
 //  - unbounded: the other five run (nearly) all their rounds, rank 3 stops with them ("ended":
-//    "with its neighbours") after far fewer, and every copy equals its owner (qgossip verify);
+//    "with its neighbours") after far fewer, the last of them mixing only (catch_up_rounds), and
+//    every copy equals its owner (qgossip verify);
 //  - τ = 2: rank 3's neighbours wait for it whenever they are 2 rounds ahead: no node ends more
 //    than 2 rounds short (it stops with its neighbours), none mixed a copy older than 2 rounds, and
 //    copies are exact.
@@ -24,6 +25,7 @@
 #include <vector>
 
 #include "node/log/replica_check.hpp"
+#include "node/run/async_gossip_round.hpp"
 #include "tests/integration/process.hpp"
 
 using namespace qgossip;
@@ -121,6 +123,9 @@ TEST_CASE("asynchronous gossip, unbounded: a slowed node holds back no one, stop
   MESSAGE("rank 3 ran " << slow << " of " << planned << " rounds");
   CHECK(slow <= 0.5 * planned);
   CHECK(text(r.nodes.at(kSlow), "ended") == "with its neighbours");
+  // Its last rounds only mixed, with its finished neighbours' final copies (their messages of those
+  // rounds taken by the neighbours after their own last round: the copies below are still exact).
+  CHECK(number(r.nodes.at(kSlow), "catch_up_rounds") == double(async_gossip_round::kCatchUpRounds));
   const replica_check_result check = check_replicas(r.dir);
   CHECK_MESSAGE(check.ok(), "mismatches " << check.mismatches.size() << ", unfinished " << check.unfinished.size());
   CHECK(check.edges_checked == 2 * kNodes);

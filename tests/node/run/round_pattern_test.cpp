@@ -16,6 +16,7 @@
 #include "gossip/exchange.hpp"
 #include "gossip/inproc/transport.hpp"
 #include "node/config/config.hpp"
+#include "node/run/async_gossip_round.hpp"
 #include "node/run/message_codec.hpp"
 #include "node/run/message_inbox.hpp"
 #include "node/run/round_pattern.hpp"
@@ -212,4 +213,111 @@ TEST_CASE("async_gossip_round: a neighbour never heard from is a timeout after t
   REQUIRE_FALSE(st.is_ok());
   CHECK(st.code() == errc::timeout);
   CHECK(st.message().find("rank 1") != std::string::npos);
+}
+
+namespace {
+
+// One node of a ring of 3 gossiping asynchronously (CHOCO, τ unbounded) over `net`: it waits
+// `delay`, then runs rounds until its last (`rounds`) or until the pattern says its peers are done,
+// taking no step in the rounds the pattern says only mix, and leaves.
+struct async_run {
+  int rounds_run = 0;
+  std::vector<bool> mixing_only;  // by round, from round 1
+  std::vector<float> model, own_copy;
+  std::vector<std::pair<int, std::uint64_t>> copies;
+  double distance_after_round_1 = 0;  // ‖x_i − the mean of its neighbours' copies‖ then
+};
+
+double distance_to_neighbours(const algorithm& alg) {
+  const auto held = alg.held_copies();  // own copy first, then the neighbours'
+  double d = 0;
+  for (std::size_t i = 0; i < alg.model().size(); ++i) {
+    double mean = 0;
+    for (std::size_t c = 1; c < held.size(); ++c) mean += held[c].values[i];
+    mean /= static_cast<double>(held.size() - 1);
+    d += (alg.model()[i] - mean) * (alg.model()[i] - mean);
+  }
+  return std::sqrt(d);
+}
+
+async_run run_async_node(inproc_transport& t, int rank, int rounds, std::chrono::milliseconds delay) {
+  constexpr int n = 3;
+  std::vector<float> x0(truncating_codec::kValues, 0.5f);
+  auto alg = make_algorithm("choco", ring_row(rank, n), x0, {.consensus_step = 0.8, .asynchronous = true});
+  truncating_codec codec;
+  const pattern_shape shape = shape_of(alg->pattern(), rank, n, alg->row().neighbours, kUnboundedStaleness);
+  auto inbox = std::make_unique<message_inbox>(codec, 1, shape.train_peers, x0.size());
+  exchange_options o = options(rank, shape, inbox.get());
+  o.asynchronous = true;
+  exchange ex(t, o);
+  auto pattern = make_round_pattern(shape, {.alg = *alg, .codec = codec, .ex = ex, .inbox = inbox.get(), .rank = rank,
+                                            .n = n, .seed = 1, .train_peers = shape.train_peers});
+  std::this_thread::sleep_for(delay);
+  async_run r;
+  std::vector<float> grad(x0.size());
+  for (int k = 1; k <= rounds; ++k) {
+    const auto round = static_cast<std::uint64_t>(k);
+    r.mixing_only.push_back(pattern->mixing_only());
+    for (std::size_t i = 0; i < grad.size(); ++i)
+      grad[i] = r.mixing_only.back() ? 0.0f : std::sin(float(rank * 31 + k * 7 + int(i)));
+    pattern->encode(alg->outgoing(grad, 0.1f, round), round);
+    REQUIRE(pattern->exchange(round).is_ok());
+    pattern->absorb(round);
+    alg->finish(round);
+    r.rounds_run = k;
+    if (k == 1) r.distance_after_round_1 = distance_to_neighbours(*alg);
+    if (pattern->peers_done()) break;
+  }
+  REQUIRE(pattern->leave(static_cast<std::uint64_t>(r.rounds_run),
+                         transport_clock::now() + std::chrono::seconds(10)).is_ok());
+  r.model.assign(alg->model().begin(), alg->model().end());
+  for (const auto& c : alg->held_copies()) {
+    if (c.rank == rank) r.own_copy.assign(c.values.begin(), c.values.end());
+    r.copies.emplace_back(c.rank, hash64(c.values));
+  }
+  return r;
+}
+
+}  // namespace
+
+// A node that is behind when its neighbours finish (it starts 200 ms after them) finds them finished
+// in its first round, then runs async_gossip_round::kCatchUpRounds rounds that only mix, pulling its
+// model to their final copies (each round a fraction γ(1 − W_ii) = 0.8 · 2/3 of the way: 0.47^4 of
+// the distance is left, well under the 0.1 checked), and stops; every copy equals its owner.
+TEST_CASE("async_gossip_round: a node behind finished neighbours catches up by mixing only, then stops") {
+  constexpr int kRounds = 12, kNeighbourRounds = 5;
+  inproc_network net(3);
+  std::vector<inproc_transport> ends;
+  for (int r = 0; r < 3; ++r) ends.push_back(net.endpoint(r));
+  const auto runs = test::spawn(3, [&](int r) {
+    return run_async_node(ends[static_cast<std::size_t>(r)], r, r == 0 ? kRounds : kNeighbourRounds,
+                          std::chrono::milliseconds(r == 0 ? 200 : 0));
+  });
+  const async_run& behind = runs[0];
+  const auto catch_up = static_cast<int>(async_gossip_round::kCatchUpRounds);
+  CHECK(behind.rounds_run == 1 + catch_up);
+  REQUIRE(behind.mixing_only.size() == static_cast<std::size_t>(1 + catch_up));
+  CHECK_FALSE(behind.mixing_only[0]);
+  for (int k = 1; k <= catch_up; ++k) CHECK(behind.mixing_only[static_cast<std::size_t>(k)]);
+  for (int r = 1; r < 3; ++r) {
+    CHECK(runs[static_cast<std::size_t>(r)].rounds_run == kNeighbourRounds);
+    for (bool m : runs[static_cast<std::size_t>(r)].mixing_only) CHECK_FALSE(m);
+  }
+  // Distance to the mean of the (final) neighbours' copies, from the end of round 1 to the end.
+  double d = 0;
+  for (std::size_t i = 0; i < behind.model.size(); ++i) {
+    double mean = 0;
+    for (int r = 1; r < 3; ++r) mean += runs[static_cast<std::size_t>(r)].own_copy[i] / 2.0;
+    d += (behind.model[i] - mean) * (behind.model[i] - mean);
+  }
+  REQUIRE(behind.distance_after_round_1 > 0.01);
+  CHECK(std::sqrt(d) < 0.1 * behind.distance_after_round_1);
+  // Every holder's copy of rank r equals r's own (the catch-up rounds' messages were taken by the
+  // finished neighbours in their leave()).
+  for (int owner = 0; owner < 3; ++owner) {
+    const std::uint64_t own = hash64(runs[static_cast<std::size_t>(owner)].own_copy);
+    for (int holder = 0; holder < 3; ++holder)
+      for (const auto& [rank, hash] : runs[static_cast<std::size_t>(holder)].copies)
+        if (rank == owner) CHECK_MESSAGE(hash == own, "rank " << holder << "'s copy of rank " << owner);
+  }
 }
