@@ -193,6 +193,8 @@ exchange::exchange(transport& t, exchange_options options) : transport_(t), opti
   dropped_.resize(nb.size());
   finished_.resize(nb.size());
   acked_.resize(nb.size());
+  backlog_acked_.resize(nb.size());
+  heard_.resize(nb.size());
   closed_.resize(nb.size());
   states_.resize(nb.size());
   joins_at_.resize(nb.size());
@@ -710,20 +712,25 @@ status exchange::finish(std::uint64_t iteration, transport_clock::time_point dea
                (finished_[k] ? " (finished, but had not confirmed this node's finished message)" : "");
     return who;
   };
+  std::vector<bool> done(nb.size());
   while (pending_failure_.is_ok()) {
     const std::string who = unfinished();
     if (who.empty()) break;
     if (options_.should_stop && options_.should_stop())
       return fail(status::error(errc::cancelled, "stopped while waiting for the neighbours to finish"));
-    const auto slice_end =
-        options_.should_stop ? std::min(deadline, transport_clock::now() + kStopCheckInterval) : deadline;
+    const auto now = transport_clock::now();
+    auto slice_end = options_.should_stop ? std::min(deadline, now + kStopCheckInterval) : deadline;
+    slice_end = std::min(slice_end, now + kHeardPoll);
     bool got = false;
     delivered_count_ = 0;
     if (status s = receive_one(slice_end, message_kind::train, async_codec_, arrived, got); !s) return fail(s);
+    for (std::size_t k = 0; k < nb.size(); ++k) done[k] = dropped_[k] || (finished_[k] && (acked_[k] || closed_[k]));
     if (delivered_count_ > 0) {  // a slower peer's last train messages (asynchronous gossip)
       arrived.resize(delivered_count_);
       if (late) late(arrived);
       deadline = transport_clock::now() + patience;  // it is still running its rounds: wait on
+    } else if (unfinished_heard(done)) {
+      deadline = transport_clock::now() + patience;  // alive, its next message held up on a slow path
     }
     if (!got && slice_end >= deadline)
       return status::error(errc::timeout, "finished at iteration " + std::to_string(iteration) + ", but " + who +
@@ -827,7 +834,7 @@ status exchange::gather(std::uint64_t iteration, const outgoing_message& msg, st
                                             " bytes exceeds max_payload_bytes " + std::to_string(options_.max_payload_bytes));
   const auto waited = started_ ? options_.round_deadline : options_.first_deadline;
   const auto start = transport_clock::now();
-  const auto deadline = start + waited;
+  auto deadline = start + waited;
   if (!started_) first_gather_ = start;
   started_ = true;
   base_ = iteration;
@@ -861,6 +868,8 @@ status exchange::gather(std::uint64_t iteration, const outgoing_message& msg, st
     for (std::size_t k = 0; k < options_.neighbours.size() && !waiting && !backlogged; ++k)
       backlogged = link_backlogged(k, backlog_limit);
     if (!waiting && !backlogged) break;
+    // A link that still drains, however slowly, is not a stall: the wait's deadline moves on.
+    if (!waiting && backlog_progressed(backlog_limit)) deadline = transport_clock::now() + waited;
     if (options_.should_stop && options_.should_stop())
       return fail(status::error(errc::cancelled, "stopped while waiting for round " + std::to_string(iteration)));
     auto slice_end = options_.should_stop ? std::min(deadline, transport_clock::now() + kStopCheckInterval) : deadline;
@@ -888,6 +897,28 @@ bool exchange::link_backlogged(std::size_t k, std::size_t limit) const {
   return held && *held > limit;
 }
 
+bool exchange::unfinished_heard(const std::vector<bool>& done) {
+  bool heard = false;
+  for (std::size_t k = 0; k < options_.neighbours.size(); ++k) {
+    if (done[k]) continue;
+    const std::optional<std::uint64_t> bytes = transport_.bytes_heard(options_.neighbours[k]);
+    if (bytes && heard_[k] && bytes != heard_[k]) heard = true;
+    heard_[k] = bytes;
+  }
+  return heard;
+}
+
+bool exchange::backlog_progressed(std::size_t limit) {
+  bool progressed = false;
+  for (std::size_t k = 0; k < options_.neighbours.size(); ++k) {
+    if (!link_backlogged(k, limit)) continue;
+    const std::optional<std::uint64_t> acked = transport_.bytes_acknowledged(options_.neighbours[k]);
+    if (acked && acked != backlog_acked_[k]) progressed = true;
+    backlog_acked_[k] = acked;
+  }
+  return progressed;
+}
+
 std::string exchange::backlog_message(std::size_t limit, std::chrono::milliseconds waited) const {
   std::string who;
   for (std::size_t k = 0; k < options_.neighbours.size(); ++k) {
@@ -898,7 +929,7 @@ std::string exchange::backlog_message(std::size_t limit, std::chrono::millisecon
   }
   return "the links to " + who + " still held more than " + std::to_string(limit) +
          " bytes of this node's messages (two rounds') after " + std::to_string(waited.count()) +
-         " ms: nothing of it left this host";
+         " ms, none of them acknowledged by the neighbour's host meanwhile";
 }
 
 std::string exchange::stale_message(std::uint64_t need, std::chrono::milliseconds waited) const {

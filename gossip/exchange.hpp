@@ -107,6 +107,8 @@ struct exchange_options {
 inline constexpr std::chrono::milliseconds kStopCheckInterval{100};
 // How often an asynchronous round waiting on flow control looks at its links' queues again.
 inline constexpr std::chrono::milliseconds kBacklogPoll{2};
+// How often exchange::finish looks whether a neighbour still running its rounds was heard from.
+inline constexpr std::chrono::milliseconds kHeardPoll{500};
 
 // What this node sends in a round. The payload must stay valid during round().
 struct outgoing_message {
@@ -242,9 +244,10 @@ class exchange {
   // REQUIRES: no round after it.
   // Asynchronous gossip: train messages that arrive meanwhile (a slower peer's last rounds) are
   // delivered, in order, to `late` (each validated first), so that copies of the peers stay exact;
-  // each such arrival moves the deadline as far past it as deadline was past the call: a peer still
-  // running its rounds is waited for as long as it keeps sending (its link's liveness, not a fixed
-  // time, bounds the wait).
+  // each such arrival moves the deadline as far past it as deadline was past the call, and so does
+  // hearing from a peer not yet done (transport::bytes_heard: its answers to heartbeats, looked at
+  // every kHeardPoll): a peer still running its rounds is waited for as long as it keeps sending or
+  // is alive (its link's liveness, not a fixed time, bounds the wait; it ends its run by itself).
   status finish(std::uint64_t iteration, transport_clock::time_point deadline,
                 const std::function<void(std::vector<inbound_message>&)>& late = {});
   // True once peer's finished message arrived (its last round, and that it sends nothing more but
@@ -326,6 +329,12 @@ class exchange {
   // Asynchronous flow control: neighbour k takes messages and its link holds more than `limit`
   // bytes of ours still on this host (transport::queued_bytes).
   [[nodiscard]] bool link_backlogged(std::size_t k, std::size_t limit) const;
+  // Whether a link backlogged past limit had more of its bytes acknowledged (transport::
+  // bytes_acknowledged) since the last look: a slow link still draining, whose wait goes on.
+  [[nodiscard]] bool backlog_progressed(std::size_t limit);
+  // finish(): whether a neighbour not yet done with this node (done[k] false) was heard from
+  // (transport::bytes_heard) since the last look: alive, still running its rounds.
+  [[nodiscard]] bool unfinished_heard(const std::vector<bool>& done);
   // Asynchronous rounds: the timeout a live neighbour not heard from at all by first_deadline
   // after the first round began is (it never came up), else ok.
   [[nodiscard]] status unheard_neighbours() const;
@@ -378,6 +387,8 @@ class exchange {
   // and whether its link has closed since (it exited: nothing more is sent to it).
   std::vector<std::optional<std::uint64_t>> finished_;
   std::vector<bool> acked_;  // its finished_ack of this node's finished message arrived
+  std::vector<std::optional<std::uint64_t>> backlog_acked_;  // bytes_acknowledged at the last look
+  std::vector<std::optional<std::uint64_t>> heard_;          // bytes_heard at finish's last look
   std::vector<std::optional<inbound_message>> states_;  // per neighbour: its latest join_state
   std::vector<std::uint64_t> joins_at_;  // per neighbour: its first round (readmit), 0 from the start
   std::vector<bool> closed_;

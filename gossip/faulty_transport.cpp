@@ -134,6 +134,34 @@ void faulty_transport::set_queued(int peer, std::optional<std::size_t> bytes) {
     queued_.erase(peer);
 }
 
+std::optional<std::uint64_t> faulty_transport::bytes_acknowledged(int peer) const {
+  std::lock_guard<std::mutex> lock(acknowledged_mutex_);
+  if (auto it = acknowledged_.find(peer); it != acknowledged_.end()) return it->second;
+  return inner_.bytes_acknowledged(peer);
+}
+
+std::optional<std::uint64_t> faulty_transport::bytes_heard(int peer) const {
+  std::lock_guard<std::mutex> lock(acknowledged_mutex_);
+  if (auto it = heard_.find(peer); it != heard_.end()) return it->second;
+  return inner_.bytes_heard(peer);
+}
+
+void faulty_transport::set_heard(int peer, std::optional<std::uint64_t> bytes) {
+  std::lock_guard<std::mutex> lock(acknowledged_mutex_);
+  if (bytes)
+    heard_[peer] = *bytes;
+  else
+    heard_.erase(peer);
+}
+
+void faulty_transport::set_acknowledged(int peer, std::optional<std::uint64_t> bytes) {
+  std::lock_guard<std::mutex> lock(acknowledged_mutex_);
+  if (bytes)
+    acknowledged_[peer] = *bytes;
+  else
+    acknowledged_.erase(peer);
+}
+
 status faulty_transport::receive(transport_clock::time_point deadline, inbound_frames& out) {
   if (!lost_.empty()) {
     std::string names;

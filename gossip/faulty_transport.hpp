@@ -15,6 +15,7 @@
 // Thread safety: as the wrapped transport: one thread at a time. `inner` must outlive the wrapper.
 #include <chrono>
 #include <map>
+#include <mutex>
 #include <cstdint>
 #include <optional>
 #include <random>
@@ -65,6 +66,14 @@ class faulty_transport final : public transport {
   // Makes queued_bytes(peer) report `bytes` (nullopt: the inner transport's again): a link
   // whose queue a test fills and drains by hand.
   void set_queued(int peer, std::optional<std::size_t> bytes);
+  // The value set by set_acknowledged(peer), else the inner transport's.
+  std::optional<std::uint64_t> bytes_acknowledged(int peer) const override;
+  // Makes bytes_acknowledged(peer) report `bytes` (nullopt: the inner transport's again): a link
+  // a test drains by hand, from another thread while a round waits (the one call that may).
+  void set_acknowledged(int peer, std::optional<std::uint64_t> bytes);
+  // The same pair for bytes_heard: a peer a test makes look alive, from another thread.
+  std::optional<std::uint64_t> bytes_heard(int peer) const override;
+  void set_heard(int peer, std::optional<std::uint64_t> bytes);
 
   // Injects the loss of the link to peer, as if the transport had found it dead: the next
   // receive() returns errc::peer_lost (before any message, until take_lost_peers takes it), and
@@ -98,6 +107,9 @@ class faulty_transport final : public transport {
   std::vector<std::byte> scratch_;  // the corrupted frame
   std::vector<int> lost_;           // injected losses not taken yet (ascending, unique)
   std::map<int, std::size_t> queued_;  // set_queued's values, by peer
+  mutable std::mutex acknowledged_mutex_;
+  std::map<int, std::uint64_t> acknowledged_;  // set_acknowledged's values, by peer
+  std::map<int, std::uint64_t> heard_;         // set_heard's values, by peer (the same mutex)
 };
 
 }  // namespace qgossip

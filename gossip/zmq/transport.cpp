@@ -492,6 +492,22 @@ std::optional<std::size_t> zmq_transport::queued_bytes(int peer) const {
   return static_cast<std::size_t>(p->unsent + p->local);
 }
 
+std::optional<std::uint64_t> zmq_transport::bytes_acknowledged(int peer) const {
+  auto it = impl_->links.find(peer);
+  if (it == impl_->links.end() || it->second.fd < 0 || !it->second.up) return std::nullopt;
+  const auto p = read_tcp_progress(it->second.fd);
+  if (!p) return std::nullopt;
+  return p->bytes_acked;
+}
+
+std::optional<std::uint64_t> zmq_transport::bytes_heard(int peer) const {
+  auto it = impl_->links.find(peer);
+  if (it == impl_->links.end() || it->second.fd < 0 || !it->second.up) return std::nullopt;
+  const auto p = read_tcp_progress(it->second.fd);
+  if (!p) return std::nullopt;
+  return p->bytes_received;
+}
+
 void zmq_transport::forget_peer(int peer) {
   auto it = impl_->links.find(peer);
   if (it == impl_->links.end()) return;

@@ -194,6 +194,10 @@ class zmq_transport final : public transport {
   // up, or when its descriptor is not known (heartbeats and pacing off: no monitor reports it), or
   // for ipc://.
   std::optional<std::size_t> queued_bytes(int peer) const override;
+  // TCP_INFO's tcpi_bytes_acked of the connection to peer; nullopt as for queued_bytes.
+  std::optional<std::uint64_t> bytes_acknowledged(int peer) const override;
+  // TCP_INFO's tcpi_bytes_received of the connection to peer (its PONGs); nullopt as above.
+  std::optional<std::uint64_t> bytes_heard(int peer) const override;
 
   // With pacing (zmq_options::pace_bytes_per_s): the SO_MAX_PACING_RATE, in bytes per second, of the
   // TCP connection to peer as the kernel reports it now; nullopt while that connection is not

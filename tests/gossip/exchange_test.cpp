@@ -1019,6 +1019,27 @@ TEST_CASE("exchange asynchronous: finish waits past its deadline for a slower pe
   CHECK(waited >= 1000ms);  // its last message at ~800 ms, + 300 ms
 }
 
+// A slower peer whose messages are held up on a slow path but which is alive (heard from: its answers
+// to heartbeats, transport::bytes_heard) is waited for too; once it is no longer heard, the wait ends
+// at the deadline.
+TEST_CASE("exchange asynchronous: finish waits past its deadline for a slower peer that is still heard from") {
+  async_by_hand a;
+  a.round_1_then_rank_1_finishes();
+  a.f0.set_heard(3, 0);
+  std::thread alive([&] {
+    for (std::uint64_t k = 1; k <= 8; ++k) {
+      std::this_thread::sleep_for(100ms);
+      a.f0.set_heard(3, k * 10);
+    }
+  });
+  const auto start = transport_clock::now();
+  const status s = a.ex->finish(1, start + 300ms, [](std::vector<inbound_message>&) {});
+  const auto waited = transport_clock::now() - start;
+  alive.join();
+  CHECK(s.code() == errc::timeout);  // rank 3 never finished
+  CHECK(waited >= 1000ms);           // heard until ~800 ms (looked at every 500 ms), + 300 ms
+}
+
 TEST_CASE("exchange asynchronous flow control: no next round while a link holds more than two messages of ours") {
   const std::size_t message = kWireHeaderBytes + kAsyncBytes;
   SUBCASE("two messages' worth queued: the round goes on at once") {
@@ -1049,6 +1070,28 @@ TEST_CASE("exchange asynchronous flow control: no next round while a link holds 
     finished_as(a.t3, 3, 1);
     a.f0.set_queued(3, 10 * message);
     CHECK(a.gather(1, 1).is_ok());
+  }
+  SUBCASE("a link that still drains, however slowly, is waited for past the deadline; then it stalls") {
+    // Its host acknowledges more of our bytes every 100 ms for 600 ms (the deadline is 300 ms), then
+    // nothing more: the wait ends 300 ms after the last progress, with the timeout.
+    async_by_hand a(300ms);
+    send_async(a.t1, 1, 1);
+    send_async(a.t3, 3, 1);
+    a.f0.set_queued(3, 10 * message);
+    a.f0.set_acknowledged(3, 0);
+    std::thread drain([&] {
+      for (std::uint64_t k = 1; k <= 6; ++k) {
+        std::this_thread::sleep_for(100ms);
+        a.f0.set_acknowledged(3, k * 1000);
+      }
+    });
+    const auto start = transport_clock::now();
+    const status s = a.gather(1, 1);
+    const auto waited = transport_clock::now() - start;
+    drain.join();
+    CHECK(s.code() == errc::timeout);
+    CHECK(waited >= 850ms);  // the last progress at ~600 ms, + 300 ms (without it: 300 ms)
+    CHECK(s.message().find("none of them acknowledged") != std::string::npos);
   }
 }
 
