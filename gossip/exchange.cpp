@@ -724,7 +724,8 @@ status exchange::finish(std::uint64_t iteration, transport_clock::time_point dea
     bool got = false;
     delivered_count_ = 0;
     if (status s = receive_one(slice_end, message_kind::train, async_codec_, arrived, got); !s) return fail(s);
-    for (std::size_t k = 0; k < nb.size(); ++k) done[k] = dropped_[k] || (finished_[k] && (acked_[k] || closed_[k]));
+    for (std::size_t k = 0; k < nb.size(); ++k)
+      done[k] = dropped_[k] || (finished_[k] && (acked_[k] || closed_[k]));
     if (delivered_count_ > 0) {  // a slower peer's last train messages (asynchronous gossip)
       arrived.resize(delivered_count_);
       if (late) late(arrived);

@@ -127,11 +127,21 @@ std::optional<std::size_t> faulty_transport::queued_bytes(int peer) const {
   return inner_.queued_bytes(peer);
 }
 
-void faulty_transport::set_queued(int peer, std::optional<std::size_t> bytes) {
-  if (bytes)
-    queued_[peer] = *bytes;
+namespace {
+
+// map[peer] = value, or no entry for peer when value is nullopt.
+template <class T>
+void set_or_erase(std::map<int, T>& map, int peer, std::optional<T> value) {
+  if (value)
+    map[peer] = *value;
   else
-    queued_.erase(peer);
+    map.erase(peer);
+}
+
+}  // namespace
+
+void faulty_transport::set_queued(int peer, std::optional<std::size_t> bytes) {
+  set_or_erase(queued_, peer, bytes);
 }
 
 std::optional<std::uint64_t> faulty_transport::bytes_acknowledged(int peer) const {
@@ -148,18 +158,12 @@ std::optional<std::uint64_t> faulty_transport::bytes_heard(int peer) const {
 
 void faulty_transport::set_heard(int peer, std::optional<std::uint64_t> bytes) {
   std::lock_guard<std::mutex> lock(acknowledged_mutex_);
-  if (bytes)
-    heard_[peer] = *bytes;
-  else
-    heard_.erase(peer);
+  set_or_erase(heard_, peer, bytes);
 }
 
 void faulty_transport::set_acknowledged(int peer, std::optional<std::uint64_t> bytes) {
   std::lock_guard<std::mutex> lock(acknowledged_mutex_);
-  if (bytes)
-    acknowledged_[peer] = *bytes;
-  else
-    acknowledged_.erase(peer);
+  set_or_erase(acknowledged_, peer, bytes);
 }
 
 status faulty_transport::receive(transport_clock::time_point deadline, inbound_frames& out) {

@@ -82,7 +82,9 @@ class emulated_link_transport final : public transport {
   // waiting out the delay are on the wire), plus what the inner transport holds.
   std::optional<std::size_t> queued_bytes(int peer) const override;
   // The inner transport's: bytes leaving the emulated link reach it, and then its connection.
-  std::optional<std::uint64_t> bytes_acknowledged(int peer) const override { return inner_.bytes_acknowledged(peer); }
+  std::optional<std::uint64_t> bytes_acknowledged(int peer) const override {
+    return inner_.bytes_acknowledged(peer);
+  }
   std::optional<std::uint64_t> bytes_heard(int peer) const override { return inner_.bytes_heard(peer); }
   std::string peer_address(int peer) const override { return inner_.peer_address(peer); }
   transport_refusals refusals() const override { return inner_.refusals(); }

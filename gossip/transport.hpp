@@ -107,7 +107,9 @@ class transport {
   // acknowledged on the current connection, ever. It grows while the link drains, however slowly
   // (a new connection starts it over); a flow-control wait whose links still drain is not a stall.
   // nullopt when the backend cannot tell (then such a wait ends at its deadline). Default: nullopt.
-  [[nodiscard]] virtual std::optional<std::uint64_t> bytes_acknowledged(int peer) const { return std::nullopt; }
+  [[nodiscard]] virtual std::optional<std::uint64_t> bytes_acknowledged(int peer) const {
+    return std::nullopt;
+  }
   // How many bytes have come back from peer on this node's link to it (its answers to heartbeats),
   // on the current connection, ever: it grows while the peer's process is alive, whatever it sends
   // or not. A finished node waits for a neighbour still running its rounds as long as it grows

@@ -484,28 +484,25 @@ void zmq_transport::take_lost_peers(std::vector<int>& out) {
   impl_->lost.clear();
 }
 
-std::optional<std::size_t> zmq_transport::queued_bytes(int peer) const {
+std::optional<tcp_progress> zmq_transport::link_progress(int peer) const {
   auto it = impl_->links.find(peer);
   if (it == impl_->links.end() || it->second.fd < 0 || !it->second.up) return std::nullopt;
-  const auto p = read_tcp_progress(it->second.fd);
-  if (!p) return std::nullopt;
-  return static_cast<std::size_t>(p->unsent + p->local);
+  return read_tcp_progress(it->second.fd);
+}
+
+std::optional<std::size_t> zmq_transport::queued_bytes(int peer) const {
+  const auto p = link_progress(peer);
+  return p ? std::optional<std::size_t>(static_cast<std::size_t>(p->unsent + p->local)) : std::nullopt;
 }
 
 std::optional<std::uint64_t> zmq_transport::bytes_acknowledged(int peer) const {
-  auto it = impl_->links.find(peer);
-  if (it == impl_->links.end() || it->second.fd < 0 || !it->second.up) return std::nullopt;
-  const auto p = read_tcp_progress(it->second.fd);
-  if (!p) return std::nullopt;
-  return p->bytes_acked;
+  const auto p = link_progress(peer);
+  return p ? std::optional<std::uint64_t>(p->bytes_acked) : std::nullopt;
 }
 
 std::optional<std::uint64_t> zmq_transport::bytes_heard(int peer) const {
-  auto it = impl_->links.find(peer);
-  if (it == impl_->links.end() || it->second.fd < 0 || !it->second.up) return std::nullopt;
-  const auto p = read_tcp_progress(it->second.fd);
-  if (!p) return std::nullopt;
-  return p->bytes_received;
+  const auto p = link_progress(peer);
+  return p ? std::optional<std::uint64_t>(p->bytes_received) : std::nullopt;
 }
 
 void zmq_transport::forget_peer(int peer) {

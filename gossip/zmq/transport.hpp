@@ -80,6 +80,7 @@
 #include <string>
 
 #include "gossip/transport.hpp"
+#include "gossip/zmq/link_liveness.hpp"
 
 namespace qgossip {
 
@@ -206,6 +207,8 @@ class zmq_transport final : public transport {
   [[nodiscard]] std::optional<std::uint64_t> pacing_rate(int peer);
 
  private:
+  // The counters of the current TCP connection to peer; nullopt as for queued_bytes.
+  [[nodiscard]] std::optional<tcp_progress> link_progress(int peer) const;
   struct impl;
   int rank_;
   std::unique_ptr<impl> impl_;

@@ -37,12 +37,14 @@ status async_gossip_round::exchange(std::uint64_t t) {
 // been absorbed: its copy is final from this round's mix on.
 void async_gossip_round::absorb(std::uint64_t t) {
   absorb_inbox(alg_, inbox_);
-  for (int j : alg_.row().neighbours)
-    if (ex_.finished(j) && std::find(told_finished_.begin(), told_finished_.end(), j) == told_finished_.end()) {
+  for (int j : alg_.row().neighbours) {
+    const bool told = std::find(told_finished_.begin(), told_finished_.end(), j) != told_finished_.end();
+    if (ex_.finished(j) && !told) {
       alg_.neighbour_finished(j);
       told_finished_.push_back(j);
       any_final_ = true;
     }
+  }
   if (caught_up_from_ == 0 && any_final_ && ex_.all_finished()) caught_up_from_ = t;
 }
 

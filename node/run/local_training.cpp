@@ -91,7 +91,8 @@ local_training::outcome local_training::local_steps(std::uint64_t t, std::span<c
   return {};
 }
 
-local_training::outcome local_training::round(std::uint64_t t, std::span<const float>& outgoing, bool mixing_only) {
+local_training::outcome local_training::round(std::uint64_t t, std::span<const float>& outgoing,
+                                              bool mixing_only) {
   algorithm& alg = *learner_.alg;
   if (mixing_only) {
     QG_ENFORCE(!outer_after_round_, "a round that only mixes is asynchronous: no outer step after it");

@@ -50,7 +50,8 @@ step_end round_steps::compute(std::uint64_t t) {
   if (mixing_only && catch_up_rounds_++ == 0)
     say(s_.rank, "every neighbour has finished: from round " + std::to_string(t) +
                      " this node only mixes with their final models (no training step), then stops");
-  if (local_training::outcome e = training_.round(t, outgoing_, mixing_only); !e) return {node_exit::diverged, e.diverged};
+  if (local_training::outcome e = training_.round(t, outgoing_, mixing_only); !e)
+    return {node_exit::diverged, e.diverged};
   if (!all_finite(outgoing_))
     return {node_exit::diverged, "diverged at round " + std::to_string(t) + ": the outgoing message is not finite"};
   compute_s_ += seconds(clock::now() - round_start_) - (m.transfers().seconds - transfer_before);

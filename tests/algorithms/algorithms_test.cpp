@@ -400,7 +400,8 @@ TEST_CASE("asynchronous mixing: a neighbour counts once per batch of new message
 // ranks 1 and 3 sent in round 1; in rounds 2 and 3 nobody sends, and rank 3 has finished.
 TEST_CASE("asynchronous mixing: a finished neighbour's final copy counts in every later mix") {
   const float lr = 0.1f, gamma = 0.5f;
-  const std::vector<float> x0{1.0f, -2.0f, 0.5f}, g{0.5f, 1.0f, -1.0f}, m{0.2f, 0.1f, -0.3f}, a{1.0f, 2.0f, 3.0f};
+  const std::vector<float> x0{1.0f, -2.0f, 0.5f}, g{0.5f, 1.0f, -1.0f}, m{0.2f, 0.1f, -0.3f},
+      a{1.0f, 2.0f, 3.0f};
   SUBCASE("choco: x += γ W_03 (x̂_3 − x̂_0) each round, rank 1 silent") {
     auto node = make_algorithm("choco", ring_row(0, 4), x0, {gamma, true});
     (void)node->outgoing(g, lr, 1);

@@ -1022,7 +1022,7 @@ TEST_CASE("exchange asynchronous: finish waits past its deadline for a slower pe
 // A slower peer whose messages are held up on a slow path but which is alive (heard from: its answers
 // to heartbeats, transport::bytes_heard) is waited for too; once it is no longer heard, the wait ends
 // at the deadline.
-TEST_CASE("exchange asynchronous: finish waits past its deadline for a slower peer that is still heard from") {
+TEST_CASE("exchange asynchronous: finish waits past its deadline for a slower peer still heard from") {
   async_by_hand a;
   a.round_1_then_rank_1_finishes();
   a.f0.set_heard(3, 0);

@@ -250,8 +250,9 @@ async_run run_async_node(inproc_transport& t, int rank, int rounds, std::chrono:
   exchange_options o = options(rank, shape, inbox.get());
   o.asynchronous = true;
   exchange ex(t, o);
-  auto pattern = make_round_pattern(shape, {.alg = *alg, .codec = codec, .ex = ex, .inbox = inbox.get(), .rank = rank,
-                                            .n = n, .seed = 1, .train_peers = shape.train_peers});
+  const round_pattern_parts parts{.alg = *alg, .codec = codec, .ex = ex, .inbox = inbox.get(), .rank = rank,
+                                  .n = n, .seed = 1, .train_peers = shape.train_peers};
+  auto pattern = make_round_pattern(shape, parts);
   std::this_thread::sleep_for(delay);
   async_run r;
   std::vector<float> grad(x0.size());
