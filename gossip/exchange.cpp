@@ -701,18 +701,14 @@ status exchange::finish(std::uint64_t iteration, transport_clock::time_point dea
   }
   const auto patience = deadline - transport_clock::now();
   std::vector<inbound_message> arrived;
-  // A peer is done with this node once it has finished (nothing more will come from it) and has
-  // acknowledged this node's finished message (it holds everything this node sent), or its link
-  // closed after it finished (it left, holding everything: it too waited for this node's finished).
   auto unfinished = [&] {
     std::string who;
     for (std::size_t k = 0; k < nb.size(); ++k)
-      if (!dropped_[k] && !(finished_[k] && (acked_[k] || closed_[k])))
+      if (!done_with(k))
         who += (who.empty() ? "rank " : ", rank ") + std::to_string(nb[k]) +
                (finished_[k] ? " (finished, but had not confirmed this node's finished message)" : "");
     return who;
   };
-  std::vector<bool> done(nb.size());
   while (pending_failure_.is_ok()) {
     const std::string who = unfinished();
     if (who.empty()) break;
@@ -724,13 +720,11 @@ status exchange::finish(std::uint64_t iteration, transport_clock::time_point dea
     bool got = false;
     delivered_count_ = 0;
     if (status s = receive_one(slice_end, message_kind::train, async_codec_, arrived, got); !s) return fail(s);
-    for (std::size_t k = 0; k < nb.size(); ++k)
-      done[k] = dropped_[k] || (finished_[k] && (acked_[k] || closed_[k]));
     if (delivered_count_ > 0) {  // a slower peer's last train messages (asynchronous gossip)
       arrived.resize(delivered_count_);
       if (late) late(arrived);
       deadline = transport_clock::now() + patience;  // it is still running its rounds: wait on
-    } else if (unfinished_heard(done)) {
+    } else if (unfinished_heard()) {
       deadline = transport_clock::now() + patience;  // alive, its next message held up on a slow path
     }
     if (!got && slice_end >= deadline)
@@ -898,10 +892,17 @@ bool exchange::link_backlogged(std::size_t k, std::size_t limit) const {
   return held && *held > limit;
 }
 
-bool exchange::unfinished_heard(const std::vector<bool>& done) {
+// A peer is done with this node once it has finished (nothing more will come from it) and has
+// acknowledged this node's finished message (it holds everything this node sent), or its link
+// closed after it finished (it left, holding everything: it too waited for this node's finished).
+bool exchange::done_with(std::size_t k) const {
+  return dropped_[k] || (finished_[k] && (acked_[k] || closed_[k]));
+}
+
+bool exchange::unfinished_heard() {
   bool heard = false;
   for (std::size_t k = 0; k < options_.neighbours.size(); ++k) {
-    if (done[k]) continue;
+    if (done_with(k)) continue;
     const std::optional<std::uint64_t> bytes = transport_.bytes_heard(options_.neighbours[k]);
     if (bytes && heard_[k] && bytes != heard_[k]) heard = true;
     heard_[k] = bytes;

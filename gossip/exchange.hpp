@@ -332,9 +332,11 @@ class exchange {
   // Whether a link backlogged past limit had more of its bytes acknowledged (transport::
   // bytes_acknowledged) since the last look: a slow link still draining, whose wait goes on.
   [[nodiscard]] bool backlog_progressed(std::size_t limit);
-  // finish(): whether a neighbour not yet done with this node (done[k] false) was heard from
-  // (transport::bytes_heard) since the last look: alive, still running its rounds.
-  [[nodiscard]] bool unfinished_heard(const std::vector<bool>& done);
+  // finish(): whether neighbour k is done with this node (finished, and holding all it sent us).
+  [[nodiscard]] bool done_with(std::size_t k) const;
+  // finish(): whether a neighbour not yet done with this node was heard from (transport::
+  // bytes_heard) since the last look: alive, still running its rounds.
+  [[nodiscard]] bool unfinished_heard();
   // Asynchronous rounds: the timeout a live neighbour not heard from at all by first_deadline
   // after the first round began is (it never came up), else ok.
   [[nodiscard]] status unheard_neighbours() const;

@@ -42,15 +42,15 @@ void async_gossip_round::absorb(std::uint64_t t) {
     if (ex_.finished(j) && !told) {
       alg_.neighbour_finished(j);
       told_finished_.push_back(j);
-      any_final_ = true;
     }
   }
-  if (caught_up_from_ == 0 && any_final_ && ex_.all_finished()) caught_up_from_ = t;
+  if (caught_up_from_ == 0 && !told_finished_.empty() && ex_.all_finished()) caught_up_from_ = t;
 }
 
 bool async_gossip_round::peers_done() const {
   if (!ex_.all_finished()) return false;
-  return !any_final_ || (caught_up_from_ > 0 && round_ >= caught_up_from_ + kCatchUpRounds);
+  // No neighbour finished (all left): no model to catch up with.
+  return told_finished_.empty() || (caught_up_from_ > 0 && round_ >= caught_up_from_ + kCatchUpRounds);
 }
 
 status async_gossip_round::leave(std::uint64_t t, transport_clock::time_point deadline) {

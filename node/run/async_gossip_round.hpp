@@ -54,10 +54,9 @@ class async_gossip_round final : public round_pattern {
   std::uint64_t staleness_ = 0;  // of the latest round: t − the oldest newest message mixed with
   std::uint64_t round_ = 0;      // the latest round
   // The round after which every neighbour had finished (0: not yet), and the finished neighbours
-  // the algorithm was told of (neighbour_finished).
+  // the algorithm was told of (neighbour_finished; empty: none finished, so nothing to catch up with).
   std::uint64_t caught_up_from_ = 0;
   std::vector<int> told_finished_;
-  bool any_final_ = false;  // some neighbour finished (rather than left): there is a model to catch up with
   std::vector<inbound_message> inbound_;
 };
 
