@@ -14,16 +14,16 @@ link_liveness::link_liveness(std::chrono::milliseconds timeout, std::chrono::mil
 
 void link_liveness::start(clock::time_point now, const tcp_progress& s) {
   last_ = s;
-  progress_ = now;
-  sent_at_answer_ = s.bytes_sent;
-  asked_.reset();
-  reached_.reset();
+  answered(now, s.bytes_sent);
 }
 
-void link_liveness::heard(clock::time_point now) {
+void link_liveness::heard(clock::time_point now) { answered(now, last_.bytes_sent); }
+
+void link_liveness::answered(clock::time_point now, std::uint64_t bytes_sent) {
   progress_ = now;
-  sent_at_answer_ = last_.bytes_sent;
+  sent_at_answer_ = bytes_sent;
   asked_.reset();
+  ask_end_.reset();
   reached_.reset();
 }
 
@@ -37,11 +37,8 @@ bool link_liveness::judge(clock::time_point now, const tcp_progress& s) {
     start(now, s);
     return false;
   }
-  if (s.bytes_received > last_.bytes_received) {  // answered
-    progress_ = now;
-    sent_at_answer_ = s.bytes_sent;
-    asked_.reset();
-    reached_.reset();
+  if (s.bytes_received > last_.bytes_received) {
+    answered(now, s.bytes_sent);
   } else if ((s.bytes_acked > last_.bytes_acked || s.delivered > last_.delivered) &&
              last_.outstanding > kHeartbeatBytes) {  // draining
     progress_ = now;
@@ -51,13 +48,13 @@ bool link_liveness::judge(clock::time_point now, const tcp_progress& s) {
   // bytes_sent but leaves it all unsent: not asked yet.
   const bool shut = s.window == 0;  // its host holds all it will take: its process is not reading
   const std::uint64_t in_flight = s.outstanding - std::min(s.unsent, s.outstanding);
-  if (!asked_ && s.bytes_sent > sent_at_answer_ && (in_flight > 0 || s.outstanding == 0 || shut)) {
-    asked_ = now;
-    ask_end_ = s.bytes_acked + in_flight;  // snd_nxt
-  }
-  // Reached: what was in flight then is acknowledged and nothing of ours waits to leave (a PING
-  // behind queued data has not left), or the window is shut.
-  if (asked_ && !reached_ && ((s.bytes_acked >= ask_end_ && s.unsent == 0) || shut)) reached_ = now;
+  const bool left = in_flight > 0 || s.outstanding == 0 || shut;
+  if (!asked_ && s.bytes_sent > sent_at_answer_ && left) asked_ = now;
+  // Left: nothing of ours waits to leave any more, so the PING behind our data is in flight, at
+  // most at snd_nxt. Reached: that much is acknowledged (the PING with it), or the window is shut.
+  // Data acknowledged ahead of its PING proves nothing: a PONG is owed only for a PING delivered.
+  if (asked_ && !ask_end_ && s.unsent == 0) ask_end_ = s.bytes_acked + in_flight;  // snd_nxt
+  if (asked_ && !reached_ && ((ask_end_ && s.bytes_acked >= *ask_end_) || shut)) reached_ = now;
   last_ = s;
   if (!asked_) return false;  // nothing left that the neighbour could have answered
   if (!reached_) return now - std::max(progress_, *asked_) >= recovery_cap_;  // the path is stuck

@@ -19,9 +19,10 @@
 //    acknowledged segments past a lost one) while more than a few PINGs' worth was outstanding: our
 //    PING is still queued behind data that leaves at the link's rate;
 //  - asked: we transmitted bytes since the last answer (a PING, or data with a PING behind it);
-//  - reached: everything in flight at the ask is acknowledged and nothing of ours still waits to
-//    leave (a PING behind our queued data has not left), or the neighbour's window is shut (its
-//    host holds all it will take: its process reads nothing).
+//  - reached: once nothing of ours waits to leave (so the PING behind our queued data is in flight),
+//    all that was then in flight is acknowledged; or the neighbour's window is shut (its host holds
+//    all it will take: its process reads nothing). Data acknowledged ahead of its PING is draining,
+//    not reaching: on a slow uplink the PING may still be seconds behind it.
 // Only a PING that reached the neighbour owes us a PONG: the neighbour is lost when, since the latest
 // of (its last answer, the last draining, the ask reaching it), limit() = timeout + RTO has passed
 // (the RTO term: one retransmission of a PONG dropped by the neighbour's own shaper, whose RTO on the
@@ -76,13 +77,16 @@ class link_liveness {
   [[nodiscard]] clock::duration limit() const;
 
  private:
+  // An answer at now, with bytes_sent transmitted so far: nothing is asked of the neighbour.
+  void answered(clock::time_point now, std::uint64_t bytes_sent);
+
   std::chrono::milliseconds timeout_;
   std::chrono::milliseconds recovery_cap_;
   tcp_progress last_;
   clock::time_point progress_{};              // latest answer, draining, or start
   std::uint64_t sent_at_answer_ = 0;          // bytes_sent at the latest answer (or start)
   std::optional<clock::time_point> asked_;    // first transmission seen after that answer
-  std::uint64_t ask_end_ = 0;                 // bytes_acked that covers what was transmitted then
+  std::optional<std::uint64_t> ask_end_;      // snd_nxt once nothing of ours waited to leave
   std::optional<clock::time_point> reached_;  // when bytes_acked reached ask_end_
 };
 

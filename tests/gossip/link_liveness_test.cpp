@@ -87,6 +87,37 @@ TEST_CASE("link_liveness: data draining at a slow link's rate keeps a neighbour 
   CHECK_FALSE(l.judge(t + 400ms, c.p));
 }
 
+TEST_CASE("link_liveness: data acknowledged ahead of the PING behind it is not the PING reaching its host") {
+  // All-gather on a slow uplink (tests/integration/slow_links.sh, 7 connections through one tbf):
+  // our message and the PING behind it have all left our socket, but the neighbour's host
+  // acknowledges a segment only every few seconds (2.5 s measured at 0.5 Mbit/s; here 3 s, longer
+  // than limit() = 2.8 s). Its PONG can come only after the last segment, with the PING.
+  link_liveness l(1000ms, 30000ms);
+  connection c;
+  c.p.rto = 1800ms;
+  const auto t0 = clock::now();
+  l.start(t0, c.p);
+  constexpr std::uint64_t kBytes = 54'000 + 16;  // a message, and a PING behind it
+  c.queue(kBytes);
+  c.transmit(1448);
+  CHECK_FALSE(l.judge(t0 + 100ms, c.p));  // asked
+  c.acked(1448);
+  c.transmit(kBytes - 1448);  // everything left our socket; it waits in our shaper's queue
+  auto t = t0 + 200ms;
+  CHECK_FALSE(l.judge(t, c.p));
+  for (std::uint64_t left = kBytes - 1448; left > 0;) {
+    for (int i = 0; i < 29; ++i) CHECK_FALSE(l.judge(t += 100ms, c.p));
+    const std::uint64_t segment = std::min<std::uint64_t>(1448, left);
+    c.acked(segment);
+    left -= segment;
+    CHECK_FALSE(l.judge(t += 100ms, c.p));
+  }
+  // The PING is delivered with the last segment: its PONG is owed from now, limit() at most.
+  CHECK(l.limit() == 2800ms);
+  CHECK_FALSE(l.judge(t + 2700ms, c.p));
+  CHECK(l.judge(t + 2800ms, c.p));
+}
+
 TEST_CASE("link_liveness: a neighbour whose window stays shut (its process stopped, its buffer full) is lost") {
   link_liveness l(1000ms, 30000ms);
   connection c;
