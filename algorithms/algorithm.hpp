@@ -88,6 +88,12 @@ class algorithm {
   // so there is no pull of its to balance: docs/algorithms.md, "Asynchronous gossip"). REQUIRES:
   // from is a neighbour, between absorbs and finish. The centralized algorithms ignore it.
   virtual void neighbour_finished(int /*from*/) {}
+  // Asynchronous gossip on a busy uplink (docs/algorithms.md, "A busy uplink"): true when a round may
+  // send nothing, skipping absorb_own, as if its message were zero (CHOCO-SGD: the public copy x^_i
+  // stays where it is) or the last one again (D-PSGD and naive: neighbours keep the newest x they
+  // hold). False where the node's own state moves only with its message (DCD-PSGD's x, ECD-PSGD's
+  // estimate) and for the centralized algorithms.
+  virtual bool may_skip_message() const { return false; }
 
   // What "copies" means for this algorithm ("replica", "estimate") or "" when it holds none.
   virtual std::string_view copies_kind() const = 0;

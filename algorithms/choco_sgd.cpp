@@ -21,10 +21,14 @@ std::span<const float> choco_sgd::outgoing(std::span<const float> grad, float lr
   mixing::axpy(x_, -lr, grad);         // x_{t+1/2}
   mixing::sub(q_, x_, own_copy_);      // x_{t+1/2} - x^_i
   received_.begin_round();
+  own_sent_ = false;
   return q_;
 }
 
-void choco_sgd::absorb_own(std::span<const float> decoded, std::uint64_t) { mixing::add(own_copy_, decoded); }
+void choco_sgd::absorb_own(std::span<const float> decoded, std::uint64_t) {
+  mixing::add(own_copy_, decoded);
+  own_sent_ = true;
+}
 
 void choco_sgd::absorb(int from, std::span<const float> decoded, std::uint64_t) {
   std::size_t k = neighbour_index(row_, from);
@@ -36,12 +40,27 @@ void choco_sgd::finish(std::uint64_t t) {
   received_.check_complete(row_, t);
   // x += gamma_c * sum_j W_ij (x^_j - x^_i), neighbours in ascending order (asynchronous: the
   // neighbours that sent something since the last mix).
+  if (!own_sent_) return mix_without_own_copy();
   for (std::size_t k = 0; k < copies_.size(); ++k) {
     if (!received_.take_fresh(k)) continue;
     const float a = consensus_step_ * static_cast<float>(row_.weights[k]);
     mixing::axpy(x_, a, copies_[k]);
     mixing::axpy(x_, -a, own_copy_);
   }
+}
+
+// x = (1 - sum_j a_j) x + sum_j a_j x^_j, a_j = gamma_c W_ij over the fresh neighbours j, in order.
+void choco_sgd::mix_without_own_copy() {
+  std::vector<float> a(copies_.size(), 0.0f);
+  float kept = 1.0f;
+  for (std::size_t k = 0; k < copies_.size(); ++k)
+    if (received_.take_fresh(k)) {
+      a[k] = consensus_step_ * static_cast<float>(row_.weights[k]);
+      kept -= a[k];
+    }
+  mixing::scale(x_, kept, x_);
+  for (std::size_t k = 0; k < copies_.size(); ++k)
+    if (a[k] != 0.0f) mixing::axpy(x_, a[k], copies_[k]);
 }
 
 std::vector<held_copy> choco_sgd::held_copies() const {

@@ -22,6 +22,7 @@ class dpsgd final : public algorithm {
   std::span<float> adjustable_model() override { return x_; }
   std::span<const float> outgoing(std::span<const float> grad, float lr, std::uint64_t t) override;
   void absorb_own(std::span<const float>, std::uint64_t) override {}
+  bool may_skip_message() const override { return true; }
   void absorb(int from, std::span<const float> decoded, std::uint64_t t) override;
   void finish(std::uint64_t t) override;
   void neighbour_finished(int from) override { received_.mark_final(neighbour_index(row_, from)); }

@@ -23,8 +23,8 @@ reject_reason reason_of(wire_check c) {
       return reject_reason::payload_size;
     case wire_check::crc:
       return reject_reason::crc;
-    case wire_check::reserved:
-      return reject_reason::reserved;
+    case wire_check::skipped:
+      return reject_reason::skipped;
     case wire_check::kind:
       return reject_reason::kind;
     case wire_check::run_id:
@@ -61,8 +61,8 @@ std::string_view to_string(reject_reason reason) {
       return "payload_size";
     case reject_reason::crc:
       return "crc";
-    case reject_reason::reserved:
-      return "reserved";
+    case reject_reason::skipped:
+      return "skipped";
     case reject_reason::kind:
       return "kind";
     case reject_reason::run_id:
@@ -194,6 +194,7 @@ exchange::exchange(transport& t, exchange_options options) : transport_(t), opti
   finished_.resize(nb.size());
   acked_.resize(nb.size());
   backlog_acked_.resize(nb.size());
+  taken_at_send_.resize(nb.size());
   heard_.resize(nb.size());
   closed_.resize(nb.size());
   states_.resize(nb.size());
@@ -495,6 +496,11 @@ void exchange::handle(message_kind kind, const codec_expectation& codec, std::ve
     deliver_in_order(k, h, async_codec_, out);
     return;
   }
+  if (h.skipped != 0) {  // synchronous rounds skip none
+    reject(reject_reason::skipped, rx_.peer, describe(h.kind, h.iteration) + " says it follows " +
+                                                 std::to_string(h.skipped) + " rounds without a message");
+    return;
+  }
   if (draining_) {  // after this node's last round (finish): for a round it will not run
     ++stats_.expired;
     return;
@@ -774,8 +780,11 @@ void exchange::deliver_in_order(std::size_t k, const wire_header& h, const codec
     note("dropped a duplicate " + describe(h.kind, h.iteration) + " from rank " + std::to_string(peer));
     return;
   }
-  if (h.iteration > expected) {
-    reject(reject_reason::gap, peer, describe(h.kind, h.iteration) + " while its next was " + std::to_string(expected));
+  // A sender whose uplink was busy sent nothing for h.skipped rounds before this one.
+  if (h.skipped >= h.iteration || h.iteration - h.skipped != expected) {
+    reject(reject_reason::gap, peer,
+           describe(h.kind, h.iteration) + " after " + std::to_string(h.skipped) +
+               " rounds without one, while its next was " + std::to_string(expected));
     return;
   }
   wire_check c = wire_check::ok;
@@ -814,8 +823,27 @@ bool exchange::all_finished() const {
   return true;
 }
 
+bool exchange::may_skip(std::uint64_t iteration) const {
+  return last_sent_ && iteration > *last_sent_ && iteration - *last_sent_ < kMaxSkipped;
+}
+
+bool exchange::uplink_busy(std::uint64_t iteration) const {
+  if (!may_skip(iteration)) return false;
+  const std::size_t limit = last_sent_bytes_ / 4;
+  for (std::size_t k = 0; k < options_.neighbours.size(); ++k) {
+    if (dropped_[k] || closed_[k] || finished_[k]) continue;
+    if (link_backlogged(k, limit)) return true;
+    // The last message not yet all taken by the operating system: the messaging library holds the
+    // rest (its I/O thread not there yet, or the connection's send buffer full).
+    const std::optional<std::uint64_t> taken = transport_.bytes_taken(options_.neighbours[k]);
+    const std::optional<std::uint64_t>& before = taken_at_send_[k];
+    if (taken && before && *taken >= *before && *taken - *before < last_sent_bytes_) return true;
+  }
+  return false;
+}
+
 status exchange::gather(std::uint64_t iteration, const outgoing_message& msg, std::uint64_t need,
-                        std::vector<inbound_message>& out) {
+                        std::vector<inbound_message>& out, bool send) {
   QG_ENFORCE(options_.asynchronous, "gather() is for asynchronous gossip");
   if (!failed_.is_ok())
     return status::error(errc::invalid, "the exchange is unusable after a failed round (" + failed_.to_string() + ")");
@@ -827,6 +855,11 @@ status exchange::gather(std::uint64_t iteration, const outgoing_message& msg, st
   if (msg.payload.size() > options_.max_payload_bytes)
     return status::error(errc::invalid, "payload of " + std::to_string(msg.payload.size()) +
                                             " bytes exceeds max_payload_bytes " + std::to_string(options_.max_payload_bytes));
+  if (!send && !may_skip(iteration))
+    return status::error(errc::invalid,
+                         describe(message_kind::train, iteration) +
+                             " sends nothing: before any message, or more rounds without one than the header "
+                             "counts (" + std::to_string(kMaxSkipped) + ")");
   const auto waited = started_ ? options_.round_deadline : options_.first_deadline;
   const auto start = transport_clock::now();
   auto deadline = start + waited;
@@ -835,18 +868,8 @@ status exchange::gather(std::uint64_t iteration, const outgoing_message& msg, st
   base_ = iteration;
   last = iteration;
   async_codec_ = {msg.codec, msg.codec_tag, msg.count};
-  encode_header(header_for(message_kind::train, iteration, msg), msg.payload, header_);
-  // Every peer still taking messages, a finished one included: it keeps its copy of us exact.
-  live_send_.clear();
-  for (std::size_t k = 0; k < options_.neighbours.size(); ++k)
-    if (!dropped_[k] && !closed_[k]) live_send_.push_back(options_.neighbours[k]);
-  if (!live_send_.empty()) {
-    status sent = transport_.send_all(live_send_, header_, msg.payload);
-    stats_.send_time += transport_clock::now() - start;
-    if (!sent) return fail(sent);
-  }
-  stats_.messages_sent += live_send_.size();
-  stats_.bytes_sent += live_send_.size() * (kWireHeaderBytes + msg.payload.size());
+  if (send)
+    if (status sent = send_train(iteration, msg, start); !sent) return fail(sent);
   delivered_count_ = 0;
   for (;;) {
     bool got = true;
@@ -883,6 +906,29 @@ status exchange::unheard_neighbours() const {
   if (transport_clock::now() < first_gather_ + options_.first_deadline) return status::ok();
   for (std::size_t k = 0; k < options_.neighbours.size(); ++k)
     if (waiting_for(k, 1)) return status::error(errc::timeout, stale_message(1, options_.first_deadline));
+  return status::ok();
+}
+
+status exchange::send_train(std::uint64_t iteration, const outgoing_message& msg,
+                            transport_clock::time_point start) {
+  wire_header h = header_for(message_kind::train, iteration, msg);
+  h.skipped = static_cast<std::uint16_t>(iteration - last_sent_.value_or(0) - 1);
+  encode_header(h, msg.payload, header_);
+  last_sent_ = iteration;
+  last_sent_bytes_ = kWireHeaderBytes + msg.payload.size();
+  // Every peer still taking messages, a finished one included: it keeps its copy of us exact.
+  live_send_.clear();
+  for (std::size_t k = 0; k < options_.neighbours.size(); ++k)
+    if (!dropped_[k] && !closed_[k]) live_send_.push_back(options_.neighbours[k]);
+  for (std::size_t k = 0; k < options_.neighbours.size(); ++k)
+    taken_at_send_[k] = transport_.bytes_taken(options_.neighbours[k]);
+  if (!live_send_.empty()) {
+    status sent = transport_.send_all(live_send_, header_, msg.payload);
+    stats_.send_time += transport_clock::now() - start;
+    if (!sent) return sent;
+  }
+  stats_.messages_sent += live_send_.size();
+  stats_.bytes_sent += live_send_.size() * last_sent_bytes_;
   return status::ok();
 }
 

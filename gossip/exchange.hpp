@@ -138,7 +138,7 @@ enum class reject_reason : std::uint8_t {
   version,
   payload_size,
   crc,
-  reserved,
+  skipped,  // not 0 on a message other than train (before wire version 6: `reserved` not 0)
   kind,
   run_id,
   sender,  // not a neighbour
@@ -217,9 +217,20 @@ class exchange {
   // size of ours that have not left this host (transport::queued_bytes; looked at every
   // kBacklogPoll): a node never runs further ahead of a slow link than the message it just sent and
   // the one before. Notices, finished messages and losses are handled as in round().
-  // Errors as round(). REQUIRES: options().asynchronous; iterations ascending.
+  // With send false the round sends nothing (its uplink is busy: uplink_busy); the next message's
+  // header counts the rounds so skipped, and msg only says what codec the neighbours' messages use.
+  // Errors as round(). REQUIRES: options().asynchronous; iterations ascending; send, or a message
+  // sent before and fewer than kMaxSkipped rounds since it (uplink_busy(iteration) was true: the
+  // link may have drained since, which does not matter).
   status gather(std::uint64_t iteration, const outgoing_message& msg, std::uint64_t need,
-                std::vector<inbound_message>& out);
+                std::vector<inbound_message>& out, bool send = true);
+  // Asynchronous gossip on a busy uplink (docs/algorithms.md, "A busy uplink"): whether round
+  // `iteration` may send nothing because a link to a live, unfinished peer still holds more than a
+  // quarter of our last message on this host (transport::queued_bytes), or has not yet taken all of
+  // it from the messaging library (transport::bytes_taken). False before the first message, and
+  // when the rounds skipped would not fit the wire header's `skipped` (kMaxSkipped).
+  [[nodiscard]] bool uplink_busy(std::uint64_t iteration) const;
+  static constexpr std::uint64_t kMaxSkipped = 0xFFFF;
   // The newest train iteration delivered from peer (0: none yet, or not a neighbour).
   [[nodiscard]] std::uint64_t newest(int peer) const;
   // True when every neighbour not dropped has finished (its finished message arrived) and every
@@ -329,6 +340,13 @@ class exchange {
   // Asynchronous flow control: neighbour k takes messages and its link holds more than `limit`
   // bytes of ours still on this host (transport::queued_bytes).
   [[nodiscard]] bool link_backlogged(std::size_t k, std::size_t limit) const;
+  // Whether round `iteration` may send nothing: a message was sent before, and the rounds without
+  // one since still fit the header's `skipped`.
+  [[nodiscard]] bool may_skip(std::uint64_t iteration) const;
+  // Asynchronous: sends msg as this node's train message of `iteration` to every peer still taking
+  // messages, its header counting the rounds skipped since the last one.
+  [[nodiscard]] status send_train(std::uint64_t iteration, const outgoing_message& msg,
+                                  transport_clock::time_point start);
   // Whether a link backlogged past limit had more of its bytes acknowledged (transport::
   // bytes_acknowledged) since the last look: a slow link still draining, whose wait goes on.
   [[nodiscard]] bool backlog_progressed(std::size_t limit);
@@ -397,6 +415,9 @@ class exchange {
   bool draining_ = false;                        // inside finish()
   std::size_t delivered_count_ = 0;              // asynchronous: entries of out filled by this gather
   codec_expectation async_codec_{};              // asynchronous: the train codec of our own messages
+  std::optional<std::uint64_t> last_sent_;       // asynchronous: the iteration of our last train message
+  std::size_t last_sent_bytes_ = 0;              // and its size on the wire
+  std::vector<std::optional<std::uint64_t>> taken_at_send_;  // per neighbour: bytes_taken before it
   std::vector<bool> vacated_;                    // per entry of out: its peer was dropped mid-round
   status pending_failure_;                       // a failed peer on_peer_failure did not drop
   std::vector<int> lost_;                        // scratch for take_lost_peers

@@ -66,6 +66,7 @@ class faulty_transport final : public transport {
   // Makes queued_bytes(peer) report `bytes` (nullopt: the inner transport's again): a link
   // whose queue a test fills and drains by hand.
   void set_queued(int peer, std::optional<std::size_t> bytes);
+  std::optional<std::uint64_t> bytes_taken(int peer) const override { return inner_.bytes_taken(peer); }
   // The value set by set_acknowledged(peer), else the inner transport's.
   std::optional<std::uint64_t> bytes_acknowledged(int peer) const override;
   // Makes bytes_acknowledged(peer) report `bytes` (nullopt: the inner transport's again): a link

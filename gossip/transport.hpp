@@ -103,6 +103,11 @@ class transport {
   // as its own slow uplink. nullopt when the backend cannot tell (then nothing waits on it).
   // Default: nullopt.
   [[nodiscard]] virtual std::optional<std::size_t> queued_bytes(int peer) const { return std::nullopt; }
+  // A busy uplink (exchange::uplink_busy): how many bytes of this node's messages to peer the
+  // operating system has taken on the current connection, ever (a new connection starts it over).
+  // What the messaging library still holds, beyond queued_bytes' view, is what a message sent since
+  // a reading has not yet added to it. nullopt when the backend cannot tell. Default: nullopt.
+  [[nodiscard]] virtual std::optional<std::uint64_t> bytes_taken(int /*peer*/) const { return std::nullopt; }
   // Flow control's progress: how many bytes of this node's messages to peer the peer's host has
   // acknowledged on the current connection, ever. It grows while the link drains, however slowly
   // (a new connection starts it over); a flow-control wait whose links still drain is not a stall.

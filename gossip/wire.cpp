@@ -14,7 +14,7 @@ namespace {
 
 // Byte offsets of the fields (docs/wire.md). The layout keeps every field naturally aligned.
 constexpr std::size_t kOffMagic = 0, kOffVersion = 4, kOffKind = 6, kOffRunId = 8, kOffSender = 16,
-                      kOffCount = 20, kOffIteration = 24, kOffCodec = 32, kOffReserved = 34,
+                      kOffCount = 20, kOffIteration = 24, kOffCodec = 32, kOffSkipped = 34,
                       kOffCodecTag = 36, kOffPayloadBytes = 40, kOffCrc = 44;
 static_assert(kOffCrc + 4 == kWireHeaderBytes);
 
@@ -98,10 +98,10 @@ std::string_view to_string(wire_check check) {
       return "payload_size";
     case wire_check::crc:
       return "crc";
-    case wire_check::reserved:
-      return "reserved";
     case wire_check::kind:
       return "kind";
+    case wire_check::skipped:
+      return "skipped";
     case wire_check::run_id:
       return "run_id";
     case wire_check::sender:
@@ -130,7 +130,7 @@ void encode_header(const wire_header& h, std::span<const std::byte> payload,
   put<std::uint32_t>(o, kOffCount, h.count);
   put<std::uint64_t>(o, kOffIteration, h.iteration);
   put<std::uint16_t>(o, kOffCodec, h.codec);
-  put<std::uint16_t>(o, kOffReserved, h.reserved);
+  put<std::uint16_t>(o, kOffSkipped, h.skipped);
   put<std::uint32_t>(o, kOffCodecTag, h.codec_tag);
   put<std::uint32_t>(o, kOffPayloadBytes, h.payload_bytes);
   put<std::uint32_t>(o, kOffCrc, checksum(o, payload));
@@ -182,11 +182,6 @@ status parse_header(std::span<const std::byte> header_bytes, std::span<const std
     return fail(wire_check::crc, failed,
                 "crc32c: expected " + hex(computed, 8) + " (computed), received " + hex(out.crc32c, 8));
 
-  out.reserved = get<std::uint16_t>(p, kOffReserved);
-  if (out.reserved != 0)
-    return fail(wire_check::reserved, failed,
-                "reserved: expected 0, received " + std::to_string(out.reserved));
-
   const auto kind = get<std::uint16_t>(p, kOffKind);
   if (kind < static_cast<std::uint16_t>(message_kind::train) || kind > static_cast<std::uint16_t>(message_kind::join_state))
     return fail(wire_check::kind, failed,
@@ -194,6 +189,11 @@ status parse_header(std::span<const std::byte> header_bytes, std::span<const std
                 "7 (join_state), received " +
                     std::to_string(kind));
   out.kind = static_cast<message_kind>(kind);
+  out.skipped = get<std::uint16_t>(p, kOffSkipped);
+  if (out.skipped != 0 && out.kind != message_kind::train)
+    return fail(wire_check::skipped, failed,
+                "skipped: expected 0 on a message of kind " + std::to_string(kind) + ", received " +
+                    std::to_string(out.skipped));
 
   out.run_id = get<std::uint64_t>(p, kOffRunId);
   if (out.run_id != expect.run_id)

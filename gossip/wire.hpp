@@ -19,7 +19,8 @@ namespace qgossip {
 
 inline constexpr std::size_t kWireHeaderBytes = 48;
 // Bump on ANY change to the header layout or the meaning of a field (and update docs/wire.md).
-inline constexpr std::uint16_t kWireVersion = 5;  // 2: notice; 3: finished; 4: finished_ack; 5: join, join_state
+// 2: notice; 3: finished; 4: finished_ack; 5: join, join_state; 6: skipped (was reserved)
+inline constexpr std::uint16_t kWireVersion = 6;
 // "QGSP" as it appears on the wire, byte for byte.
 inline constexpr std::byte kWireMagic[4] = {std::byte{'Q'}, std::byte{'G'}, std::byte{'S'}, std::byte{'P'}};
 
@@ -63,7 +64,10 @@ struct wire_header {
   std::uint32_t count = 0;      // float elements encoded in the payload
   std::uint64_t iteration = 0;  // the round; per edge and kind it is the sequence number
   std::uint16_t codec = 0;      // codec id (algorithms/compress codec_id), opaque here
-  std::uint16_t reserved = 0;   // must be 0
+  // Train messages of asynchronous gossip: the sender's rounds since its previous train message
+  // that sent none (a busy uplink: async_gossip_round), so iteration - skipped follows the previous
+  // iteration on the edge. 0 on every other message.
+  std::uint16_t skipped = 0;
   std::uint32_t codec_tag = 0;  // fingerprint of the codec's parameters
   std::uint32_t payload_bytes = 0;
   std::uint32_t crc32c = 0;  // set by parse_header; encode_header computes its own
@@ -102,8 +106,8 @@ enum class wire_check : std::uint8_t {
   version,
   payload_size,  // payload_bytes above the maximum, or not the payload's actual size
   crc,
-  reserved,
   kind,
+  skipped,  // not 0 on a message other than train
   run_id,
   sender,
   codec,

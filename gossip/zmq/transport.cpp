@@ -495,6 +495,16 @@ std::optional<std::size_t> zmq_transport::queued_bytes(int peer) const {
   return p ? std::optional<std::size_t>(static_cast<std::size_t>(p->unsent + p->local)) : std::nullopt;
 }
 
+std::optional<std::uint64_t> zmq_transport::bytes_taken(int peer) const {
+  auto it = impl_->links.find(peer);
+  if (it == impl_->links.end()) return std::nullopt;
+  const impl::link& l = it->second;
+  // A watched tcp link not (yet) connected: no connection has taken anything; ZeroMQ holds it all.
+  if (!l.up && l.monitor && l.endpoint.starts_with("tcp://")) return 0;
+  const auto p = link_progress(peer);
+  return p ? std::optional<std::uint64_t>(p->bytes_acked + p->outstanding) : std::nullopt;
+}
+
 std::optional<std::uint64_t> zmq_transport::bytes_acknowledged(int peer) const {
   const auto p = link_progress(peer);
   return p ? std::optional<std::uint64_t>(p->bytes_acked) : std::nullopt;

@@ -195,6 +195,10 @@ class zmq_transport final : public transport {
   // up, or when its descriptor is not known (heartbeats and pacing off: no monitor reports it), or
   // for ipc://.
   std::optional<std::size_t> queued_bytes(int peer) const override;
+  // The bytes written to the TCP connection to peer: TCP_INFO's tcpi_bytes_acked plus SIOCOUTQ (the
+  // framing and encryption ZeroMQ adds included); 0 while a watched tcp link has no connection;
+  // nullopt when its descriptor is not known or for ipc://.
+  std::optional<std::uint64_t> bytes_taken(int peer) const override;
   // TCP_INFO's tcpi_bytes_acked of the connection to peer; nullopt as for queued_bytes.
   std::optional<std::uint64_t> bytes_acknowledged(int peer) const override;
   // TCP_INFO's tcpi_bytes_received of the connection to peer (its PONGs); nullopt as above.

@@ -213,6 +213,7 @@ json summary_json(const node_summary& s) {
             {"rejoins", s.rejoins},
             {"ended", s.stopped_with_peers ? "with its neighbours" : "at its last round"},
             {"catch_up_rounds", s.catch_up_rounds},
+            {"rounds_unsent", s.rounds_unsent},
             {"model_hash", hex64(s.model_hash)},
             {"copies_kind", s.copies_kind}};
   for (const auto& c : s.copies) j["copy_" + std::to_string(c.rank)] = hex64(c.hash);

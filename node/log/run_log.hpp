@@ -82,6 +82,8 @@ struct node_summary {
   bool stopped_with_peers = false;
   // Of its rounds, those that only mixed, catching up with finished neighbours ("catch_up_rounds").
   std::uint64_t catch_up_rounds = 0;
+  // Of its rounds, those that sent no message: its uplink was busy ("rounds_unsent").
+  std::uint64_t rounds_unsent = 0;
 };
 
 class run_log {

@@ -14,7 +14,17 @@ async_gossip_round::async_gossip_round(const round_pattern_parts& p, std::uint64
       ex_(p.ex),
       inbox_(*p.inbox),
       peers_(p.train_peers),
-      max_staleness_(max_staleness) {}
+      max_staleness_(max_staleness),
+      may_skip_(max_staleness == kUnboundedStaleness && p.alg.may_skip_message()) {}
+
+// A bounded τ makes neighbours wait for this node's messages: skipping them would hold them back.
+void async_gossip_round::encode(std::span<const float> outgoing, std::uint64_t t) {
+  send_ = !(may_skip_ && ex_.uplink_busy(t));
+  if (send_)
+    own_.encode(outgoing, t);
+  else
+    ++unsent_;
+}
 
 std::uint64_t async_gossip_round::need(std::uint64_t t) const {
   if (max_staleness_ == kUnboundedStaleness || t <= max_staleness_) return 0;  // nothing yet: no wait
@@ -24,7 +34,7 @@ std::uint64_t async_gossip_round::need(std::uint64_t t) const {
 status async_gossip_round::exchange(std::uint64_t t) {
   inbox_.clear();
   round_ = t;
-  const status st = ex_.gather(t, own_.wire(), need(t), inbound_);
+  const status st = ex_.gather(t, own_.wire(), need(t), inbound_, send_);
   staleness_ = 0;
   for (int j : alg_.row().neighbours) {
     const std::uint64_t newest = ex_.newest(j);

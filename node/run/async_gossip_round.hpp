@@ -11,6 +11,11 @@
 // training step: mixing_only) and stops: a slow node stops with the others, its model pulled to
 // theirs. At the end, the messages still on their way from slower neighbours are absorbed too
 // (leave), so every copy equals its owner once every node has left.
+// A busy uplink (docs/algorithms.md, "A busy uplink"): with τ unbounded and an algorithm that may
+// skip its message (CHOCO-SGD, D-PSGD, naive), a round whose links still hold more than a quarter of
+// the last message on this host sends nothing and goes on training and mixing, rather than wait
+// for the link: a node on a slow uplink keeps its neighbours' pace, and sends as often as its link
+// carries (its own copy, x^_i, moves only with what it sends, so every copy stays exact).
 // Not thread-safe: the node's one thread.
 #include <cstdint>
 #include <span>
@@ -32,13 +37,14 @@ class async_gossip_round final : public round_pattern {
 
   async_gossip_round(const round_pattern_parts& parts, std::uint64_t max_staleness);
 
-  void encode(std::span<const float> outgoing, std::uint64_t t) override { own_.encode(outgoing, t); }
+  void encode(std::span<const float> outgoing, std::uint64_t t) override;
   [[nodiscard]] status exchange(std::uint64_t t) override;
   void absorb(std::uint64_t t) override;
   [[nodiscard]] std::string describe() const override;
   [[nodiscard]] bool peers_done() const override;
   [[nodiscard]] bool mixing_only() const override { return caught_up_from_ > 0; }
   [[nodiscard]] std::uint64_t staleness() const override { return staleness_; }
+  [[nodiscard]] std::uint64_t rounds_unsent() const override { return unsent_; }
   [[nodiscard]] status leave(std::uint64_t t, transport_clock::time_point deadline) override;
 
  private:
@@ -51,6 +57,9 @@ class async_gossip_round final : public round_pattern {
   message_inbox& inbox_;
   std::vector<int> peers_;
   std::uint64_t max_staleness_;
+  bool may_skip_;              // τ unbounded, and the algorithm may skip its message
+  bool send_ = true;           // whether the latest round sends its message
+  std::uint64_t unsent_ = 0;   // rounds that sent nothing
   std::uint64_t staleness_ = 0;  // of the latest round: t − the oldest newest message mixed with
   std::uint64_t round_ = 0;      // the latest round
   // The round after which every neighbour had finished (0: not yet), and the finished neighbours

@@ -45,6 +45,8 @@ class round_pattern {
   // The staleness the latest round mixed with: its round minus the oldest newest message of a
   // neighbour (0 for synchronous rounds).
   [[nodiscard]] virtual std::uint64_t staleness() const { return 0; }
+  // Rounds that sent no message so far (asynchronous gossip on a busy uplink; 0 otherwise).
+  [[nodiscard]] virtual std::uint64_t rounds_unsent() const { return 0; }
   // After the node's last round t: tell the peers and wait until they have finished too
   // (exchange::finish), absorbing what slower ones still send where the pattern needs it.
   [[nodiscard]] virtual status leave(std::uint64_t t, transport_clock::time_point deadline) = 0;

@@ -222,6 +222,7 @@ void round_steps::write_summary(const step_end& end) {
   summary.rounds = completed_;
   summary.stopped_with_peers = end && completed_ < s_.plan.rounds;
   summary.catch_up_rounds = catch_up_rounds_;
+  summary.rounds_unsent = s_.links.pattern->rounds_unsent();
   const exchange_stats st = traffic();
   summary.mean_round_bytes_sent =
       completed_ ? static_cast<double>(st.bytes_sent - st.probe_bytes_sent - st.notice_bytes_sent) /

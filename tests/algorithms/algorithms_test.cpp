@@ -395,6 +395,42 @@ TEST_CASE("asynchronous mixing: a neighbour counts once per batch of new message
   }
 }
 
+// A busy uplink (docs/algorithms.md): a round of CHOCO that sends nothing skips absorb_own, so its
+// public copy x̂_i stays behind x, and the mix takes x in its place. Node 0 of a ring of 4, γ = 0.5,
+// W_0j = 1/3: round 1 sends and mixes as usual; rounds 2 and 3 send nothing; in round 2 rank 1 sends
+// (x̂_1 moves), in round 3 nobody does. The old rule, x += γ W (x̂_1 − x̂_0) with x̂_0 stale, would push
+// x by the same difference in every such round; this one moves x part of the way to x̂_1, once.
+TEST_CASE("asynchronous mixing: a CHOCO round that sent nothing mixes with x, not its stale public copy") {
+  const float lr = 0.1f, gamma = 0.5f;
+  const std::vector<float> x0{1.0f, -2.0f, 0.5f}, g{0.5f, 1.0f, -1.0f}, m{0.2f, 0.1f, -0.3f};
+  const std::vector<float> a{1.0f, 2.0f, 3.0f};
+  auto node = make_algorithm("choco", ring_row(0, 4), x0, {gamma, true});
+  REQUIRE(node->may_skip_message());
+  (void)node->outgoing(g, lr, 1);
+  node->absorb_own(m, 1);
+  node->absorb(1, m, 1);
+  node->absorb(3, m, 1);
+  node->finish(1);
+  const std::vector<float> x1 = combine(1, x0, -lr, g);
+  check_near(node->model(), x1);
+  (void)node->outgoing(g, lr, 2);  // sends nothing
+  node->absorb(1, a, 2);           // x̂_1 = x0 + m + a
+  node->finish(2);
+  const std::vector<float> half2 = combine(1, x1, -lr, g), copy1 = combine(1, combine(1, x0, 1, m), 1, a);
+  const float w = gamma / 3.0f;
+  const std::vector<float> x2 = combine(1.0f - w, half2, w, copy1);
+  check_near(node->model(), x2);
+  (void)node->outgoing(g, lr, 3);  // sends nothing; nobody sent either: no mixing
+  node->finish(3);
+  check_near(node->model(), combine(1, x2, -lr, g));
+  // Its public copy never moved after round 1: what its neighbours hold of it is still exact.
+  check_near(node->held_copies()[0].values, combine(1, x0, 1, m));
+  for (const char* name : {"dpsgd", "naive"})
+    CHECK(make_algorithm(name, ring_row(0, 4), x0, {1.0, true})->may_skip_message());
+  for (const char* name : {"dcd", "ecd"})
+    CHECK_FALSE(make_algorithm(name, ring_row(0, 4), x0, {1.0, true})->may_skip_message());
+}
+
 // A neighbour that has finished (neighbour_finished, asynchronous gossip) sends nothing more; its
 // copy is final and counts in every mix from then on, as if it had just sent. Node 0 of a ring of 4:
 // ranks 1 and 3 sent in round 1; in rounds 2 and 3 nobody sends, and rank 3 has finished.

@@ -849,10 +849,12 @@ std::vector<std::byte> async_payload(int rank, std::uint64_t iteration) {
   return pattern(rank, iteration, message_kind::train, kAsyncBytes);
 }
 
-void send_async(transport& from, int sender, std::uint64_t iteration) {
+// skipped: the sender's rounds before this one that sent nothing (a busy uplink).
+void send_async(transport& from, int sender, std::uint64_t iteration, std::uint16_t skipped = 0) {
   wire_header h = header_of(sender, message_kind::train, 0);
   h.iteration = iteration;
   h.count = kAsyncBytes;
+  h.skipped = skipped;
   inject(from, h, async_payload(sender, iteration));
 }
 
@@ -877,10 +879,10 @@ struct async_by_hand {
     };
     ex = std::make_unique<exchange>(f0, o);
   }
-  status gather(std::uint64_t iteration, std::uint64_t need) {
+  status gather(std::uint64_t iteration, std::uint64_t need, bool send = true) {
     const std::vector<std::byte> payload = async_payload(0, iteration);
     const outgoing_message m{kTrainCodec, kTrainTag, static_cast<std::uint32_t>(kAsyncBytes), payload};
-    return ex->gather(iteration, m, need, out);
+    return ex->gather(iteration, m, need, out, send);
   }
   // Round 1 with both neighbours; then rank 1 finishes at 1 and acknowledges this node's finished
   // message ahead of time: only rank 3 is left for finish() to wait for.
@@ -1093,6 +1095,60 @@ TEST_CASE("exchange asynchronous flow control: no next round while a link holds 
     CHECK(waited >= 850ms);  // the last progress at ~600 ms, + 300 ms (without it: 300 ms)
     CHECK(s.message().find("none of them acknowledged") != std::string::npos);
   }
+}
+
+TEST_CASE("exchange asynchronous: a round on a busy uplink sends nothing, and the next message counts it") {
+  const std::size_t message = kWireHeaderBytes + kAsyncBytes;
+  async_by_hand a;
+  a.f0.set_queued(3, message);
+  CHECK_FALSE(a.ex->uplink_busy(1));  // nothing sent yet: nothing to be busy with
+  CHECK(a.gather(1, 0, false).code() == errc::invalid);
+  a.f0.set_queued(3, std::nullopt);
+  REQUIRE(a.gather(1, 0).is_ok());
+  // A quarter of the last message still on this host is not busy; a byte more is, on any live link.
+  a.f0.set_queued(3, message / 4);
+  CHECK_FALSE(a.ex->uplink_busy(2));
+  a.f0.set_queued(3, message / 4 + 1);
+  CHECK(a.ex->uplink_busy(2));
+  REQUIRE(a.gather(2, 0, false).is_ok());
+  a.f0.set_queued(3, std::nullopt);  // drained between the decision and the round: it still sends nothing
+  REQUIRE(a.gather(3, 0, false).is_ok());
+  REQUIRE(a.gather(4, 0).is_ok());
+  CHECK(a.ex->stats().messages_sent == 4);  // rounds 1 and 4, to both neighbours
+  // Both neighbours got rounds 1 and 4, the second saying that 2 rounds before it sent nothing.
+  wire_expectations e;
+  const int from0[1] = {0};
+  e.run_id = kRun;
+  e.senders = from0;
+  e.max_payload_bytes = 1 << 20;
+  for (auto* t : {&a.t1, &a.t3}) {
+    inbound_frames in;
+    std::vector<std::pair<std::uint64_t, std::uint16_t>> got;
+    for (int i = 0; i < 2; ++i) {
+      REQUIRE(t->receive(transport_clock::now() + 1s, in).is_ok());
+      wire_header h;
+      REQUIRE(parse_header(in.header, in.payload, e, h).is_ok());
+      got.emplace_back(h.iteration, h.skipped);
+    }
+    CHECK(got == std::vector<std::pair<std::uint64_t, std::uint16_t>>{{1, 0}, {4, 2}});
+  }
+  // A finished neighbour's busy link does not count.
+  finished_as(a.t3, 3, 1);
+  REQUIRE(a.gather(5, 0).is_ok());
+  a.f0.set_queued(3, 10 * message);
+  CHECK_FALSE(a.ex->uplink_busy(6));
+}
+
+TEST_CASE("exchange asynchronous: a message after skipped rounds is in order; a wrong count is a gap") {
+  async_by_hand a;
+  send_async(a.t1, 1, 1);
+  send_async(a.t1, 1, 4, 2);  // rounds 2 and 3 sent nothing
+  send_async(a.t3, 3, 1);
+  send_async(a.t3, 3, 4, 1);  // says only round 3 sent nothing: round 2 is missing
+  REQUIRE(a.gather(1, 0).is_ok());
+  CHECK(a.delivered() == std::vector<std::pair<int, std::uint64_t>>{{1, 1}, {1, 4}, {3, 1}});
+  CHECK(a.ex->newest(1) == 4);
+  CHECK(a.ex->stats().rejected_for(reject_reason::gap) == 1);
 }
 
 namespace {

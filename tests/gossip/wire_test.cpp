@@ -28,29 +28,29 @@ std::vector<std::byte> from_hex(const char* hex) {
 
 // docs/wire.md, "Golden bytes": this header and payload, byte for byte.
 const std::vector<std::byte> kGoldenHeader = from_hex(
-    "51 47 53 50 05 00 01 00 ef cd ab 89 67 45 23 01"
+    "51 47 53 50 06 00 01 00 ef cd ab 89 67 45 23 01"
     "03 00 00 00 04 00 00 00 11 00 00 00 00 00 00 00"
-    "02 00 00 00 ef be ad de 10 00 00 00 53 d2 92 d3");
+    "02 00 00 00 ef be ad de 10 00 00 00 be 3e 5e 4d");
 // docs/wire.md, "Golden bytes": rank 3's finished message after its last round, 17.
 const std::vector<std::byte> kGoldenFinished = from_hex(
-    "51 47 53 50 05 00 04 00 ef cd ab 89 67 45 23 01"
+    "51 47 53 50 06 00 04 00 ef cd ab 89 67 45 23 01"
     "03 00 00 00 00 00 00 00 11 00 00 00 00 00 00 00"
-    "00 00 00 00 00 00 00 00 00 00 00 00 d4 9c f0 4b");
+    "00 00 00 00 00 00 00 00 00 00 00 00 95 f0 03 eb");
 // docs/wire.md, "Golden bytes": a neighbour's acknowledgement, as rank 3, of a finished message of 17.
 const std::vector<std::byte> kGoldenFinishedAck = from_hex(
-    "51 47 53 50 05 00 05 00 ef cd ab 89 67 45 23 01"
+    "51 47 53 50 06 00 05 00 ef cd ab 89 67 45 23 01"
     "03 00 00 00 00 00 00 00 11 00 00 00 00 00 00 00"
-    "00 00 00 00 00 00 00 00 00 00 00 00 44 1a 27 b8");
+    "00 00 00 00 00 00 00 00 00 00 00 00 05 76 d4 18");
 // docs/wire.md, "Golden bytes": rank 3 asking to rejoin (payload "join 41\n"), its model 4 values.
 const std::vector<std::byte> kGoldenJoin = from_hex(
-    "51 47 53 50 05 00 06 00 ef cd ab 89 67 45 23 01"
+    "51 47 53 50 06 00 06 00 ef cd ab 89 67 45 23 01"
     "03 00 00 00 04 00 00 00 29 00 00 00 00 00 00 00"
-    "00 00 00 00 00 00 00 00 08 00 00 00 98 50 1e 37");
+    "00 00 00 00 00 00 00 00 08 00 00 00 97 3b 41 de");
 // docs/wire.md, "Golden bytes": rank 3's state (its 4-value model) for an edge restarting at 17.
 const std::vector<std::byte> kGoldenJoinState = from_hex(
-    "51 47 53 50 05 00 07 00 ef cd ab 89 67 45 23 01"
+    "51 47 53 50 06 00 07 00 ef cd ab 89 67 45 23 01"
     "03 00 00 00 04 00 00 00 11 00 00 00 00 00 00 00"
-    "00 00 00 00 00 00 00 00 10 00 00 00 6a 75 b1 b8");
+    "00 00 00 00 00 00 00 00 10 00 00 00 87 99 7d 26");
 const std::vector<std::byte> kGoldenPayload = from_hex("00 00 80 3f 00 00 00 c0 00 00 00 3f 00 00 00 00");
 
 wire_header golden() {
@@ -113,9 +113,9 @@ void flip_bit(std::span<std::byte> s, std::size_t bit) { s[bit / 8] ^= std::byte
 
 }  // namespace
 
-TEST_CASE("wire: the header is 48 bytes and the version is 5") {
+TEST_CASE("wire: the header is 48 bytes and the version is 6") {
   CHECK(kWireHeaderBytes == 48);
-  CHECK(kWireVersion == 5);  // changing the layout? bump this, then update docs/wire.md and the golden bytes
+  CHECK(kWireVersion == 6);  // changing the layout? bump this, then update docs/wire.md and the golden bytes
   CHECK(static_cast<int>(message_kind::train) == 1);
   CHECK(static_cast<int>(message_kind::probe) == 2);
   CHECK(static_cast<int>(message_kind::notice) == 3);
@@ -134,17 +134,17 @@ TEST_CASE("wire: parse_header reads the golden bytes back field by field") {
   verdict v = parse(kGoldenHeader, kGoldenPayload);
   REQUIRE(v.st.is_ok());
   CHECK(v.check == wire_check::ok);
-  CHECK(v.header.version == 5);
+  CHECK(v.header.version == 6);
   CHECK(v.header.kind == message_kind::train);
   CHECK(v.header.run_id == 0x0123456789ABCDEFull);
   CHECK(v.header.sender == 3);
   CHECK(v.header.count == 4);
   CHECK(v.header.iteration == 17);
   CHECK(v.header.codec == 2);
-  CHECK(v.header.reserved == 0);
+  CHECK(v.header.skipped == 0);
   CHECK(v.header.codec_tag == 0xDEADBEEF);
   CHECK(v.header.payload_bytes == 16);
-  CHECK(v.header.crc32c == 0xD392D253u);
+  CHECK(v.header.crc32c == 0x4D5E3EBEu);
 }
 
 TEST_CASE("wire: every field round-trips at its extreme values") {
@@ -198,7 +198,7 @@ TEST_CASE("wire: bytes that do not start with QGSP are not ours (magic)") {
 TEST_CASE("wire: another wire version is rejected before its layout is trusted") {
   verdict v = parse_changed([](wire_header& h) { h.version = 1; });
   CHECK(v.check == wire_check::version);
-  CHECK(v.names("version: expected 5, received 1"));
+  CHECK(v.names("version: expected 6, received 1"));
 }
 
 TEST_CASE("wire: a payload of another size than the header says") {
@@ -231,14 +231,14 @@ TEST_CASE("wire: a flipped bit is a checksum failure") {
     verdict v = parse(h, kGoldenPayload);
     CHECK(v.check == wire_check::crc);
     CHECK(v.names("crc32c: expected 0x"));
-    CHECK(v.names("received 0xd392d253"));
+    CHECK(v.names("received 0x4d5e3ebe"));
   }
   SUBCASE("in the crc field itself") {
     auto h = kGoldenHeader;
     flip_bit(h, 44 * 8);
     verdict v = parse(h, kGoldenPayload);
     CHECK(v.check == wire_check::crc);
-    CHECK(v.names("crc32c: expected 0xd392d253 (computed), received 0xd392d252"));
+    CHECK(v.names("crc32c: expected 0x4d5e3ebe (computed), received 0x4d5e3ebf"));
   }
   SUBCASE("in the payload") {
     auto p = kGoldenPayload;
@@ -260,10 +260,17 @@ TEST_CASE("wire: a flipped bit is a checksum failure") {
   }
 }
 
-TEST_CASE("wire: reserved bits must be zero") {
-  verdict v = parse_changed([](wire_header& h) { h.reserved = 5; });
-  CHECK(v.check == wire_check::reserved);
-  CHECK(v.names("reserved: expected 0, received 5"));
+TEST_CASE("wire: a train message may count skipped rounds; no other kind may") {
+  verdict train = parse_changed([](wire_header& h) { h.skipped = 0xFFFF; });
+  REQUIRE(train.st.is_ok());
+  CHECK(train.header.skipped == 0xFFFF);
+  verdict finished = parse(kGoldenFinished, {});
+  REQUIRE(finished.st.is_ok());
+  wire_header h = finished.header;
+  h.skipped = 5;
+  verdict v = parse(encode(h, {}), {});
+  CHECK(v.check == wire_check::skipped);
+  CHECK(v.names("skipped: expected 0 on a message of kind 4, received 5"));
 }
 
 TEST_CASE("wire: an unknown message kind") {
