@@ -918,10 +918,10 @@ status exchange::send_train(std::uint64_t iteration, const outgoing_message& msg
   last_sent_bytes_ = kWireHeaderBytes + msg.payload.size();
   // Every peer still taking messages, a finished one included: it keeps its copy of us exact.
   live_send_.clear();
-  for (std::size_t k = 0; k < options_.neighbours.size(); ++k)
+  for (std::size_t k = 0; k < options_.neighbours.size(); ++k) {
     if (!dropped_[k] && !closed_[k]) live_send_.push_back(options_.neighbours[k]);
-  for (std::size_t k = 0; k < options_.neighbours.size(); ++k)
     taken_at_send_[k] = transport_.bytes_taken(options_.neighbours[k]);
+  }
   if (!live_send_.empty()) {
     status sent = transport_.send_all(live_send_, header_, msg.payload);
     stats_.send_time += transport_clock::now() - start;

@@ -48,10 +48,10 @@ bool link_liveness::judge(clock::time_point now, const tcp_progress& s) {
   // bytes_sent but leaves it all unsent: not asked yet.
   const bool shut = s.window == 0;  // its host holds all it will take: its process is not reading
   const std::uint64_t in_flight = s.outstanding - std::min(s.unsent, s.outstanding);
-  const bool left = in_flight > 0 || s.outstanding == 0 || shut;
-  if (!asked_ && s.bytes_sent > sent_at_answer_ && left) asked_ = now;
-  // Left: nothing of ours waits to leave any more, so the PING behind our data is in flight, at
-  // most at snd_nxt. Reached: that much is acknowledged (the PING with it), or the window is shut.
+  const bool something_left = in_flight > 0 || s.outstanding == 0 || shut;
+  if (!asked_ && s.bytes_sent > sent_at_answer_ && something_left) asked_ = now;
+  // Once nothing of ours waits to leave, the PING behind our data is in flight, at most at
+  // snd_nxt (ask_end_). Reached: that much is acknowledged (the PING with it), or the window is shut.
   // Data acknowledged ahead of its PING proves nothing: a PONG is owed only for a PING delivered.
   if (asked_ && !ask_end_ && s.unsent == 0) ask_end_ = s.bytes_acked + in_flight;  // snd_nxt
   if (asked_ && !reached_ && ((ask_end_ && s.bytes_acked >= *ask_end_) || shut)) reached_ = now;
