@@ -24,7 +24,7 @@ std::unique_ptr<algorithm> make_algorithm(algorithm_kind kind, const mixing_row&
     case algorithm_kind::choco:
       if (!(options.consensus_step > 0 && options.consensus_step <= 1))
         throw config_error("algorithm.consensus_step must be in (0, 1], got " + std::to_string(options.consensus_step));
-      return std::make_unique<choco_sgd>(row, x0, options.consensus_step, options.asynchronous);
+      return std::make_unique<choco_sgd>(row, x0, options);
     case algorithm_kind::allgather: return std::make_unique<allgather_sgd>(row, x0);
     case algorithm_kind::allreduce: return std::make_unique<allreduce_sgd>(row, x0);
   }
@@ -37,6 +37,16 @@ std::unique_ptr<algorithm> make_algorithm(std::string_view name, const mixing_ro
   if (!kind)
     throw config_error("unknown algorithm '" + std::string(name) + "'; expected one of " + name_list<algorithm_kind>());
   return make_algorithm(*kind, row, x0, options);
+}
+
+std::span<const float> algorithm::outgoing_to(int) {
+  QG_ENFORCE(false, name() << " sends the same message to every neighbour: outgoing(), not outgoing_to()");
+  return {};
+}
+
+void algorithm::absorb_own_to(int, std::span<const float>) {
+  QG_ENFORCE(false,
+             name() << " sends the same message to every neighbour: absorb_own(), not absorb_own_to()");
 }
 
 void algorithm::restart(std::span<const float>) {

@@ -47,6 +47,9 @@ struct mixing_row {
 struct held_copy {
   int rank;
   std::span<const float> values;
+  // A node's own copy kept per edge (CHOCO-SGD's public copy per edge): the neighbour that holds
+  // the same copy; -1: every neighbour holding a copy of `rank` holds this one.
+  int holder = -1;
 };
 
 // Whom a node's messages go to. The node loop builds the exchange and the mixing_row to match.
@@ -89,11 +92,18 @@ class algorithm {
   // from is a neighbour, between absorbs and finish. The centralized algorithms ignore it.
   virtual void neighbour_finished(int /*from*/) {}
   // Asynchronous gossip on a busy uplink (docs/algorithms.md, "A busy uplink"): true when a round may
-  // send nothing, skipping absorb_own, as if its message were zero (CHOCO-SGD: the public copy x^_i
-  // stays where it is) or the last one again (D-PSGD and naive: neighbours keep the newest x they
-  // hold). False where the node's own state moves only with its message (DCD-PSGD's x, ECD-PSGD's
-  // estimate) and for the centralized algorithms.
+  // send nothing to a neighbour whose link is busy, as if its message there were zero (CHOCO-SGD:
+  // the public copy of that edge stays where it is) or the last one again (D-PSGD and naive: the
+  // neighbour keeps the newest x it holds). False where the node's own state moves only with its
+  // message (DCD-PSGD's x, ECD-PSGD's estimate) and for the centralized algorithms.
   virtual bool may_skip_message() const { return false; }
+  // True when the message differs per neighbour (CHOCO-SGD built with per_edge_copies): after
+  // outgoing(t), which then returns the model, the round calls outgoing_to(j) for each neighbour j
+  // it sends to, encodes it, and hands back what j will decode (absorb_own_to(j)), in place of
+  // absorb_own. The other algorithms throw invariant_error from both.
+  virtual bool per_edge_messages() const { return false; }
+  virtual std::span<const float> outgoing_to(int peer);
+  virtual void absorb_own_to(int peer, std::span<const float> decoded);
 
   // What "copies" means for this algorithm ("replica", "estimate") or "" when it holds none.
   virtual std::string_view copies_kind() const = 0;
@@ -157,6 +167,10 @@ struct algorithm_options {
   // mixes with the newest copy it holds of each neighbour that sent something since its last mix,
   // and leaves a silent neighbour's weight with itself (algorithms/receipts.hpp).
   bool asynchronous = false;
+  // Asynchronous gossip whose rounds may skip a busy link (train.max_staleness: unbounded):
+  // CHOCO-SGD keeps its own public copy per edge, so that a link can fall behind alone
+  // (per_edge_messages; docs/algorithms.md, "A busy uplink"). The others ignore it.
+  bool per_edge_copies = false;
 };
 
 // The row of a node that talks to every other node with equal weight 1/n: the centralized

@@ -10,24 +10,51 @@
 
 namespace qgossip {
 
-choco_sgd::choco_sgd(const mixing_row& row, std::span<const float> x0, double consensus_step, bool asynchronous)
-    : row_(row), consensus_step_(static_cast<float>(consensus_step)), x_(x0.begin(), x0.end()), q_(x0.size()),
-      own_copy_(x0.begin(), x0.end()), copies_(row.neighbours.size(), float_vector(x0.begin(), x0.end())),
-      received_(row.neighbours.size(), asynchronous) {
-  QG_ENFORCE(consensus_step > 0 && consensus_step <= 1, "consensus_step=" << consensus_step);
+choco_sgd::choco_sgd(const mixing_row& row, std::span<const float> x0, const algorithm_options& options)
+    : row_(row),
+      consensus_step_(static_cast<float>(options.consensus_step)),
+      per_edge_(options.asynchronous && options.per_edge_copies),
+      x_(x0.begin(), x0.end()),
+      q_(x0.size()),
+      copies_(row.neighbours.size(), float_vector(x0.begin(), x0.end())),
+      received_(row.neighbours.size(), options.asynchronous) {
+  QG_ENFORCE(options.consensus_step > 0 && options.consensus_step <= 1,
+             "consensus_step=" << options.consensus_step);
+  if (per_edge_) {
+    edge_copies_ = copies_;
+    edge_sent_.assign(row.neighbours.size(), 0);
+  } else {
+    own_copy_.assign(x0.begin(), x0.end());
+  }
 }
 
 std::span<const float> choco_sgd::outgoing(std::span<const float> grad, float lr, std::uint64_t) {
-  mixing::axpy(x_, -lr, grad);         // x_{t+1/2}
-  mixing::sub(q_, x_, own_copy_);      // x_{t+1/2} - x^_i
+  mixing::axpy(x_, -lr, grad);  // x_{t+1/2}
   received_.begin_round();
   own_sent_ = false;
+  std::fill(edge_sent_.begin(), edge_sent_.end(), 0);
+  if (per_edge_) return x_;        // the messages: outgoing_to
+  mixing::sub(q_, x_, own_copy_);  // x_{t+1/2} - x^_i
   return q_;
 }
 
 void choco_sgd::absorb_own(std::span<const float> decoded, std::uint64_t) {
+  QG_ENFORCE(!per_edge_, "a copy per edge takes absorb_own_to");
   mixing::add(own_copy_, decoded);
   own_sent_ = true;
+}
+
+std::span<const float> choco_sgd::outgoing_to(int peer) {
+  QG_ENFORCE(per_edge_, "one public copy: outgoing() is the message");
+  mixing::sub(q_, x_, edge_copies_[neighbour_index(row_, peer)]);  // x_{t+1/2} - x^_{i->j}
+  return q_;
+}
+
+void choco_sgd::absorb_own_to(int peer, std::span<const float> decoded) {
+  QG_ENFORCE(per_edge_, "one public copy takes absorb_own");
+  const std::size_t k = neighbour_index(row_, peer);
+  mixing::add(edge_copies_[k], decoded);
+  edge_sent_[k] = 1;
 }
 
 void choco_sgd::absorb(int from, std::span<const float> decoded, std::uint64_t) {
@@ -36,61 +63,83 @@ void choco_sgd::absorb(int from, std::span<const float> decoded, std::uint64_t) 
   received_.mark(k, from);
 }
 
+// x = (1 - sum_{unsent j} a_j) x + sum_j a_j x^_j - sum_{sent j} a_j x^_{i->j}, a_j = gamma_c W_ij
+// over the fresh neighbours j (synchronous: all), in ascending order: on an edge this round sent
+// nothing on, the node's term is x itself (see the top of choco_sgd.hpp).
 void choco_sgd::finish(std::uint64_t t) {
   received_.check_complete(row_, t);
-  // x += gamma_c * sum_j W_ij (x^_j - x^_i), neighbours in ascending order (asynchronous: the
-  // neighbours that sent something since the last mix).
-  if (!own_sent_) return mix_without_own_copy();
+  mix_weights_.assign(copies_.size(), 0.0f);
+  float kept = 1.0f;
   for (std::size_t k = 0; k < copies_.size(); ++k) {
     if (!received_.take_fresh(k)) continue;
-    const float a = consensus_step_ * static_cast<float>(row_.weights[k]);
+    mix_weights_[k] = consensus_step_ * static_cast<float>(row_.weights[k]);
+    if (!sent_on(k)) kept -= mix_weights_[k];
+  }
+  if (kept != 1.0f) mixing::scale(x_, kept, x_);
+  for (std::size_t k = 0; k < copies_.size(); ++k) {
+    const float a = mix_weights_[k];
+    if (a == 0.0f) continue;
     mixing::axpy(x_, a, copies_[k]);
-    mixing::axpy(x_, -a, own_copy_);
+    if (sent_on(k)) mixing::axpy(x_, -a, own_copy_for(k));
   }
 }
 
-// x = (1 - sum_j a_j) x + sum_j a_j x^_j, a_j = gamma_c W_ij over the fresh neighbours j, in order.
-void choco_sgd::mix_without_own_copy() {
-  std::vector<float> a(copies_.size(), 0.0f);
-  float kept = 1.0f;
-  for (std::size_t k = 0; k < copies_.size(); ++k)
-    if (received_.take_fresh(k)) {
-      a[k] = consensus_step_ * static_cast<float>(row_.weights[k]);
-      kept -= a[k];
-    }
-  mixing::scale(x_, kept, x_);
-  for (std::size_t k = 0; k < copies_.size(); ++k)
-    if (a[k] != 0.0f) mixing::axpy(x_, a[k], copies_[k]);
-}
-
 std::vector<held_copy> choco_sgd::held_copies() const {
-  std::vector<held_copy> out{{row_.rank, own_copy_}};
+  std::vector<held_copy> out;
+  if (per_edge_)
+    for (std::size_t k = 0; k < edge_copies_.size(); ++k)
+      out.push_back({row_.rank, edge_copies_[k], row_.neighbours[k]});
+  else
+    out.push_back({row_.rank, own_copy_});
   for (std::size_t k = 0; k < copies_.size(); ++k) out.push_back({row_.neighbours[k], copies_[k]});
   return out;
 }
 
 void choco_sgd::restart(std::span<const float> model) {
-  restart_from(model, x_, own_copy_);
-  restart_row(row_, copies_, received_.entries());
+  if (per_edge_)
+    restart_from(model, x_);
+  else
+    restart_from(model, x_, own_copy_);
+  restart_row(row_, copies_, edge_copies_, edge_sent_, received_.entries());
 }
 
 void choco_sgd::admit(const mixing_row& next, int peer, std::span<const float> state) {
-  admit_with_copy(row_, next, peer, state, x_.size(), copies_, received_.entries());
+  if (!per_edge_) return admit_with_copy(row_, next, peer, state, x_.size(), copies_, received_.entries());
+  QG_ENFORCE(state.size() == x_.size(),
+             "the state of rank " << peer << " has " << state.size() << " values, the model " << x_.size());
+  admit_row(row_, next, peer, entry_for(copies_, float_vector(state.begin(), state.end())),
+            entry_for(edge_copies_, float_vector(x_.begin(), x_.end())), entry_for(edge_sent_, char{0}),
+            entry_for(received_.entries(), {}));
 }
 
-void choco_sgd::remix(const mixing_row& next) { remix_row(row_, next, copies_, received_.entries()); }
+void choco_sgd::remix(const mixing_row& next) {
+  if (per_edge_)
+    remix_row(row_, next, copies_, edge_copies_, edge_sent_, received_.entries());
+  else
+    remix_row(row_, next, copies_, received_.entries());
+}
 
 void choco_sgd::save_state(state_writer& out) const {
   algorithm_state::save_identity(out, name(), row_);
   out.put_floats("x", x_);
-  out.put_floats("own_copy", own_copy_);
+  if (per_edge_)
+    algorithm_state::save_copies(out, "own_copy_for", row_, edge_copies_);
+  else
+    out.put_floats("own_copy", own_copy_);
   algorithm_state::save_copies(out, "public_copy", row_, copies_);
 }
 
 void choco_sgd::load_state(state_reader& in) {
-  remix_row(row_, algorithm_state::load_identity(in, name(), row_), copies_, received_.entries());
+  const mixing_row saved = algorithm_state::load_identity(in, name(), row_);
+  if (per_edge_)
+    remix_row(row_, saved, copies_, edge_copies_, edge_sent_, received_.entries());
+  else
+    remix_row(row_, saved, copies_, received_.entries());
   in.get_floats("x", x_);
-  in.get_floats("own_copy", own_copy_);
+  if (per_edge_)
+    algorithm_state::load_copies(in, "own_copy_for", row_, edge_copies_);
+  else
+    in.get_floats("own_copy", own_copy_);
   algorithm_state::load_copies(in, "public_copy", row_, copies_);
 }
 

@@ -7,10 +7,18 @@
 //   x^_j     += q_j    for j in N(i) and i     (each holder applies the same decoded q_j)
 //   x_{t+1}   = x_{t+1/2} + gamma_c sum_{j in N(i)} W_ij (x^_j - x^_i)
 // Invariant (tested): node i's copy x^_j equals node j's own x^_j bit for bit.
-// Asynchronous, a round that sent nothing (a busy uplink: may_skip_message; docs/algorithms.md, "A
-// busy uplink") leaves x^_i behind x, so its mix takes x itself as the node's term:
+// A public copy per edge (per_edge_copies: asynchronous rounds that skip busy links; docs/
+// algorithms.md, "A busy uplink"): node i keeps x^_{i->j}, the copy of itself that neighbour j
+// holds, sends j the message q_{i->j} = C(x_{t+1/2} - x^_{i->j}) when the link to j is free, and
+// mixes each edge against that edge's copy:
+//   x_{t+1}   = x_{t+1/2} + gamma_c sum_{fresh j} W_ij (x^_j - x^_{i->j})
+// so a busy link falls behind alone while the others carry every round. The edge's terms at i and
+// at j are still opposite (W is symmetric), so the mean of the models moves only with the
+// gradients, as with one public copy.
+// A round that sent nothing on an edge leaves that edge's copy (or, with one public copy, x^_i)
+// behind x, so its mix takes x itself as the node's term on that edge:
 //   x_{t+1}   = x_{t+1/2} + gamma_c sum_{fresh j} W_ij (x^_j - x_{t+1/2})
-// a convex combination; the stale x^_i would push x by the same difference round after round.
+// a convex combination; the stale copy would push x by the same difference round after round.
 #include <vector>
 
 #include "algorithms/algorithm.hpp"
@@ -21,8 +29,8 @@ namespace qgossip {
 
 class choco_sgd final : public algorithm {
  public:
-  // REQUIRES: 0 < consensus_step <= 1.
-  choco_sgd(const mixing_row& row, std::span<const float> x0, double consensus_step, bool asynchronous = false);
+  // REQUIRES: 0 < options.consensus_step <= 1.
+  choco_sgd(const mixing_row& row, std::span<const float> x0, const algorithm_options& options);
 
   std::string_view name() const override { return "choco"; }
   bool compresses() const override { return true; }
@@ -31,13 +39,18 @@ class choco_sgd final : public algorithm {
   std::span<const float> outgoing(std::span<const float> grad, float lr, std::uint64_t t) override;
   void absorb_own(std::span<const float> decoded, std::uint64_t t) override;
   bool may_skip_message() const override { return true; }
+  bool per_edge_messages() const override { return per_edge_; }
+  std::span<const float> outgoing_to(int peer) override;
+  void absorb_own_to(int peer, std::span<const float> decoded) override;
   void absorb(int from, std::span<const float> decoded, std::uint64_t t) override;
   void finish(std::uint64_t t) override;
   void neighbour_finished(int from) override { received_.mark_final(neighbour_index(row_, from)); }
   std::string_view copies_kind() const override { return "public_copy"; }
   std::vector<held_copy> held_copies() const override;
   void remix(const mixing_row& next) override;
-  std::span<const float> public_state() const override { return own_copy_; }
+  // With a copy per edge, the model: a neighbour that (re)joins gets x, and this node's copy for
+  // its edge becomes x (admit).
+  std::span<const float> public_state() const override { return per_edge_ ? x_ : own_copy_; }
   void restart(std::span<const float> model) override;
   void admit(const mixing_row& next, int peer, std::span<const float> state) override;
   const mixing_row& row() const override { return row_; }
@@ -45,16 +58,22 @@ class choco_sgd final : public algorithm {
   void load_state(state_reader& in) override;
 
  private:
-  // finish() of a round that sent nothing (see the top of this file).
-  void mix_without_own_copy();
+  // Neighbour k's edge: the copy of this node that k holds, and whether this round sent on it.
+  const float_vector& own_copy_for(std::size_t k) const { return per_edge_ ? edge_copies_[k] : own_copy_; }
+  bool sent_on(std::size_t k) const { return per_edge_ ? edge_sent_[k] != 0 : own_sent_; }
 
   mixing_row row_;
   float consensus_step_;
+  bool per_edge_;
   float_vector x_;       // x_{t+1/2} between outgoing() and finish()
   float_vector q_;       // the difference to compress
-  float_vector own_copy_;
-  bool own_sent_ = true;  // absorb_own came this round (asynchronous: not when the round sent nothing)
+  float_vector own_copy_;  // one public copy (empty with a copy per edge)
+  bool own_sent_ = true;   // absorb_own came this round (asynchronous: not when the round sent nothing)
+  // A copy per edge, by neighbour index: x^_{i->j}, and whether this round sent on the edge.
+  std::vector<float_vector> edge_copies_;
+  std::vector<char> edge_sent_;
   std::vector<float_vector> copies_;  // x^_j by neighbour index
+  std::vector<float> mix_weights_;    // finish(): scratch, gamma_c W_ij of each fresh neighbour
   round_receipts received_;
 };
 

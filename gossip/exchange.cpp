@@ -194,6 +194,8 @@ exchange::exchange(transport& t, exchange_options options) : transport_(t), opti
   finished_.resize(nb.size());
   acked_.resize(nb.size());
   backlog_acked_.resize(nb.size());
+  last_sent_.resize(nb.size());
+  last_sent_bytes_.resize(nb.size());
   taken_at_send_.resize(nb.size());
   heard_.resize(nb.size());
   closed_.resize(nb.size());
@@ -823,27 +825,57 @@ bool exchange::all_finished() const {
   return true;
 }
 
-bool exchange::may_skip(std::uint64_t iteration) const {
-  return last_sent_ && iteration > *last_sent_ && iteration - *last_sent_ < kMaxSkipped;
+bool exchange::may_skip(std::size_t k, std::uint64_t iteration) const {
+  const std::optional<std::uint64_t>& last = last_sent_[k];
+  return last && iteration > *last && iteration - *last < kMaxSkipped;
 }
 
-bool exchange::uplink_busy(std::uint64_t iteration) const {
-  if (!may_skip(iteration)) return false;
-  const std::size_t limit = last_sent_bytes_ / 4;
-  for (std::size_t k = 0; k < options_.neighbours.size(); ++k) {
-    if (dropped_[k] || closed_[k] || finished_[k]) continue;
-    if (link_backlogged(k, limit)) return true;
-    // The last message not yet all taken by the operating system: the messaging library holds the
-    // rest (its I/O thread not there yet, or the connection's send buffer full).
-    const std::optional<std::uint64_t> taken = transport_.bytes_taken(options_.neighbours[k]);
-    const std::optional<std::uint64_t>& before = taken_at_send_[k];
-    if (taken && before && *taken >= *before && *taken - *before < last_sent_bytes_) return true;
+bool exchange::link_busy(int peer, std::uint64_t iteration) const {
+  const std::optional<std::size_t> k = index_of(peer);
+  if (!k || !may_skip(*k, iteration) || dropped_[*k] || closed_[*k] || finished_[*k]) return false;
+  const std::size_t last = last_sent_bytes_[*k];
+  if (link_backlogged(*k, last / 4)) return true;
+  // The last message not yet all taken by the operating system: the messaging library holds the
+  // rest (its I/O thread not there yet, or the connection's send buffer full).
+  const std::optional<std::uint64_t> taken = transport_.bytes_taken(peer);
+  const std::optional<std::uint64_t>& before = taken_at_send_[*k];
+  return taken && before && *taken >= *before && *taken - *before < last;
+}
+
+status exchange::check_sends(std::uint64_t iteration, std::span<const link_message> sends) const {
+  for (const link_message& m : sends) {
+    if (!index_of(m.peer))
+      return status::error(errc::invalid, "rank " + std::to_string(m.peer) + " is not a neighbour of rank " +
+                                              std::to_string(options_.rank));
+    if (m.payload.size() > options_.max_payload_bytes)
+      return status::error(errc::invalid, "payload of " + std::to_string(m.payload.size()) +
+                                              " bytes exceeds max_payload_bytes " +
+                                              std::to_string(options_.max_payload_bytes));
   }
-  return false;
+  for (std::size_t k = 0; k < options_.neighbours.size(); ++k) {
+    const int peer = options_.neighbours[k];
+    const bool listed =
+        std::any_of(sends.begin(), sends.end(), [&](const link_message& m) { return m.peer == peer; });
+    if (!listed && !dropped_[k] && !closed_[k] && !may_skip(k, iteration))
+      return status::error(errc::invalid, describe(message_kind::train, iteration) +
+                                              " sends nothing to rank " + std::to_string(peer) +
+                                              ": before any message to it, or more rounds "
+                                              "without one than the header counts (" +
+                                              std::to_string(kMaxSkipped) + ")");
+  }
+  return status::ok();
 }
 
 status exchange::gather(std::uint64_t iteration, const outgoing_message& msg, std::uint64_t need,
-                        std::vector<inbound_message>& out, bool send) {
+                        std::vector<inbound_message>& out) {
+  all_sends_.clear();
+  for (std::size_t k = 0; k < options_.neighbours.size(); ++k)
+    if (!dropped_[k] && !closed_[k]) all_sends_.push_back({options_.neighbours[k], msg.payload});
+  return gather(iteration, msg, need, out, all_sends_);
+}
+
+status exchange::gather(std::uint64_t iteration, const outgoing_message& msg, std::uint64_t need,
+                        std::vector<inbound_message>& out, std::span<const link_message> sends) {
   QG_ENFORCE(options_.asynchronous, "gather() is for asynchronous gossip");
   if (!failed_.is_ok())
     return status::error(errc::invalid, "the exchange is unusable after a failed round (" + failed_.to_string() + ")");
@@ -852,14 +884,7 @@ status exchange::gather(std::uint64_t iteration, const outgoing_message& msg, st
   if (last && iteration <= *last)
     return status::error(errc::invalid, describe(message_kind::train, iteration) + " after iteration " +
                                             std::to_string(*last) + ": rounds must not repeat or go back");
-  if (msg.payload.size() > options_.max_payload_bytes)
-    return status::error(errc::invalid, "payload of " + std::to_string(msg.payload.size()) +
-                                            " bytes exceeds max_payload_bytes " + std::to_string(options_.max_payload_bytes));
-  if (!send && !may_skip(iteration))
-    return status::error(errc::invalid,
-                         describe(message_kind::train, iteration) +
-                             " sends nothing: before any message, or more rounds without one than the header "
-                             "counts (" + std::to_string(kMaxSkipped) + ")");
+  if (status s = check_sends(iteration, sends); !s) return s;
   const auto waited = started_ ? options_.round_deadline : options_.first_deadline;
   const auto start = transport_clock::now();
   auto deadline = start + waited;
@@ -868,8 +893,7 @@ status exchange::gather(std::uint64_t iteration, const outgoing_message& msg, st
   base_ = iteration;
   last = iteration;
   async_codec_ = {msg.codec, msg.codec_tag, msg.count};
-  if (send)
-    if (status sent = send_train(iteration, msg, start); !sent) return fail(sent);
+  if (status sent = send_train(iteration, msg, sends, start); !sent) return fail(sent);
   delivered_count_ = 0;
   for (;;) {
     bool got = true;
@@ -879,22 +903,22 @@ status exchange::gather(std::uint64_t iteration, const outgoing_message& msg, st
     if (status s = unheard_neighbours(); !s) return fail(s);
     bool waiting = false;
     for (std::size_t k = 0; k < options_.neighbours.size() && !waiting; ++k) waiting = waiting_for(k, need);
-    // Flow control: no next round while a link still holds more than this round's message and the
-    // previous one (nothing tells when it drains: look again every kBacklogPoll).
-    const std::size_t backlog_limit = 2 * (kWireHeaderBytes + msg.payload.size());
+    // Flow control: no next round while a link still holds more than the last message sent on it
+    // and the one before (nothing tells when it drains: look again every kBacklogPoll).
     bool backlogged = false;
     for (std::size_t k = 0; k < options_.neighbours.size() && !waiting && !backlogged; ++k)
-      backlogged = link_backlogged(k, backlog_limit);
+      backlogged = link_backlogged(k, backlog_limit(k));
     if (!waiting && !backlogged) break;
     // A link that still drains, however slowly, is not a stall: the wait's deadline moves on.
-    if (!waiting && backlog_progressed(backlog_limit)) deadline = transport_clock::now() + waited;
+    if (!waiting && backlog_progressed()) deadline = transport_clock::now() + waited;
     if (options_.should_stop && options_.should_stop())
       return fail(status::error(errc::cancelled, "stopped while waiting for round " + std::to_string(iteration)));
     auto slice_end = options_.should_stop ? std::min(deadline, transport_clock::now() + kStopCheckInterval) : deadline;
     if (!waiting) slice_end = std::min(slice_end, transport_clock::now() + kBacklogPoll);
     if (status s = receive_one(slice_end, message_kind::train, async_codec_, out, got); !s) return fail(s);
     if (!got && slice_end >= deadline)
-      return fail(status::error(errc::timeout, waiting ? stale_message(need, waited) : backlog_message(backlog_limit, waited)));
+      return fail(
+          status::error(errc::timeout, waiting ? stale_message(need, waited) : backlog_message(waited)));
   }
   out.resize(delivered_count_);
   ++stats_.rounds;
@@ -910,27 +934,30 @@ status exchange::unheard_neighbours() const {
 }
 
 status exchange::send_train(std::uint64_t iteration, const outgoing_message& msg,
-                            transport_clock::time_point start) {
-  wire_header h = header_for(message_kind::train, iteration, msg);
-  h.skipped = static_cast<std::uint16_t>(iteration - last_sent_.value_or(0) - 1);
-  encode_header(h, msg.payload, header_);
-  last_sent_ = iteration;
-  last_sent_bytes_ = kWireHeaderBytes + msg.payload.size();
+                            std::span<const link_message> sends, transport_clock::time_point start) {
   // Every peer still taking messages, a finished one included: it keeps its copy of us exact.
-  live_send_.clear();
-  for (std::size_t k = 0; k < options_.neighbours.size(); ++k) {
-    if (!dropped_[k] && !closed_[k]) live_send_.push_back(options_.neighbours[k]);
-    taken_at_send_[k] = transport_.bytes_taken(options_.neighbours[k]);
+  for (const link_message& m : sends) {
+    const std::size_t k = *index_of(m.peer);
+    if (dropped_[k] || closed_[k]) continue;
+    wire_header h = header_for(message_kind::train, iteration, msg);
+    h.payload_bytes = static_cast<std::uint32_t>(m.payload.size());
+    h.skipped = static_cast<std::uint16_t>(iteration - last_sent_[k].value_or(0) - 1);
+    encode_header(h, m.payload, header_);
+    taken_at_send_[k] = transport_.bytes_taken(m.peer);
+    if (status sent = transport_.send_all(std::span<const int>(&m.peer, 1), header_, m.payload); !sent) {
+      stats_.send_time += transport_clock::now() - start;
+      return sent;
+    }
+    last_sent_[k] = iteration;
+    last_sent_bytes_[k] = kWireHeaderBytes + m.payload.size();
+    ++stats_.messages_sent;
+    stats_.bytes_sent += last_sent_bytes_[k];
   }
-  if (!live_send_.empty()) {
-    status sent = transport_.send_all(live_send_, header_, msg.payload);
-    stats_.send_time += transport_clock::now() - start;
-    if (!sent) return sent;
-  }
-  stats_.messages_sent += live_send_.size();
-  stats_.bytes_sent += live_send_.size() * last_sent_bytes_;
+  stats_.send_time += transport_clock::now() - start;
   return status::ok();
 }
+
+std::size_t exchange::backlog_limit(std::size_t k) const { return 2 * last_sent_bytes_[k]; }
 
 bool exchange::link_backlogged(std::size_t k, std::size_t limit) const {
   if (dropped_[k] || closed_[k] || finished_[k]) return false;
@@ -956,10 +983,10 @@ bool exchange::unfinished_heard() {
   return heard;
 }
 
-bool exchange::backlog_progressed(std::size_t limit) {
+bool exchange::backlog_progressed() {
   bool progressed = false;
   for (std::size_t k = 0; k < options_.neighbours.size(); ++k) {
-    if (!link_backlogged(k, limit)) continue;
+    if (!link_backlogged(k, backlog_limit(k))) continue;
     const std::optional<std::uint64_t> acked = transport_.bytes_acknowledged(options_.neighbours[k]);
     if (acked && acked != backlog_acked_[k]) progressed = true;
     backlog_acked_[k] = acked;
@@ -967,16 +994,17 @@ bool exchange::backlog_progressed(std::size_t limit) {
   return progressed;
 }
 
-std::string exchange::backlog_message(std::size_t limit, std::chrono::milliseconds waited) const {
+std::string exchange::backlog_message(std::chrono::milliseconds waited) const {
   std::string who;
   for (std::size_t k = 0; k < options_.neighbours.size(); ++k) {
-    if (!link_backlogged(k, limit)) continue;
+    if (!link_backlogged(k, backlog_limit(k))) continue;
     const int peer = options_.neighbours[k];
     who += (who.empty() ? "rank " : ", rank ") + std::to_string(peer) + " (" +
-           std::to_string(transport_.queued_bytes(peer).value_or(0)) + " bytes)";
+           std::to_string(transport_.queued_bytes(peer).value_or(0)) + " of " +
+           std::to_string(backlog_limit(k)) + " bytes)";
   }
-  return "the links to " + who + " still held more than " + std::to_string(limit) +
-         " bytes of this node's messages (two rounds') after " + std::to_string(waited.count()) +
+  return "the links to " + who + " still held more bytes of this node's messages than their last two " +
+         "messages' after " + std::to_string(waited.count()) +
          " ms, none of them acknowledged by the neighbour's host meanwhile";
 }
 

@@ -118,6 +118,13 @@ struct outgoing_message {
   std::span<const std::byte> payload;
 };
 
+// Asynchronous gossip (exchange::gather): what a round sends on one link, to neighbour `peer`. The
+// payload must stay valid during gather().
+struct link_message {
+  int peer = -1;
+  std::span<const std::byte> payload;
+};
+
 // Who a directed round talks to: sorted, unique subsets of the exchange's neighbours.
 struct round_peers {
   std::span<const int> send_to;
@@ -217,19 +224,24 @@ class exchange {
   // size of ours that have not left this host (transport::queued_bytes; looked at every
   // kBacklogPoll): a node never runs further ahead of a slow link than the message it just sent and
   // the one before. Notices, finished messages and losses are handled as in round().
-  // With send false the round sends nothing (its uplink is busy: uplink_busy); the next message's
-  // header counts the rounds so skipped, and msg only says what codec the neighbours' messages use.
-  // Errors as round(). REQUIRES: options().asynchronous; iterations ascending; send, or a message
-  // sent before and fewer than kMaxSkipped rounds since it (uplink_busy(iteration) was true: the
-  // link may have drained since, which does not matter).
+  // Errors as round(). REQUIRES: options().asynchronous; iterations ascending.
   status gather(std::uint64_t iteration, const outgoing_message& msg, std::uint64_t need,
-                std::vector<inbound_message>& out, bool send = true);
+                std::vector<inbound_message>& out);
+  // The same round, sending on each link its own message or none (docs/algorithms.md, "A busy
+  // uplink"): sends[i].payload to sends[i].peer, nothing to a live peer not listed; msg gives only
+  // the codec fields (of every payload, and of what the neighbours send). A link's next message
+  // counts in its header the rounds that sent it nothing. errc::invalid, before anything is sent,
+  // for a peer that is not a neighbour, a payload over max_payload_bytes, or a live peer left out
+  // that may not be (may_skip: before any message to it, or kMaxSkipped rounds without one).
+  status gather(std::uint64_t iteration, const outgoing_message& msg, std::uint64_t need,
+                std::vector<inbound_message>& out, std::span<const link_message> sends);
   // Asynchronous gossip on a busy uplink (docs/algorithms.md, "A busy uplink"): whether round
-  // `iteration` may send nothing because a link to a live, unfinished peer still holds more than a
-  // quarter of our last message on this host (transport::queued_bytes), or has not yet taken all of
-  // it from the messaging library (transport::bytes_taken). False before the first message, and
-  // when the rounds skipped would not fit the wire header's `skipped` (kMaxSkipped).
-  [[nodiscard]] bool uplink_busy(std::uint64_t iteration) const;
+  // `iteration` may send nothing to peer because its link, live and to a peer that has not
+  // finished, still holds more than a quarter of our last message to it on this host
+  // (transport::queued_bytes), or has not yet taken all of it from the messaging library
+  // (transport::bytes_taken). False before the first message to peer, when the rounds skipped
+  // would not fit the wire header's `skipped` (kMaxSkipped), and for a rank that is not a neighbour.
+  [[nodiscard]] bool link_busy(int peer, std::uint64_t iteration) const;
   static constexpr std::uint64_t kMaxSkipped = 0xFFFF;
   // The newest train iteration delivered from peer (0: none yet, or not a neighbour).
   [[nodiscard]] std::uint64_t newest(int peer) const;
@@ -340,16 +352,21 @@ class exchange {
   // Asynchronous flow control: neighbour k takes messages and its link holds more than `limit`
   // bytes of ours still on this host (transport::queued_bytes).
   [[nodiscard]] bool link_backlogged(std::size_t k, std::size_t limit) const;
-  // Whether round `iteration` may send nothing: a message was sent before, and the rounds without
-  // one since still fit the header's `skipped`.
-  [[nodiscard]] bool may_skip(std::uint64_t iteration) const;
-  // Asynchronous: sends msg as this node's train message of `iteration` to every peer still taking
-  // messages, its header counting the rounds skipped since the last one.
+  // Whether round `iteration` may send nothing to neighbour k: a message went to it before, and
+  // the rounds without one since still fit the header's `skipped`.
+  [[nodiscard]] bool may_skip(std::size_t k, std::uint64_t iteration) const;
+  // gather(): what is wrong with `sends` (a peer not a neighbour, a payload too large, a live peer
+  // left out that may not be), or ok.
+  [[nodiscard]] status check_sends(std::uint64_t iteration, std::span<const link_message> sends) const;
+  // Asynchronous: sends each of `sends` that goes to a peer still taking messages as this node's
+  // train message of `iteration` on that link, its header counting the rounds the link skipped.
   [[nodiscard]] status send_train(std::uint64_t iteration, const outgoing_message& msg,
-                                  transport_clock::time_point start);
-  // Whether a link backlogged past limit had more of its bytes acknowledged (transport::
+                                  std::span<const link_message> sends, transport_clock::time_point start);
+  // Asynchronous flow control: the bytes neighbour k's link may hold, the last two messages' worth.
+  [[nodiscard]] std::size_t backlog_limit(std::size_t k) const;
+  // Whether a link backlogged past its limit had more of its bytes acknowledged (transport::
   // bytes_acknowledged) since the last look: a slow link still draining, whose wait goes on.
-  [[nodiscard]] bool backlog_progressed(std::size_t limit);
+  [[nodiscard]] bool backlog_progressed();
   // finish(): whether neighbour k is done with this node (finished, and holding all it sent us).
   [[nodiscard]] bool done_with(std::size_t k) const;
   // finish(): whether a neighbour not yet done with this node was heard from (transport::
@@ -358,7 +375,7 @@ class exchange {
   // Asynchronous rounds: the timeout a live neighbour not heard from at all by first_deadline
   // after the first round began is (it never came up), else ok.
   [[nodiscard]] status unheard_neighbours() const;
-  std::string backlog_message(std::size_t limit, std::chrono::milliseconds waited) const;
+  std::string backlog_message(std::chrono::milliseconds waited) const;
   // A peer that takes part in round `iteration`: neither dropped nor finished before it.
   [[nodiscard]] bool in_round(std::size_t k, std::uint64_t iteration) const;
   // A neighbour failed (lost or misbehaving): drops it or sets pending_failure_ (on_peer_failure).
@@ -415,13 +432,16 @@ class exchange {
   bool draining_ = false;                        // inside finish()
   std::size_t delivered_count_ = 0;              // asynchronous: entries of out filled by this gather
   codec_expectation async_codec_{};              // asynchronous: the train codec of our own messages
-  std::optional<std::uint64_t> last_sent_;       // asynchronous: the iteration of our last train message
-  std::size_t last_sent_bytes_ = 0;              // and its size on the wire
-  std::vector<std::optional<std::uint64_t>> taken_at_send_;  // per neighbour: bytes_taken before it
+  // Asynchronous, per neighbour: the iteration of our last train message to it, its size on the
+  // wire, and the link's bytes_taken just before it was sent.
+  std::vector<std::optional<std::uint64_t>> last_sent_;
+  std::vector<std::size_t> last_sent_bytes_;
+  std::vector<std::optional<std::uint64_t>> taken_at_send_;
   std::vector<bool> vacated_;                    // per entry of out: its peer was dropped mid-round
   status pending_failure_;                       // a failed peer on_peer_failure did not drop
   std::vector<int> lost_;                        // scratch for take_lost_peers
   std::vector<int> live_send_;                   // scratch: the round's send_to less dropped peers
+  std::vector<link_message> all_sends_;          // scratch: gather()'s message to every live peer
   inbound_frames rx_;
   std::array<std::byte, kWireHeaderBytes> header_{};
   log_limiter reject_log_;                   // per reject_reason

@@ -136,6 +136,10 @@ void exchange::readmit(int peer, std::uint64_t iteration) {
   acked_[*k] = false;
   closed_[*k] = false;
   rejected_on_link_[*k] = 0;
+  // Its copies of this node were set when it was admitted: the link's messages count from there.
+  last_sent_[*k] = iteration - 1;
+  last_sent_bytes_[*k] = 0;
+  taken_at_send_[*k].reset();
   transport_.watch_peer(peer);
   note("took rank " + std::to_string(peer) + " back: its messages count again from iteration " +
        std::to_string(iteration));

@@ -103,7 +103,9 @@ void compare_models(const summaries_by_rank& summaries, int rank, const json& s,
 }
 
 // Every copy_<owner> node `rank` holds against what the owner holds: its model_hash (a replica) or
-// its own copy_<owner> (an estimate, a public copy).
+// its own copy_<owner> (an estimate, a public copy), or copy_<owner>_at_<rank> when it keeps one
+// per edge. A node's own copies (copy_<rank>, copy_<rank>_at_<j>) are what the others are
+// compared with.
 void compare_copies(const summaries_by_rank& summaries, int rank, const json& s, const std::string& kind,
                     replica_check_result& result) {
   for (const auto& [key, value] : s.items()) {
@@ -116,8 +118,11 @@ void compare_copies(const summaries_by_rank& summaries, int rank, const json& s,
       continue;
     }
     const std::string* held = value.is_string() ? value.template get_ptr<const std::string*>() : nullptr;
-    const std::string* truth =
-        kind == "replica" ? json_string(*it->second, "model_hash") : json_string(*it->second, key);
+    // The owner's copy of itself kept for this edge (a public copy per edge), else its one copy.
+    const std::string* edge_copy = json_string(*it->second, key + "_at_" + std::to_string(rank));
+    const std::string* truth = kind == "replica" ? json_string(*it->second, "model_hash")
+                               : edge_copy       ? edge_copy
+                                                 : json_string(*it->second, key);
     ++result.edges_checked;
     if (!held || !truth || *held != *truth)
       result.mismatches.push_back("node " + std::to_string(rank) + "'s " + kind + " of " + std::to_string(owner) +

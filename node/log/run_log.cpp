@@ -214,9 +214,12 @@ json summary_json(const node_summary& s) {
             {"ended", s.stopped_with_peers ? "with its neighbours" : "at its last round"},
             {"catch_up_rounds", s.catch_up_rounds},
             {"rounds_unsent", s.rounds_unsent},
+            {"messages_unsent", s.messages_unsent},
             {"model_hash", hex64(s.model_hash)},
             {"copies_kind", s.copies_kind}};
-  for (const auto& c : s.copies) j["copy_" + std::to_string(c.rank)] = hex64(c.hash);
+  for (const auto& c : s.copies)
+    j["copy_" + std::to_string(c.rank) + (c.holder >= 0 ? "_at_" + std::to_string(c.holder) : "")] =
+        hex64(c.hash);
   return j;
 }
 

@@ -55,6 +55,7 @@ struct round_record {
 struct copy_hash {
   int rank;
   std::uint64_t hash;
+  int holder = -1;  // a copy of the node's own kept per edge: the neighbour holding it (held_copy)
 };
 
 struct node_summary {
@@ -67,7 +68,7 @@ struct node_summary {
   double mean_round_bytes_sent = 0;
   double wall_s = 0;
   std::uint64_t model_hash = 0;
-  std::string copies_kind;       // "replica", "estimate" or ""
+  std::string copies_kind;  // "replica", "estimate", "public_copy" or ""
   std::vector<copy_hash> copies;
   std::string rejected_detail;   // per-reason counts, "crc=2 gap=1"
   // Peers that left the run, as this node learnt of them (network.on_peer_failure: continue):
@@ -82,8 +83,10 @@ struct node_summary {
   bool stopped_with_peers = false;
   // Of its rounds, those that only mixed, catching up with finished neighbours ("catch_up_rounds").
   std::uint64_t catch_up_rounds = 0;
-  // Of its rounds, those that sent no message: its uplink was busy ("rounds_unsent").
+  // Of its rounds, those that sent no message: every link was busy ("rounds_unsent"); and its
+  // messages not sent, one per round and busy link ("messages_unsent").
   std::uint64_t rounds_unsent = 0;
+  std::uint64_t messages_unsent = 0;
 };
 
 class run_log {

@@ -10,20 +10,32 @@ namespace qgossip {
 
 async_gossip_round::async_gossip_round(const round_pattern_parts& p, std::uint64_t max_staleness)
     : own_(p),
+      edges_(p),
       alg_(p.alg),
       ex_(p.ex),
       inbox_(*p.inbox),
       peers_(p.train_peers),
       max_staleness_(max_staleness),
+      last_round_(p.rounds),
       may_skip_(max_staleness == kUnboundedStaleness && p.alg.may_skip_message()) {}
 
 // A bounded τ makes neighbours wait for this node's messages: skipping them would hold them back.
+// The last round sends on every link: a neighbour still running mixes with this node's final copy
+// from then on (neighbour_finished), which should be its final model, not one many rounds old.
 void async_gossip_round::encode(std::span<const float> outgoing, std::uint64_t t) {
-  send_ = !(may_skip_ && ex_.uplink_busy(t));
-  if (send_)
-    own_.encode(outgoing, t);
-  else
-    ++unsent_;
+  every_link_ = !may_skip_;
+  if (every_link_) return own_.encode(outgoing, t);
+  open_.clear();
+  const std::vector<int>& neighbours = alg_.row().neighbours;
+  for (int j : neighbours)
+    if ((last_round_ > 0 && t >= last_round_) || !ex_.link_busy(j, t)) open_.push_back(j);
+  messages_unsent_ += neighbours.size() - open_.size();
+  if (open_.empty() && !neighbours.empty()) ++unsent_;
+  if (alg_.per_edge_messages()) return edges_.encode(open_, t, sends_);
+  sends_.clear();
+  if (open_.empty()) return;
+  own_.encode(outgoing, t);
+  for (int j : open_) sends_.push_back({j, own_.wire().payload});
 }
 
 std::uint64_t async_gossip_round::need(std::uint64_t t) const {
@@ -34,7 +46,8 @@ std::uint64_t async_gossip_round::need(std::uint64_t t) const {
 status async_gossip_round::exchange(std::uint64_t t) {
   inbox_.clear();
   round_ = t;
-  const status st = ex_.gather(t, own_.wire(), need(t), inbound_, send_);
+  const status st = every_link_ ? ex_.gather(t, own_.wire(), need(t), inbound_)
+                                : ex_.gather(t, own_.wire(), need(t), inbound_, sends_);
   staleness_ = 0;
   for (int j : alg_.row().neighbours) {
     const std::uint64_t newest = ex_.newest(j);

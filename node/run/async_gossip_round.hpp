@@ -12,10 +12,11 @@
 // theirs. At the end, the messages still on their way from slower neighbours are absorbed too
 // (leave), so every copy equals its owner once every node has left.
 // A busy uplink (docs/algorithms.md, "A busy uplink"): with τ unbounded and an algorithm that may
-// skip its message (CHOCO-SGD, D-PSGD, naive), a round whose links still hold more than a quarter of
-// the last message on this host sends nothing and goes on training and mixing, rather than wait
-// for the link: a node on a slow uplink keeps its neighbours' pace, and sends as often as its link
-// carries (its own copy, x^_i, moves only with what it sends, so every copy stays exact).
+// skip its message (CHOCO-SGD, D-PSGD, naive), a round sends nothing on a link that still holds
+// more than a quarter of its last message on this host (exchange::link_busy), and goes on training
+// and mixing rather than wait for it: a node keeps its neighbours' pace, and sends on each link as
+// often as that link carries. CHOCO-SGD keeps a public copy per edge (edge_messages), which moves
+// only with what the edge carries, so every copy stays exact and a slow link holds back no other.
 // Not thread-safe: the node's one thread.
 #include <cstdint>
 #include <span>
@@ -23,6 +24,7 @@
 #include <vector>
 
 #include "gossip/exchange.hpp"
+#include "node/run/edge_messages.hpp"
 #include "node/run/gossip_round.hpp"
 #include "node/run/round_pattern.hpp"
 
@@ -45,6 +47,7 @@ class async_gossip_round final : public round_pattern {
   [[nodiscard]] bool mixing_only() const override { return caught_up_from_ > 0; }
   [[nodiscard]] std::uint64_t staleness() const override { return staleness_; }
   [[nodiscard]] std::uint64_t rounds_unsent() const override { return unsent_; }
+  [[nodiscard]] std::uint64_t messages_unsent() const override { return messages_unsent_; }
   [[nodiscard]] status leave(std::uint64_t t, transport_clock::time_point deadline) override;
 
  private:
@@ -52,14 +55,19 @@ class async_gossip_round final : public round_pattern {
   [[nodiscard]] std::uint64_t need(std::uint64_t t) const;
 
   own_message own_;
+  edge_messages edges_;
   algorithm& alg_;
   class exchange& ex_;
   message_inbox& inbox_;
   std::vector<int> peers_;
   std::uint64_t max_staleness_;
+  std::uint64_t last_round_;   // the plan's last round, which sends on every link
   bool may_skip_;              // τ unbounded, and the algorithm may skip its message
-  bool send_ = true;           // whether the latest round sends its message
+  bool every_link_ = true;     // the latest round sends its one message on every link (not sends_)
+  std::vector<int> open_;      // the neighbours the latest round sends to (their links not busy)
+  std::vector<link_message> sends_;  // and what it sends each
   std::uint64_t unsent_ = 0;   // rounds that sent nothing
+  std::uint64_t messages_unsent_ = 0;  // messages not sent: one per round and busy link
   std::uint64_t staleness_ = 0;  // of the latest round: t − the oldest newest message mixed with
   std::uint64_t round_ = 0;      // the latest round
   // The round after which every neighbour had finished (0: not yet), and the finished neighbours

@@ -66,6 +66,7 @@ node_learner build_learner(const run_config& c, const data_split& data, const mi
       [&] {
         algorithm_options options = c.algorithm_params;
         options.asynchronous = c.train.max_staleness > 0;
+        options.per_edge_copies = c.train.max_staleness == kUnboundedStaleness;
         return make_algorithm(c.algorithm, row, x0, options);
       });
   return l;

@@ -101,9 +101,15 @@ node_links open_links(const run_config& c, int rank, const topology& topo, node_
         l.ex = std::make_unique<exchange>(l.network->link(), exchange_options_for(c, rank, l));
         l.failures->attach(*l.ex, *learner.alg, log);
         if (l.rejoin) l.rejoin->attach(*l.ex, *learner.alg, *l.failures, log);
-        l.pattern = make_round_pattern(l.shape, {.alg = *learner.alg, .codec = *learner.codec, .ex = *l.ex,
-                                                 .inbox = l.inbox.get(), .rank = rank, .n = c.topology.n,
-                                                 .seed = c.seed, .train_peers = l.shape.train_peers,
+        l.pattern = make_round_pattern(l.shape, {.alg = *learner.alg,
+                                                 .codec = *learner.codec,
+                                                 .ex = *l.ex,
+                                                 .inbox = l.inbox.get(),
+                                                 .rank = rank,
+                                                 .n = c.topology.n,
+                                                 .seed = c.seed,
+                                                 .train_peers = l.shape.train_peers,
+                                                 .rounds = rounds,
                                                  .ring_codec = &c.compressor});
       });
   return l;

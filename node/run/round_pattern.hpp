@@ -47,6 +47,8 @@ class round_pattern {
   [[nodiscard]] virtual std::uint64_t staleness() const { return 0; }
   // Rounds that sent no message so far (asynchronous gossip on a busy uplink; 0 otherwise).
   [[nodiscard]] virtual std::uint64_t rounds_unsent() const { return 0; }
+  // Messages not sent so far: one per round and neighbour whose link was busy (0 otherwise).
+  [[nodiscard]] virtual std::uint64_t messages_unsent() const { return 0; }
   // After the node's last round t: tell the peers and wait until they have finished too
   // (exchange::finish), absorbing what slower ones still send where the pattern needs it.
   [[nodiscard]] virtual status leave(std::uint64_t t, transport_clock::time_point deadline) = 0;
@@ -77,6 +79,8 @@ struct round_pattern_parts {
   int rank = 0, n = 1;
   std::uint64_t seed = 0;
   std::vector<int> train_peers;
+  // The plan's rounds (0: not known): asynchronous gossip sends the last one on every link.
+  std::uint64_t rounds = 0;
   // The ring: the codec of its hops (the run's compressor; nullptr or identity: raw float32).
   const codec_spec* ring_codec = nullptr;
 };

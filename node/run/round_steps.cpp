@@ -223,13 +223,15 @@ void round_steps::write_summary(const step_end& end) {
   summary.stopped_with_peers = end && completed_ < s_.plan.rounds;
   summary.catch_up_rounds = catch_up_rounds_;
   summary.rounds_unsent = s_.links.pattern->rounds_unsent();
+  summary.messages_unsent = s_.links.pattern->messages_unsent();
   const exchange_stats st = traffic();
   summary.mean_round_bytes_sent =
       completed_ ? static_cast<double>(st.bytes_sent - st.probe_bytes_sent - st.notice_bytes_sent) /
                         static_cast<double>(completed_) : 0.0;
   summary.wall_s = wall_s();
   summary.model_hash = hash64(alg.model());
-  for (const auto& copy : alg.held_copies()) summary.copies.push_back({copy.rank, hash64(copy.values)});
+  for (const auto& copy : alg.held_copies())
+    summary.copies.push_back({copy.rank, hash64(copy.values), copy.holder});
   summary.rejected_detail = rejected_detail(st);
   const peer_failures& failures = *s_.links.failures;
   summary.departures = failures.describe_departures();

@@ -879,10 +879,18 @@ struct async_by_hand {
     };
     ex = std::make_unique<exchange>(f0, o);
   }
-  status gather(std::uint64_t iteration, std::uint64_t need, bool send = true) {
+  status gather(std::uint64_t iteration, std::uint64_t need) {
     const std::vector<std::byte> payload = async_payload(0, iteration);
     const outgoing_message m{kTrainCodec, kTrainTag, static_cast<std::uint32_t>(kAsyncBytes), payload};
-    return ex->gather(iteration, m, need, out, send);
+    return ex->gather(iteration, m, need, out);
+  }
+  // A round that sends its message to `to` only (the same payload as gather's).
+  status gather_to(std::uint64_t iteration, std::uint64_t need, std::vector<int> to) {
+    const std::vector<std::byte> payload = async_payload(0, iteration);
+    const outgoing_message m{kTrainCodec, kTrainTag, static_cast<std::uint32_t>(kAsyncBytes), payload};
+    std::vector<link_message> sends;
+    for (int peer : to) sends.push_back({peer, payload});
+    return ex->gather(iteration, m, need, out, sends);
   }
   // Round 1 with both neighbours; then rank 1 finishes at 1 and acknowledges this node's finished
   // message ahead of time: only rank 3 is left for finish() to wait for.
@@ -1062,8 +1070,8 @@ TEST_CASE("exchange asynchronous flow control: no next round while a link holds 
     const status s = a.gather(1, 1);
     CHECK(s.code() == errc::timeout);
     CHECK(transport_clock::now() - start >= 290ms);
-    CHECK(s.message().find("the links to rank 3 (" + std::to_string(2 * message + 1) + " bytes) still held more than " +
-                           std::to_string(2 * message) + " bytes") != std::string::npos);
+    CHECK(s.message().find("the links to rank 3 (" + std::to_string(2 * message + 1) + " of " +
+                           std::to_string(2 * message) + " bytes) still held more") != std::string::npos);
   }
   SUBCASE("a finished neighbour's link is not waited on") {
     async_by_hand a;
@@ -1097,46 +1105,61 @@ TEST_CASE("exchange asynchronous flow control: no next round while a link holds 
   }
 }
 
-TEST_CASE("exchange asynchronous: a round on a busy uplink sends nothing, and the next message counts it") {
-  const std::size_t message = kWireHeaderBytes + kAsyncBytes;
-  async_by_hand a;
-  a.f0.set_queued(3, message);
-  CHECK_FALSE(a.ex->uplink_busy(1));  // nothing sent yet: nothing to be busy with
-  CHECK(a.gather(1, 0, false).code() == errc::invalid);
-  a.f0.set_queued(3, std::nullopt);
-  REQUIRE(a.gather(1, 0).is_ok());
-  // A quarter of the last message still on this host is not busy; a byte more is, on any live link.
-  a.f0.set_queued(3, message / 4);
-  CHECK_FALSE(a.ex->uplink_busy(2));
-  a.f0.set_queued(3, message / 4 + 1);
-  CHECK(a.ex->uplink_busy(2));
-  REQUIRE(a.gather(2, 0, false).is_ok());
-  a.f0.set_queued(3, std::nullopt);  // drained between the decision and the round: it still sends nothing
-  REQUIRE(a.gather(3, 0, false).is_ok());
-  REQUIRE(a.gather(4, 0).is_ok());
-  CHECK(a.ex->stats().messages_sent == 4);  // rounds 1 and 4, to both neighbours
-  // Both neighbours got rounds 1 and 4, the second saying that 2 rounds before it sent nothing.
+namespace {
+// The (iteration, skipped) of each train message of rank 0 that `t` has received, `n` of them.
+std::vector<std::pair<std::uint64_t, std::uint16_t>> received_from_0(transport& t, int n) {
   wire_expectations e;
   const int from0[1] = {0};
   e.run_id = kRun;
   e.senders = from0;
   e.max_payload_bytes = 1 << 20;
-  for (auto* t : {&a.t1, &a.t3}) {
-    inbound_frames in;
-    std::vector<std::pair<std::uint64_t, std::uint16_t>> got;
-    for (int i = 0; i < 2; ++i) {
-      REQUIRE(t->receive(transport_clock::now() + 1s, in).is_ok());
-      wire_header h;
-      REQUIRE(parse_header(in.header, in.payload, e, h).is_ok());
-      got.emplace_back(h.iteration, h.skipped);
-    }
-    CHECK(got == std::vector<std::pair<std::uint64_t, std::uint16_t>>{{1, 0}, {4, 2}});
+  std::vector<std::pair<std::uint64_t, std::uint16_t>> got;
+  inbound_frames in;
+  for (int i = 0; i < n; ++i) {
+    REQUIRE(t.receive(transport_clock::now() + 1s, in).is_ok());
+    wire_header h;
+    REQUIRE(parse_header(in.header, in.payload, e, h).is_ok());
+    got.emplace_back(h.iteration, h.skipped);
   }
+  return got;
+}
+}  // namespace
+
+TEST_CASE(
+    "exchange asynchronous: a busy link is sent nothing, the others are, and its next message counts it") {
+  const std::size_t message = kWireHeaderBytes + kAsyncBytes;
+  async_by_hand a;
+  a.f0.set_queued(3, message);
+  CHECK_FALSE(a.ex->link_busy(3, 1));  // nothing sent yet: nothing to be busy with
+  CHECK(a.gather_to(1, 0, {1}).code() == errc::invalid);
+  CHECK(a.ex->stats().messages_sent == 0);  // refused before anything was sent
+  a.f0.set_queued(3, std::nullopt);
+  REQUIRE(a.gather(1, 0).is_ok());
+  // A quarter of the last message still on this host is not busy; a byte more is, on that link only.
+  a.f0.set_queued(3, message / 4);
+  CHECK_FALSE(a.ex->link_busy(3, 2));
+  a.f0.set_queued(3, message / 4 + 1);
+  CHECK(a.ex->link_busy(3, 2));
+  CHECK_FALSE(a.ex->link_busy(1, 2));
+  CHECK_FALSE(a.ex->link_busy(2, 2));  // not a neighbour
+  REQUIRE(a.gather_to(2, 0, {1}).is_ok());
+  a.f0.set_queued(3, std::nullopt);  // drained between the decision and the round: it still sends nothing
+  REQUIRE(a.gather_to(3, 0, {1}).is_ok());
+  REQUIRE(a.gather(4, 0).is_ok());
+  REQUIRE(a.gather_to(5, 0, {}).is_ok());  // nothing to anyone
+  REQUIRE(a.gather(6, 0).is_ok());
+  CHECK(a.ex->stats().messages_sent == 8);
+  CHECK(received_from_0(a.t1, 5) ==
+        std::vector<std::pair<std::uint64_t, std::uint16_t>>{{1, 0}, {2, 0}, {3, 0}, {4, 0}, {6, 1}});
+  // Rank 3 got rounds 1, 4 and 6, each saying how many rounds before it sent it nothing.
+  CHECK(received_from_0(a.t3, 3) ==
+        std::vector<std::pair<std::uint64_t, std::uint16_t>>{{1, 0}, {4, 2}, {6, 1}});
+  CHECK(a.gather_to(7, 0, {1, 2}).code() == errc::invalid);  // rank 2 is not a neighbour
   // A finished neighbour's busy link does not count.
   finished_as(a.t3, 3, 1);
-  REQUIRE(a.gather(5, 0).is_ok());
+  REQUIRE(a.gather(7, 0).is_ok());
   a.f0.set_queued(3, 10 * message);
-  CHECK_FALSE(a.ex->uplink_busy(6));
+  CHECK_FALSE(a.ex->link_busy(3, 8));
 }
 
 TEST_CASE("exchange asynchronous: a message after skipped rounds is in order; a wrong count is a gap") {

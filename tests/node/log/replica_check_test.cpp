@@ -98,3 +98,36 @@ TEST_CASE("an unreadable summary is a problem that names the file and what is wr
   CHECK(has(none.problems, "cannot read " + (s.dir / "absent").string() + ": No such file or directory"));
   CHECK(has(none.problems, "no node-<rank>.json summaries in " + (s.dir / "absent").string()));
 }
+
+// CHOCO-SGD with a public copy per edge: node r keeps copy_r_at_j for each neighbour j, and j's
+// copy_r is compared with it (not with a single copy_r, which such a node does not write).
+TEST_CASE("a public copy per edge is compared with the holder's copy of it") {
+  for (const bool corrupt : {false, true}) {
+    scratch s;
+    const int n = 3;
+    for (int r = 0; r < n; ++r) {
+      run_log log(s.dir, r, false);
+      if (r == 0) log.write_run_json("ring", "name: ring\n", n, "choco", "qsgd", "mlp", 1, "", "none", "");
+      node_summary sum;
+      sum.rank = r;
+      sum.rounds = 100;
+      sum.copies_kind = "public_copy";
+      // r's copy for edge (r, j) hashes to 10 r + j; j holds the same, except node 2's copy of 1 when
+      // corrupt.
+      for (int j = 0; j < n; ++j)
+        if (j != r) sum.copies.push_back({r, static_cast<std::uint64_t>(10 * r + j), j});
+      for (int j = 0; j < n; ++j)
+        if (j != r)
+          sum.copies.push_back({j, static_cast<std::uint64_t>(10 * j + r + (corrupt && r == 2 && j == 1))});
+      log.finish(sum);
+    }
+    const replica_check_result res = check_replicas(s.dir);
+    CHECK(res.finished());
+    CHECK(res.edges_checked == 6);
+    CHECK(res.ok() == !corrupt);
+    if (corrupt) {
+      REQUIRE(res.mismatches.size() == 1);
+      CHECK(has(res.mismatches, "node 2's public_copy of 1"));
+    }
+  }
+}

@@ -14,7 +14,9 @@
 #include "algorithms/algorithm.hpp"
 #include "core/hash.hpp"
 #include "gossip/exchange.hpp"
+#include "gossip/faulty_transport.hpp"
 #include "gossip/inproc/transport.hpp"
+#include "gossip/wire.hpp"
 #include "node/config/config.hpp"
 #include "node/run/async_gossip_round.hpp"
 #include "node/run/message_codec.hpp"
@@ -321,4 +323,72 @@ TEST_CASE("async_gossip_round: a node behind finished neighbours catches up by m
       for (const auto& [rank, hash] : runs[static_cast<std::size_t>(holder)].copies)
         if (rank == owner) CHECK_MESSAGE(hash == own, "rank " << holder << "'s copy of rank " << owner);
   }
+}
+
+namespace {
+// The (iteration, skipped) of the train messages of rank 0 that `t` has received so far.
+std::vector<std::pair<std::uint64_t, std::uint16_t>> train_from_0(inproc_transport& t) {
+  std::vector<std::pair<std::uint64_t, std::uint16_t>> got;
+  inbound_frames in;
+  while (t.receive(transport_clock::now() + std::chrono::milliseconds(50), in).is_ok()) {
+    wire_header h;
+    wire_expectations e;
+    const int from0[1] = {0};
+    e.run_id = 7;
+    e.senders = from0;
+    e.max_payload_bytes = 1 << 20;
+    REQUIRE(parse_header(in.header, in.payload, e, h).is_ok());
+    if (h.kind == message_kind::train) got.emplace_back(h.iteration, h.skipped);
+  }
+  return got;
+}
+}  // namespace
+
+// A busy link (docs/algorithms.md, "A busy uplink"), CHOCO with a public copy per edge: rank 0 of a
+// ring of 3, 4 rounds, its link to rank 2 busy from round 2 on. Rounds 2 and 3 send to rank 1 alone;
+// the last round sends on every link, busy or not, so rank 2's copy of rank 0 is its final one.
+TEST_CASE(
+    "async_gossip_round: a busy link is skipped, the other sent every round, and the last round sends on "
+    "both") {
+  constexpr int n = 3;
+  constexpr std::uint64_t kRounds = 4;
+  inproc_network net{n};
+  inproc_transport end0 = net.endpoint(0), end1 = net.endpoint(1), end2 = net.endpoint(2);
+  faulty_transport link0{end0, {}};
+  const std::vector<float> x0(truncating_codec::kValues, 0.5f);
+  algorithm_options per_edge{.consensus_step = 0.8, .asynchronous = true};
+  per_edge.per_edge_copies = true;
+  auto alg = make_algorithm("choco", ring_row(0, n), x0, per_edge);
+  truncating_codec codec;
+  const pattern_shape shape = shape_of(alg->pattern(), 0, n, alg->row().neighbours, kUnboundedStaleness);
+  message_inbox inbox(codec, 1, shape.train_peers, x0.size());
+  exchange_options o = options(0, shape, &inbox);
+  o.asynchronous = true;
+  exchange ex(link0, o);
+  auto pattern = make_round_pattern(shape, {.alg = *alg,
+                                            .codec = codec,
+                                            .ex = ex,
+                                            .inbox = &inbox,
+                                            .rank = 0,
+                                            .n = n,
+                                            .seed = 1,
+                                            .train_peers = shape.train_peers,
+                                            .rounds = kRounds});
+  const std::vector<float> grad(x0.size(), 0.25f);
+  for (std::uint64_t t = 1; t <= kRounds; ++t) {
+    if (t == 2) link0.set_queued(2, kWireHeaderBytes + 4 * truncating_codec::kValues);  // a whole message
+    pattern->encode(alg->outgoing(grad, 0.1f, t), t);
+    REQUIRE(pattern->exchange(t).is_ok());
+    pattern->absorb(t);
+    alg->finish(t);
+  }
+  CHECK(pattern->messages_unsent() == 2);
+  CHECK(pattern->rounds_unsent() == 0);
+  CHECK(train_from_0(end1) ==
+        std::vector<std::pair<std::uint64_t, std::uint16_t>>{{1, 0}, {2, 0}, {3, 0}, {4, 0}});
+  CHECK(train_from_0(end2) == std::vector<std::pair<std::uint64_t, std::uint16_t>>{{1, 0}, {4, 2}});
+  // Its copies for the two edges differ (each moved with what its edge carried).
+  const std::vector<held_copy> held = alg->held_copies();
+  REQUIRE((held[0].holder == 1 && held[1].holder == 2));
+  CHECK(hash64(held[0].values) != hash64(held[1].values));
 }
