@@ -12,9 +12,10 @@
 // holds, sends j the message q_{i->j} = C(x_{t+1/2} - x^_{i->j}) when the link to j is free, and
 // mixes each edge against that edge's copy:
 //   x_{t+1}   = x_{t+1/2} + gamma_c sum_{fresh j} W_ij (x^_j - x^_{i->j})
-// so a busy link falls behind alone while the others carry every round. The edge's terms at i and
-// at j are still opposite (W is symmetric), so the mean of the models moves only with the
-// gradients, as with one public copy.
+// so a busy link falls behind alone while the others carry every round. Where both ends mix with
+// the same copies (every edge sent and received each round, as in synchronous gossip) the edge's
+// terms at i and at j are opposite (W is symmetric), so the mean of the models moves only with
+// the gradients, as with one public copy; messages in flight break that, as they do with one.
 // A round that sent nothing on an edge leaves that edge's copy (or, with one public copy, x^_i)
 // behind x, so its mix takes x itself as the node's term on that edge:
 //   x_{t+1}   = x_{t+1/2} + gamma_c sum_{fresh j} W_ij (x^_j - x_{t+1/2})

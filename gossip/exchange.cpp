@@ -842,11 +842,21 @@ bool exchange::link_busy(int peer, std::uint64_t iteration) const {
   return taken && before && *taken >= *before && *taken - *before < last;
 }
 
+bool exchange::takes_messages(int peer) const {
+  const std::optional<std::size_t> k = index_of(peer);
+  return k && !dropped_[*k] && !closed_[*k];
+}
+
 status exchange::check_sends(std::uint64_t iteration, std::span<const link_message> sends) const {
-  for (const link_message& m : sends) {
+  for (std::size_t i = 0; i < sends.size(); ++i) {
+    const link_message& m = sends[i];
     if (!index_of(m.peer))
       return status::error(errc::invalid, "rank " + std::to_string(m.peer) + " is not a neighbour of rank " +
                                               std::to_string(options_.rank));
+    for (std::size_t e = 0; e < i; ++e)
+      if (sends[e].peer == m.peer)
+        return status::error(errc::invalid,
+                             "rank " + std::to_string(m.peer) + " is sent two messages in one round");
     if (m.payload.size() > options_.max_payload_bytes)
       return status::error(errc::invalid, "payload of " + std::to_string(m.payload.size()) +
                                               " bytes exceeds max_payload_bytes " +
@@ -856,7 +866,8 @@ status exchange::check_sends(std::uint64_t iteration, std::span<const link_messa
     const int peer = options_.neighbours[k];
     const bool listed =
         std::any_of(sends.begin(), sends.end(), [&](const link_message& m) { return m.peer == peer; });
-    if (!listed && !dropped_[k] && !closed_[k] && !may_skip(k, iteration))
+    const bool before_join = iteration < joins_at_[k];  // readmitted from a later round on
+    if (!listed && !dropped_[k] && !closed_[k] && !before_join && !may_skip(k, iteration))
       return status::error(errc::invalid, describe(message_kind::train, iteration) +
                                               " sends nothing to rank " + std::to_string(peer) +
                                               ": before any message to it, or more rounds "
@@ -870,7 +881,8 @@ status exchange::gather(std::uint64_t iteration, const outgoing_message& msg, st
                         std::vector<inbound_message>& out) {
   all_sends_.clear();
   for (std::size_t k = 0; k < options_.neighbours.size(); ++k)
-    if (!dropped_[k] && !closed_[k]) all_sends_.push_back({options_.neighbours[k], msg.payload});
+    if (!dropped_[k] && !closed_[k] && iteration >= joins_at_[k])
+      all_sends_.push_back({options_.neighbours[k], msg.payload});
   return gather(iteration, msg, need, out, all_sends_);
 }
 

@@ -242,6 +242,9 @@ class exchange {
   // (transport::bytes_taken). False before the first message to peer, when the rounds skipped
   // would not fit the wire header's `skipped` (kMaxSkipped), and for a rank that is not a neighbour.
   [[nodiscard]] bool link_busy(int peer, std::uint64_t iteration) const;
+  // Whether a train message sent to peer now would go out: a neighbour neither dropped nor whose
+  // link closed (it finished and left).
+  [[nodiscard]] bool takes_messages(int peer) const;
   static constexpr std::uint64_t kMaxSkipped = 0xFFFF;
   // The newest train iteration delivered from peer (0: none yet, or not a neighbour).
   [[nodiscard]] std::uint64_t newest(int peer) const;

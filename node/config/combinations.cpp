@@ -1,6 +1,7 @@
 // check_combinations (node/config/sections.hpp): the rules that span sections.
 #include <algorithm>
 
+#include "algorithms/compress/compressor.hpp"
 #include "node/config/config_fields.hpp"
 #include "node/config/sections.hpp"
 
@@ -82,6 +83,17 @@ void check_asynchronous(yaml_reader& r, const run_config& c) {
   if (c.train.checkpoint_every > 0)
     throw r.error("train.max_staleness: checkpoints of asynchronous nodes are not built (which messages each has "
                   "absorbed differs from node to node); set checkpoint_every: 0, or max_staleness: 0");
+  // CHOCO-SGD with τ unbounded encodes one message per edge (a public copy per edge): an encoder that
+  // carries state from one message to the next would carry one edge's remainder into another's.
+  if (c.train.max_staleness == kUnboundedStaleness && c.algorithm == algorithm_kind::choco &&
+      make_compressor(c.compressor)->has_sender_state())
+    throw r.error_at(
+        value_node(r, "compressor"),
+        "compressor: " + c.compressor.name +
+            " keeps state from one message to the next, and choco with "
+            "train.max_staleness: unbounded encodes a message per edge (docs/algorithms.md, \"A busy "
+            "uplink\"); use a codec without sender state (mcgq without variant=accumulate or dynamic), or a "
+            "bounded max_staleness");
 }
 
 // The model's size, where the data's shape is known without reading it (npy: at node start).

@@ -27,8 +27,10 @@ void async_gossip_round::encode(std::span<const float> outgoing, std::uint64_t t
   if (every_link_) return own_.encode(outgoing, t);
   open_.clear();
   const std::vector<int>& neighbours = alg_.row().neighbours;
+  // A link that takes no more messages (a peer dropped, or gone) gets none: its edge copy must not move.
   for (int j : neighbours)
-    if ((last_round_ > 0 && t >= last_round_) || !ex_.link_busy(j, t)) open_.push_back(j);
+    if (ex_.takes_messages(j) && ((last_round_ > 0 && t >= last_round_) || !ex_.link_busy(j, t)))
+      open_.push_back(j);
   messages_unsent_ += neighbours.size() - open_.size();
   if (open_.empty() && !neighbours.empty()) ++unsent_;
   if (alg_.per_edge_messages()) return edges_.encode(open_, t, sends_);

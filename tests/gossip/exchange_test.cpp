@@ -1155,6 +1155,10 @@ TEST_CASE(
   CHECK(received_from_0(a.t3, 3) ==
         std::vector<std::pair<std::uint64_t, std::uint16_t>>{{1, 0}, {4, 2}, {6, 1}});
   CHECK(a.gather_to(7, 0, {1, 2}).code() == errc::invalid);  // rank 2 is not a neighbour
+  CHECK(a.gather_to(7, 0, {1, 1}).code() == errc::invalid);  // two messages on one link
+  CHECK((a.ex->takes_messages(1) && a.ex->takes_messages(3) && !a.ex->takes_messages(2)));
+  a.ex->drop(1);
+  CHECK_FALSE(a.ex->takes_messages(1));
   // A finished neighbour's busy link does not count.
   finished_as(a.t3, 3, 1);
   REQUIRE(a.gather(7, 0).is_ok());

@@ -205,6 +205,16 @@ TEST_CASE("train.max_staleness: whole rounds or unbounded; refused where the alg
   CHECK(error_of(s.write("p.yaml", base + "2, consensus_every: 5}\n")).find("consensus probe") != std::string::npos);
   CHECK(error_of(s.write("k.yaml", base + "2, checkpoint_every: 5}\n")).find("checkpoints of asynchronous nodes") !=
         std::string::npos);
+  // CHOCO with τ unbounded encodes a message per edge: a codec with sender state is refused there
+  // (its compressor value named), accepted with a bounded τ.
+  const std::string choco =
+      "topology: {graph: ring, n: 4}\nalgorithm: choco\n"
+      "compressor: {name: mcgq, variant: accumulate}\ntrain: {max_staleness: ";
+  const std::string state_file = s.write("st.yaml", choco + "unbounded}\n");
+  const std::string state_error = error_of(state_file);
+  CHECK(state_error.find(state_file + ":3:") == 0);
+  CHECK(state_error.find("keeps state from one message to the next") != std::string::npos);
+  CHECK(load_run_config(s.write("st2.yaml", choco + "2}\n")).train.max_staleness == 2);
   // A synchronous run's canonical config does not name it (its run id is what it was before).
   CHECK(load_run_config(s.write("d.yaml", base + "0}\n")).canonical.find("max_staleness") == std::string::npos);
   CHECK(load_run_config(s.write("e.yaml", base + "unbounded}\n")).canonical.find("max_staleness: unbounded") !=
