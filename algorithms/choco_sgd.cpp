@@ -105,11 +105,10 @@ void choco_sgd::restart(std::span<const float> model) {
 
 void choco_sgd::admit(const mixing_row& next, int peer, std::span<const float> state) {
   if (!per_edge_) return admit_with_copy(row_, next, peer, state, x_.size(), copies_, received_.entries());
-  QG_ENFORCE(state.size() == x_.size(),
-             "the state of rank " << peer << " has " << state.size() << " values, the model " << x_.size());
-  admit_row(row_, next, peer, entry_for(copies_, float_vector(state.begin(), state.end())),
-            entry_for(edge_copies_, float_vector(x_.begin(), x_.end())), entry_for(edge_sent_, char{0}),
-            entry_for(received_.entries(), {}));
+  // This node's copy for the new edge starts at x: what public_state() gave the peer.
+  admit_with_copy(row_, next, peer, state, x_.size(), copies_, received_.entries(),
+                  entry_for(edge_copies_, float_vector(x_.begin(), x_.end())),
+                  entry_for(edge_sent_, char{0}));
 }
 
 void choco_sgd::remix(const mixing_row& next) {
@@ -130,11 +129,7 @@ void choco_sgd::save_state(state_writer& out) const {
 }
 
 void choco_sgd::load_state(state_reader& in) {
-  const mixing_row saved = algorithm_state::load_identity(in, name(), row_);
-  if (per_edge_)
-    remix_row(row_, saved, copies_, edge_copies_, edge_sent_, received_.entries());
-  else
-    remix_row(row_, saved, copies_, received_.entries());
+  remix(algorithm_state::load_identity(in, name(), row_));
   in.get_floats("x", x_);
   if (per_edge_)
     algorithm_state::load_copies(in, "own_copy_for", row_, edge_copies_);

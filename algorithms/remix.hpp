@@ -75,15 +75,16 @@ void restart_from(std::span<const float> model, Vectors&... into) {
 }
 
 // algorithm::admit of an algorithm that holds a copy of each neighbour (copies, indexed like row):
-// peer's copy is its state, its receipt entry new. Throws invariant_error for a state whose size
-// is not model_size, or a row that is not the current one plus peer.
-template <class Copies, class Entries>
+// peer's copy is its state, its receipt entry new, and each of `more` (entry_for pairs: other
+// per-neighbour vectors) gets its given entry. Throws invariant_error for a state whose size is not
+// model_size, or a row that is not the current one plus peer.
+template <class Copies, class Entries, class... More>
 void admit_with_copy(mixing_row& row, const mixing_row& next, int peer, std::span<const float> state,
-                     std::size_t model_size, Copies& copies, Entries& entries) {
+                     std::size_t model_size, Copies& copies, Entries& entries, More&&... more) {
   QG_ENFORCE(state.size() == model_size,
              "the state of rank " << peer << " has " << state.size() << " values, the model " << model_size);
   admit_row(row, next, peer, entry_for(copies, typename Copies::value_type(state.begin(), state.end())),
-            entry_for(entries, {}));
+            entry_for(entries, {}), std::forward<More>(more)...);
 }
 
 // One (per-neighbour vector, the admitted neighbour's entry) pair for admit_row.

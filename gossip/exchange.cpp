@@ -697,7 +697,7 @@ status exchange::finish(std::uint64_t iteration, transport_clock::time_point dea
   encode_header(header_for(message_kind::finished, iteration, {}), {}, header_);
   live_send_.clear();
   for (std::size_t k = 0; k < nb.size(); ++k)
-    if (!dropped_[k] && !closed_[k]) live_send_.push_back(nb[k]);
+    if (link_open(k)) live_send_.push_back(nb[k]);
   if (!live_send_.empty()) {
     const auto start = transport_clock::now();
     status sent = transport_.send_all(live_send_, header_, {});
@@ -832,7 +832,7 @@ bool exchange::may_skip(std::size_t k, std::uint64_t iteration) const {
 
 bool exchange::link_busy(int peer, std::uint64_t iteration) const {
   const std::optional<std::size_t> k = index_of(peer);
-  if (!k || !may_skip(*k, iteration) || dropped_[*k] || closed_[*k] || finished_[*k]) return false;
+  if (!k || !may_skip(*k, iteration) || !link_open(*k) || finished_[*k]) return false;
   const std::size_t last = last_sent_bytes_[*k];
   if (link_backlogged(*k, last / 4)) return true;
   // The last message not yet all taken by the operating system: the messaging library holds the
@@ -842,9 +842,11 @@ bool exchange::link_busy(int peer, std::uint64_t iteration) const {
   return taken && before && *taken >= *before && *taken - *before < last;
 }
 
+bool exchange::link_open(std::size_t k) const { return !dropped_[k] && !closed_[k]; }
+
 bool exchange::takes_messages(int peer) const {
   const std::optional<std::size_t> k = index_of(peer);
-  return k && !dropped_[*k] && !closed_[*k];
+  return k && link_open(*k);
 }
 
 status exchange::check_sends(std::uint64_t iteration, std::span<const link_message> sends) const {
@@ -867,7 +869,7 @@ status exchange::check_sends(std::uint64_t iteration, std::span<const link_messa
     const bool listed =
         std::any_of(sends.begin(), sends.end(), [&](const link_message& m) { return m.peer == peer; });
     const bool before_join = iteration < joins_at_[k];  // readmitted from a later round on
-    if (!listed && !dropped_[k] && !closed_[k] && !before_join && !may_skip(k, iteration))
+    if (!listed && link_open(k) && !before_join && !may_skip(k, iteration))
       return status::error(errc::invalid, describe(message_kind::train, iteration) +
                                               " sends nothing to rank " + std::to_string(peer) +
                                               ": before any message to it, or more rounds "
@@ -881,7 +883,7 @@ status exchange::gather(std::uint64_t iteration, const outgoing_message& msg, st
                         std::vector<inbound_message>& out) {
   all_sends_.clear();
   for (std::size_t k = 0; k < options_.neighbours.size(); ++k)
-    if (!dropped_[k] && !closed_[k] && iteration >= joins_at_[k])
+    if (link_open(k) && iteration >= joins_at_[k])
       all_sends_.push_back({options_.neighbours[k], msg.payload});
   return gather(iteration, msg, need, out, all_sends_);
 }
@@ -948,31 +950,30 @@ status exchange::unheard_neighbours() const {
 status exchange::send_train(std::uint64_t iteration, const outgoing_message& msg,
                             std::span<const link_message> sends, transport_clock::time_point start) {
   // Every peer still taking messages, a finished one included: it keeps its copy of us exact.
+  status sent = status::ok();
   for (const link_message& m : sends) {
     const std::size_t k = *index_of(m.peer);
-    if (dropped_[k] || closed_[k]) continue;
+    if (!link_open(k)) continue;
     wire_header h = header_for(message_kind::train, iteration, msg);
     h.payload_bytes = static_cast<std::uint32_t>(m.payload.size());
     h.skipped = static_cast<std::uint16_t>(iteration - last_sent_[k].value_or(0) - 1);
     encode_header(h, m.payload, header_);
     taken_at_send_[k] = transport_.bytes_taken(m.peer);
-    if (status sent = transport_.send_all(std::span<const int>(&m.peer, 1), header_, m.payload); !sent) {
-      stats_.send_time += transport_clock::now() - start;
-      return sent;
-    }
+    sent = transport_.send_all(std::span<const int>(&m.peer, 1), header_, m.payload);
+    if (!sent) break;
     last_sent_[k] = iteration;
     last_sent_bytes_[k] = kWireHeaderBytes + m.payload.size();
     ++stats_.messages_sent;
     stats_.bytes_sent += last_sent_bytes_[k];
   }
   stats_.send_time += transport_clock::now() - start;
-  return status::ok();
+  return sent;
 }
 
 std::size_t exchange::backlog_limit(std::size_t k) const { return 2 * last_sent_bytes_[k]; }
 
 bool exchange::link_backlogged(std::size_t k, std::size_t limit) const {
-  if (dropped_[k] || closed_[k] || finished_[k]) return false;
+  if (!link_open(k) || finished_[k]) return false;
   const std::optional<std::size_t> held = transport_.queued_bytes(options_.neighbours[k]);
   return held && *held > limit;
 }

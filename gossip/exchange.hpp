@@ -358,6 +358,8 @@ class exchange {
   // Whether round `iteration` may send nothing to neighbour k: a message went to it before, and
   // the rounds without one since still fit the header's `skipped`.
   [[nodiscard]] bool may_skip(std::size_t k, std::uint64_t iteration) const;
+  // Neighbour k neither dropped nor its link closed: a message sent to it goes out (takes_messages).
+  [[nodiscard]] bool link_open(std::size_t k) const;
   // gather(): what is wrong with `sends` (a peer not a neighbour, a payload too large, a live peer
   // left out that may not be), or ok.
   [[nodiscard]] status check_sends(std::uint64_t iteration, std::span<const link_message> sends) const;

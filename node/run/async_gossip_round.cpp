@@ -23,8 +23,7 @@ async_gossip_round::async_gossip_round(const round_pattern_parts& p, std::uint64
 // The last round sends on every link: a neighbour still running mixes with this node's final copy
 // from then on (neighbour_finished), which should be its final model, not one many rounds old.
 void async_gossip_round::encode(std::span<const float> outgoing, std::uint64_t t) {
-  every_link_ = !may_skip_;
-  if (every_link_) return own_.encode(outgoing, t);
+  if (!may_skip_) return own_.encode(outgoing, t);  // on every link (exchange's gather)
   open_.clear();
   const std::vector<int>& neighbours = alg_.row().neighbours;
   // A link that takes no more messages (a peer dropped, or gone) gets none: its edge copy must not move.
@@ -48,8 +47,8 @@ std::uint64_t async_gossip_round::need(std::uint64_t t) const {
 status async_gossip_round::exchange(std::uint64_t t) {
   inbox_.clear();
   round_ = t;
-  const status st = every_link_ ? ex_.gather(t, own_.wire(), need(t), inbound_)
-                                : ex_.gather(t, own_.wire(), need(t), inbound_, sends_);
+  const status st = may_skip_ ? ex_.gather(t, own_.wire(), need(t), inbound_, sends_)
+                              : ex_.gather(t, own_.wire(), need(t), inbound_);
   staleness_ = 0;
   for (int j : alg_.row().neighbours) {
     const std::uint64_t newest = ex_.newest(j);

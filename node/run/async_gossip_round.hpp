@@ -62,8 +62,7 @@ class async_gossip_round final : public round_pattern {
   std::vector<int> peers_;
   std::uint64_t max_staleness_;
   std::uint64_t last_round_;   // the plan's last round, which sends on every link
-  bool may_skip_;              // τ unbounded, and the algorithm may skip its message
-  bool every_link_ = true;     // the latest round sends its one message on every link (not sends_)
+  bool may_skip_;              // τ unbounded, and the algorithm may skip its message (else: every link)
   std::vector<int> open_;      // the neighbours the latest round sends to (their links not busy)
   std::vector<link_message> sends_;  // and what it sends each
   std::uint64_t unsent_ = 0;   // rounds that sent nothing

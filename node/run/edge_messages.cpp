@@ -1,7 +1,6 @@
 #include "node/run/edge_messages.hpp"
 
 #include "algorithms/algorithm.hpp"
-#include "core/errors.hpp"
 #include "node/run/message_codec.hpp"
 
 namespace qgossip {
@@ -10,15 +9,9 @@ edge_messages::edge_messages(const round_pattern_parts& p)
     : alg_(p.alg), codec_(p.codec), rank_(p.rank), seed_(p.seed), decoded_(p.alg.model().size()) {}
 
 void edge_messages::encode(std::span<const int> peers, std::uint64_t t, std::vector<link_message>& sends) {
-  const codec_context ctx{
-      .seed = seed_, .rank = static_cast<std::uint32_t>(rank_), .iteration = t, .stream = 0};
   if (encoded_.size() < peers.size()) encoded_.resize(peers.size());
   for (std::size_t i = 0; i < peers.size(); ++i) {
-    std::vector<std::byte>& bytes = encoded_[i];
-    bytes.clear();
-    codec_.encode(alg_.outgoing_to(peers[i]), ctx, bytes);
-    const status own = codec_.decode(bytes, ctx, decoded_);
-    QG_ENFORCE(own.is_ok(), "the compressor cannot decode its own message: " << own.to_string());
+    encode_own_message(codec_, alg_.outgoing_to(peers[i]), seed_, rank_, t, encoded_[i], decoded_);
     alg_.absorb_own_to(peers[i], decoded_);
   }
   sends.clear();

@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "algorithms/algorithm.hpp"
-#include "core/errors.hpp"
 #include "node/run/message_codec.hpp"
 #include "node/run/message_inbox.hpp"
 
@@ -16,11 +15,7 @@ own_message::own_message(const round_pattern_parts& p)
 }
 
 void own_message::encode(std::span<const float> outgoing, std::uint64_t t) {
-  const codec_context ctx{.seed = seed_, .rank = static_cast<std::uint32_t>(rank_), .iteration = t, .stream = 0};
-  encoded_.clear();
-  codec_.encode(outgoing, ctx, encoded_);
-  const status own = codec_.decode(encoded_, ctx, own_decoded_);
-  QG_ENFORCE(own.is_ok(), "the compressor cannot decode its own message: " << own.to_string());
+  encode_own_message(codec_, outgoing, seed_, rank_, t, encoded_, own_decoded_);
   alg_.absorb_own(own_decoded_, t);
 }
 

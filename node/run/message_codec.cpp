@@ -87,4 +87,14 @@ std::unique_ptr<message_codec> make_message_codec(const codec_spec& spec, const 
   return std::make_unique<factor_codec>(make_isgq(spec), *factored, batch);
 }
 
+void encode_own_message(message_codec& codec, std::span<const float> v, std::uint64_t seed, int rank,
+                        std::uint64_t t, std::vector<std::byte>& bytes, std::span<float> decoded) {
+  const codec_context ctx{
+      .seed = seed, .rank = static_cast<std::uint32_t>(rank), .iteration = t, .stream = 0};
+  bytes.clear();
+  codec.encode(v, ctx, bytes);
+  const status own = codec.decode(bytes, ctx, decoded);
+  QG_ENFORCE(own.is_ok(), "the compressor cannot decode its own message: " << own.to_string());
+}
+
 }  // namespace qgossip

@@ -58,4 +58,10 @@ class message_codec {
 [[nodiscard]] std::unique_ptr<message_codec> make_message_codec(const codec_spec& spec, const model& m,
                                                                 std::size_t batch);
 
+// Node `rank`'s own message of round t as its receivers will decode it (node/run/message_inbox.hpp:
+// the context of the run's seed, the sender, round t, stream 0): v encoded into `bytes` (cleared
+// first), then decoded into `decoded`. Throws invariant_error when the codec cannot decode it.
+void encode_own_message(message_codec& codec, std::span<const float> v, std::uint64_t seed, int rank,
+                        std::uint64_t t, std::vector<std::byte>& bytes, std::span<float> decoded);
+
 }  // namespace qgossip

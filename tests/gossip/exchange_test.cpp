@@ -1105,26 +1105,6 @@ TEST_CASE("exchange asynchronous flow control: no next round while a link holds 
   }
 }
 
-namespace {
-// The (iteration, skipped) of each train message of rank 0 that `t` has received, `n` of them.
-std::vector<std::pair<std::uint64_t, std::uint16_t>> received_from_0(transport& t, int n) {
-  wire_expectations e;
-  const int from0[1] = {0};
-  e.run_id = kRun;
-  e.senders = from0;
-  e.max_payload_bytes = 1 << 20;
-  std::vector<std::pair<std::uint64_t, std::uint16_t>> got;
-  inbound_frames in;
-  for (int i = 0; i < n; ++i) {
-    REQUIRE(t.receive(transport_clock::now() + 1s, in).is_ok());
-    wire_header h;
-    REQUIRE(parse_header(in.header, in.payload, e, h).is_ok());
-    got.emplace_back(h.iteration, h.skipped);
-  }
-  return got;
-}
-}  // namespace
-
 TEST_CASE(
     "exchange asynchronous: a busy link is sent nothing, the others are, and its next message counts it") {
   const std::size_t message = kWireHeaderBytes + kAsyncBytes;
@@ -1149,10 +1129,10 @@ TEST_CASE(
   REQUIRE(a.gather_to(5, 0, {}).is_ok());  // nothing to anyone
   REQUIRE(a.gather(6, 0).is_ok());
   CHECK(a.ex->stats().messages_sent == 8);
-  CHECK(received_from_0(a.t1, 5) ==
+  CHECK(test::received_train(a.t1, kRun, 0) ==
         std::vector<std::pair<std::uint64_t, std::uint16_t>>{{1, 0}, {2, 0}, {3, 0}, {4, 0}, {6, 1}});
   // Rank 3 got rounds 1, 4 and 6, each saying how many rounds before it sent it nothing.
-  CHECK(received_from_0(a.t3, 3) ==
+  CHECK(test::received_train(a.t3, kRun, 0) ==
         std::vector<std::pair<std::uint64_t, std::uint16_t>>{{1, 0}, {4, 2}, {6, 1}});
   CHECK(a.gather_to(7, 0, {1, 2}).code() == errc::invalid);  // rank 2 is not a neighbour
   CHECK(a.gather_to(7, 0, {1, 1}).code() == errc::invalid);  // two messages on one link

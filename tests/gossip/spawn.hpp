@@ -1,13 +1,19 @@
 #pragma once
-// Test helpers for the gossip layer: run n ranks as threads (gloo style) and build payloads whose
-// bytes say who sent them for which round, so a mix-up cannot go unnoticed.
+// Test helpers for the gossip layer: run n ranks as threads (gloo style), build payloads whose
+// bytes say who sent them for which round, so a mix-up cannot go unnoticed, and read back the train
+// messages a peer received.
+#include <doctest/doctest.h>
+
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
 #include <thread>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
+#include "gossip/transport.hpp"
 #include "gossip/wire.hpp"
 
 namespace qgossip::test {
@@ -54,6 +60,27 @@ inline std::vector<std::byte> pattern(int sender, std::uint64_t iteration, messa
   for (std::size_t i = 0; i < size; ++i)
     v[i] = std::byte(static_cast<unsigned char>((seed >> (8 * (i % 8))) + i / 8));
   return v;
+}
+
+// The (iteration, skipped) of each message from `sender` of run `run_id` that `t` receives until it
+// has been silent for 100 ms, each required to be a valid train message (asynchronous rounds that
+// skip busy links: docs/algorithms.md, "A busy uplink").
+inline std::vector<std::pair<std::uint64_t, std::uint16_t>> received_train(transport& t, std::uint64_t run_id,
+                                                                           int sender) {
+  wire_expectations e;
+  const int from[1] = {sender};
+  e.run_id = run_id;
+  e.senders = from;
+  e.max_payload_bytes = 1 << 20;
+  std::vector<std::pair<std::uint64_t, std::uint16_t>> got;
+  inbound_frames in;
+  while (t.receive(transport_clock::now() + std::chrono::milliseconds(100), in).is_ok()) {
+    wire_header h;
+    REQUIRE(parse_header(in.header, in.payload, e, h).is_ok());
+    REQUIRE(h.kind == message_kind::train);
+    got.emplace_back(h.iteration, h.skipped);
+  }
+  return got;
 }
 
 }  // namespace qgossip::test

@@ -325,25 +325,6 @@ TEST_CASE("async_gossip_round: a node behind finished neighbours catches up by m
   }
 }
 
-namespace {
-// The (iteration, skipped) of the train messages of rank 0 that `t` has received so far.
-std::vector<std::pair<std::uint64_t, std::uint16_t>> train_from_0(inproc_transport& t) {
-  std::vector<std::pair<std::uint64_t, std::uint16_t>> got;
-  inbound_frames in;
-  while (t.receive(transport_clock::now() + std::chrono::milliseconds(50), in).is_ok()) {
-    wire_header h;
-    wire_expectations e;
-    const int from0[1] = {0};
-    e.run_id = 7;
-    e.senders = from0;
-    e.max_payload_bytes = 1 << 20;
-    REQUIRE(parse_header(in.header, in.payload, e, h).is_ok());
-    if (h.kind == message_kind::train) got.emplace_back(h.iteration, h.skipped);
-  }
-  return got;
-}
-}  // namespace
-
 // A busy link (docs/algorithms.md, "A busy uplink"), CHOCO with a public copy per edge: rank 0 of a
 // ring of 3, 4 rounds, its link to rank 2 busy from round 2 on. Rounds 2 and 3 send to rank 1 alone;
 // the last round sends on every link, busy or not, so rank 2's copy of rank 0 is its final one.
@@ -384,9 +365,10 @@ TEST_CASE(
   }
   CHECK(pattern->messages_unsent() == 2);
   CHECK(pattern->rounds_unsent() == 0);
-  CHECK(train_from_0(end1) ==
+  CHECK(test::received_train(end1, 7, 0) ==
         std::vector<std::pair<std::uint64_t, std::uint16_t>>{{1, 0}, {2, 0}, {3, 0}, {4, 0}});
-  CHECK(train_from_0(end2) == std::vector<std::pair<std::uint64_t, std::uint16_t>>{{1, 0}, {4, 2}});
+  CHECK(test::received_train(end2, 7, 0) ==
+        std::vector<std::pair<std::uint64_t, std::uint16_t>>{{1, 0}, {4, 2}});
   // Its copies for the two edges differ (each moved with what its edge carried).
   const std::vector<held_copy> held = alg->held_copies();
   REQUIRE((held[0].holder == 1 && held[1].holder == 2));
