@@ -26,12 +26,16 @@ void async_gossip_round::encode(std::span<const float> outgoing, std::uint64_t t
   if (!may_skip_) return own_.encode(outgoing, t);  // on every link (exchange's gather)
   open_.clear();
   const std::vector<int>& neighbours = alg_.row().neighbours;
-  // A link that takes no more messages (a peer dropped, or gone) gets none: its edge copy must not move.
-  for (int j : neighbours)
-    if (ex_.takes_messages(j) && ((last_round_ > 0 && t >= last_round_) || !ex_.link_busy(j, t)))
-      open_.push_back(j);
-  messages_unsent_ += neighbours.size() - open_.size();
-  if (open_.empty() && !neighbours.empty()) ++unsent_;
+  // A link that takes no more messages (a peer dropped, or gone) gets none, and is not counted as
+  // skipped: its edge copy must not move.
+  std::size_t live = 0;
+  for (int j : neighbours) {
+    if (!ex_.takes_messages(j)) continue;
+    ++live;
+    if ((last_round_ > 0 && t >= last_round_) || !ex_.link_busy(j, t)) open_.push_back(j);
+  }
+  messages_unsent_ += live - open_.size();
+  if (open_.empty() && live > 0) ++unsent_;
   if (alg_.per_edge_messages()) return edges_.encode(open_, t, sends_);
   sends_.clear();
   if (open_.empty()) return;
