@@ -85,7 +85,8 @@ class model {
   // before each loss_and_grad. Models whose flat vector carries state that is not trained but
   // computed (torch_model's averaged BatchNorm running statistics) write, for those coordinates,
   // grad = (x - x_new) / lr, so that plain SGD's x - lr·grad equals the state x_new the forward
-  // computed (momentum or weight decay would break that: the config loader requires both 0 with
+  // computed; lr 0 (a schedule's end, a warm-up from 0) is valid and gives grad 0 there: nothing
+  // moves (momentum or weight decay would break that: the config loader requires both 0 with
   // `buffers: average`). Ignored by every other model.
   virtual void set_step_size(double lr) {}
 };

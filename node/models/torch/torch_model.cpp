@@ -175,7 +175,7 @@ struct torch_model::impl {
   torch::Tensor flat;            // [num_params] float32 on device: the layout's tensors are views into it
   torch::Tensor flat_grad;       // the same for the parameters' .grad()s (the buffers' part: scratch)
   std::optional<bool> training;  // the module's mode once set
-  double step_size = 0.0;
+  std::optional<double> step_size;  // the last set_step_size(); unset before the first
   transfer_stats traffic;
   // Scratch for the gathered batch, grown on demand (why an instance is not thread-safe).
   std::vector<float> inputs;
@@ -338,7 +338,7 @@ double torch_model::loss_and_grad(std::span<const float> params, const dataset& 
   QG_ENFORCE(!batch.empty());
   impl& m = *impl_;
   const std::size_t averaged = num_params() - trainable_;
-  QG_ENFORCE(averaged == 0 || m.step_size > 0,
+  QG_ENFORCE(averaged == 0 || m.step_size,
              label_ << ": buffers averaged but set_step_size() never called");
   init_this_thread();
   m.load(params);
@@ -352,8 +352,14 @@ double torch_model::loss_and_grad(std::span<const float> params, const dataset& 
   const torch::Tensor loss = torch::cross_entropy_loss(logits, y);
   loss.backward();
   if (averaged > 0) {
+    // A step of size 0 (a cosine schedule's end, a warm-up from 0) moves nothing, the buffers
+    // included: the running statistics this forward computed are dropped with it.
     torch::NoGradGuard no_grad;
-    m.flat_grad.narrow(0, t0, nb).sub_(m.flat.narrow(0, t0, nb)).div_(m.step_size);
+    torch::Tensor g = m.flat_grad.narrow(0, t0, nb);
+    if (*m.step_size > 0)
+      g.sub_(m.flat.narrow(0, t0, nb)).div_(*m.step_size);
+    else
+      g.zero_();
   }
   m.store(grad);
   return loss.item<double>();
@@ -397,7 +403,7 @@ std::string torch_model::describe() const {
 transfer_stats torch_model::transfers() const { return impl_->traffic; }
 
 void torch_model::set_step_size(double lr) {
-  QG_ENFORCE(lr > 0 && std::isfinite(lr), "step size " << lr);
+  QG_ENFORCE(lr >= 0 && std::isfinite(lr), "step size " << lr);
   impl_->step_size = lr;
 }
 

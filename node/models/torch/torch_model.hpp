@@ -21,7 +21,8 @@
 //     model. They have no gradient: for their coordinates loss_and_grad writes
 //       grad = (x_before - x_after) / step_size,
 //     x_after being the running statistics the training-mode forward computed and step_size the
-//     last set_step_size(); a plain SGD step x - step_size * grad then lands on x_after. So this
+//     last set_step_size(); a plain SGD step x - step_size * grad then lands on x_after (a step size
+//     of 0, where a schedule ends or a warm-up starts, moves nothing: grad = 0 there). So this
 //     mode needs set_step_size() before loss_and_grad and plain SGD on those coordinates: the config
 //     loader requires momentum 0 and weight_decay 0 with `buffers: average`.
 //
@@ -110,7 +111,7 @@ class torch_model final : public model {
   // "resnet20 (torch, cpu)", "lenet5 (torch, cuda:0, buffers averaged)".
   std::string describe() const override;
   transfer_stats transfers() const override;
-  // REQUIRES: lr > 0. Only the averaged buffers' pseudo-gradient uses it.
+  // REQUIRES: lr >= 0 and finite. Only the averaged buffers' pseudo-gradient uses it.
   void set_step_size(double lr) override;
 
   // Floats of the flat vector that are parameters; the averaged buffers (if any) follow them.

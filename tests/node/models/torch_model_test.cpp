@@ -282,6 +282,33 @@ TEST_CASE("torch models: averaged BatchNorm statistics follow plain SGD to the f
   CHECK(avg->evaluate(q, d).loss != avg->evaluate(p, d).loss);
 }
 
+// Issue 32: a cosine schedule ends at step size 0, and every libtorch model died there (an
+// invariant lr > 0). A step of size 0 is valid: the parameters' gradient is the ordinary one, and
+// the averaged buffers' pseudo-gradient is 0, so x − 0·g leaves the whole vector where it was.
+TEST_CASE("torch models: a step size of 0 is valid and moves nothing, the averaged buffers included") {
+  torch_options average;
+  average.average_buffers = true;
+  const image_shape shape{3, 8, 8};
+  const auto avg = make_resnet20(shape, 2, average);
+  const auto plain = make_lenet5(kMnist, 10, {});
+  const dataset d = images(16, shape, 2, 9, 0.5f);
+  std::vector<float> p = initialized(*avg, 4), g(avg->num_params()), g_positive(avg->num_params());
+  const std::size_t n = avg->num_trainable();
+
+  avg->set_step_size(0.1);
+  const double loss_positive = avg->loss_and_grad(p, d, iota_n(16), g_positive);
+  avg->set_step_size(0.0);
+  CHECK(avg->loss_and_grad(p, d, iota_n(16), g) == loss_positive);
+  CHECK(std::equal(g.begin(), g.begin() + std::ptrdiff_t(n), g_positive.begin()));
+  CHECK(std::all_of(g.begin() + std::ptrdiff_t(n), g.end(), [](float v) { return v == 0; }));
+  CHECK(std::all_of(g.begin(), g.end(), [](float v) { return std::isfinite(v); }));
+
+  plain->set_step_size(0.0);  // no buffers averaged: nothing reads it, nothing refuses it
+  const dataset md = images(8, kMnist, 10, 3);
+  std::vector<float> pm = initialized(*plain, 2), gm(plain->num_params());
+  CHECK(std::isfinite(plain->loss_and_grad(pm, md, iota_n(8), gm)));
+}
+
 TEST_CASE("torch models: evaluate works in chunks and agrees with loss_and_grad") {
   const auto m = make_lenet5(kMnist, 10, {});
   const dataset d = images(1200, kMnist, 10, 6);
