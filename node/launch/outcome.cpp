@@ -56,6 +56,19 @@ const node_end* first_to_fail(std::span<const node_end> ends) {
   return first;
 }
 
+bool exited(const node_end& e, int code) { return WIFEXITED(e.wait_status) && WEXITSTATUS(e.wait_status) == code; }
+
+// The node whose failure the launch reports: the first to diverge (exit 3) when one did, for its
+// neighbours then stop naming it and may end first; else the first to fail.
+const node_end* cause_of_failure(std::span<const node_end> ends) {
+  const node_end* first = first_to_fail(ends);
+  const node_end* diverged = nullptr;
+  for (const node_end& e : ends)
+    if (e.left.empty() && e.failed_at && exited(e, 3) && (!diverged || *e.failed_at < *diverged->failed_at))
+      diverged = &e;
+  return diverged && first && !exited(*first, 2) ? diverged : first;
+}
+
 // "node 3 failed (exit 1): <its error event, else its last log line>", and the like.
 std::string failure_line(const node_end& first, const progress_board& board) {
   const bool killed = WIFSIGNALED(first.wait_status);
@@ -126,11 +139,11 @@ launch_result make_result(std::span<const node_end> ends, const progress_board& 
   if (interrupted_by) {
     result.exit_code = 128 + interrupted_by;
     result.failure = "interrupted by " + signal_name(interrupted_by);
-  } else if (const node_end* first = first_to_fail(ends)) {
-    // Bad input found by the first node to fail (exit 2: its config, data files, ports) is bad
-    // input of the whole launch; any other failure is a run-time failure.
-    const bool bad_input = WIFEXITED(first->wait_status) && WEXITSTATUS(first->wait_status) == 2;
-    result.exit_code = bad_input ? 2 : 1;
+  } else if (const node_end* first = cause_of_failure(ends)) {
+    // As the README's exit codes say: bad input found by the first node to fail (exit 2: its
+    // config, data files, ports) is bad input of the whole launch, a diverged node (exit 3) makes
+    // the launch exit 3, and any other failure is a run-time failure (1).
+    result.exit_code = exited(*first, 2) ? 2 : exited(*first, 3) ? 3 : 1;
     result.failed_rank = first->rank;
     result.failure = failure_line(*first, board);
   }

@@ -159,7 +159,7 @@ TEST_CASE("a failing node is named with its error message and the others are sto
       sh_node(0, tmp.path, "exec sleep 30"),
       sh_node(1, tmp.path,
               echo(R"({"event":"error","rank":1,"message":")" + message + R"("})") +
-                  "; echo 'stderr noise' >&2; exit 3"),
+                  "; echo 'stderr noise' >&2; exit 1"),
       sh_node(2, tmp.path, "exec sleep 30"),
   };
   std::ostringstream out;
@@ -169,9 +169,9 @@ TEST_CASE("a failing node is named with its error message and the others are sto
   CHECK(since(t0) < 4);  // sleep dies on SIGTERM: neither the 30 s sleep nor the 5 s grace is waited out
   CHECK(res.exit_code == 1);
   CHECK(res.failed_rank == 1);
-  CHECK(res.failure == "node 1 failed (exit 3): " + message);
+  CHECK(res.failure == "node 1 failed (exit 1): " + message);
   CHECK(res.finals[1].error == message);
-  CHECK(out.str().find("exit 3 (error)") != std::string::npos);
+  CHECK(out.str().find("exit 1 (error)") != std::string::npos);
   CHECK(out.str().find("signal SIGTERM (stopped)") != std::string::npos);
 }
 
@@ -394,7 +394,7 @@ TEST_CASE("an exit code still quotes the node's last log line, which is its erro
   CHECK(res.failure == "node 0 failed (exit 1): qgossip: error: run.yaml: no such port");
 }
 
-TEST_CASE("the launch exits 2 when its first failing node exited 2 (bad input), else 1") {
+TEST_CASE("the launch exits 2 or 3 when its first failing node did (bad input, diverged), else 1") {
   temp_dir tmp;
   const fs::path ready = tmp.path / "ready";
   std::vector<node_process> nodes = {
@@ -416,6 +416,15 @@ TEST_CASE("the launch exits 2 when its first failing node exited 2 (bad input), 
   for (const int code : {1, 3, 70}) {
     CAPTURE(code);
     std::vector<node_process> one = {sh_node(0, tmp.path, "exit " + std::to_string(code))};
-    CHECK(launch(one, quiet(out)).exit_code == 1);
+    CHECK(launch(one, quiet(out)).exit_code == (code == 3 ? 3 : 1));  // README: 3 diverged
   }
+  // A diverged node tells its neighbours, who stop naming it and may end before it does: the
+  // launch still exits 3 and names the diverged node.
+  std::vector<node_process> diverged = {
+      sh_node(0, tmp.path, "sleep 0.2; echo 'qgossip: error: peer_lost: rank 1 diverged' >&2; exit 1"),
+      sh_node(1, tmp.path,
+         "sleep 30 & trap 'kill $! 2>/dev/null; echo \"qgossip: error: diverged at round 6\" >&2; exit 3' TERM; wait")};
+  const launch_result d = launch(diverged, quiet(out));
+  CHECK(d.exit_code == 3);
+  CHECK(d.failed_rank == 1);
 }
