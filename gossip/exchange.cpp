@@ -832,9 +832,12 @@ bool exchange::may_skip(std::size_t k, std::uint64_t iteration) const {
 
 bool exchange::link_busy(int peer, std::uint64_t iteration) const {
   const std::optional<std::size_t> k = index_of(peer);
-  if (!k || !may_skip(*k, iteration) || !link_open(*k) || finished_[*k]) return false;
+  // A finished neighbour is no exception: it takes our messages until our last round, which sends
+  // on every link, and a slow link to it is as busy as to any other.
+  if (!k || !may_skip(*k, iteration) || !link_open(*k)) return false;
   const std::size_t last = last_sent_bytes_[*k];
-  if (link_backlogged(*k, last / 4)) return true;
+  const std::optional<std::size_t> held = transport_.queued_bytes(peer);
+  if (held && *held > last / 4) return true;
   // The last message not yet all taken by the operating system: the messaging library holds the
   // rest (its I/O thread not there yet, or the connection's send buffer full).
   const std::optional<std::uint64_t> taken = transport_.bytes_taken(peer);

@@ -236,8 +236,8 @@ class exchange {
   status gather(std::uint64_t iteration, const outgoing_message& msg, std::uint64_t need,
                 std::vector<inbound_message>& out, std::span<const link_message> sends);
   // Asynchronous gossip on a busy uplink (docs/algorithms.md, "A busy uplink"): whether round
-  // `iteration` may send nothing to peer because its link, live and to a peer that has not
-  // finished, still holds more than a quarter of our last message to it on this host
+  // `iteration` may send nothing to peer because its live link (to a finished peer too) still
+  // holds more than a quarter of our last message to it on this host
   // (transport::queued_bytes), or has not yet taken all of it from the messaging library
   // (transport::bytes_taken). False before the first message to peer, when the rounds skipped
   // would not fit the wire header's `skipped` (kMaxSkipped), and for a rank that is not a neighbour.
