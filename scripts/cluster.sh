@@ -233,7 +233,7 @@ else
   for ((r = 0; r < n; ++r)); do node_rate_bits[r]=$rate_bits node_delay_us[r]=$latency_us; done
 fi
 # The distinct values of a per-rank array, one per line ("" for unset).
-distinct() { local -n values=$1; local r; for ((r = 0; r < n; ++r)); do echo "${values[r]}"; done | sort -u; }
+distinct() { local -n values=$1; local r; for ((r = 0; r < n; ++r)); do echo "${values[r]-}"; done | sort -u; }
 any_rate=$(distinct node_rate_bits | grep -c . || true)
 any_delay=$(distinct node_delay_us | grep -c . || true)
 any_quota=$(distinct node_quota_us | grep -c . || true)

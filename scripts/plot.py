@@ -61,18 +61,6 @@ def describe(component):
 def load_run(run_dir):
     if not os.path.isdir(run_dir):
         raise InputError(f"{run_dir}: not a directory")
-    nodes = []
-    for entry in os.listdir(run_dir):
-        m = NODE_CSV.fullmatch(entry)
-        if m:
-            nodes.append((int(m.group(1)), os.path.join(run_dir, entry)))
-    if not nodes:
-        raise InputError(f"{run_dir}: no node-<rank>.csv files")
-    nodes.sort()
-    data = {rank: read_node_csv(path) for rank, path in nodes}
-    if not any(d["iteration"] for d in data.values()):
-        raise InputError(f"{run_dir}: the node CSVs have no rows")
-
     meta = {}
     try:
         with open(os.path.join(run_dir, "run.json")) as f:
@@ -81,10 +69,43 @@ def load_run(run_dir):
             meta = loaded
     except (OSError, ValueError):
         pass  # titles fall back to the directory name
+    n = meta.get("n") if isinstance(meta.get("n"), int) and meta.get("n") > 0 else None
+    nodes = []
+    for entry in os.listdir(run_dir):
+        m = NODE_CSV.fullmatch(entry)
+        if m and (n is None or int(m.group(1)) < n):  # ranks run.json has not: an earlier run's files
+            nodes.append((int(m.group(1)), os.path.join(run_dir, entry)))
+    if not nodes:
+        raise InputError(f"{run_dir}: no node-<rank>.csv files")
+    nodes.sort()
+    data = {rank: read_node_csv(path) for rank, path in nodes}
+    if not any(d["iteration"] for d in data.values()):
+        raise InputError(f"{run_dir}: the node CSVs have no rows")
+    for rank, offset in start_offsets(run_dir, data).items():
+        data[rank]["wall_s"] = [t + offset for t in data[rank]["wall_s"]]
     name = str(meta.get("name") or os.path.basename(os.path.normpath(run_dir)))
     parts = [p for p in (describe(meta.get("algorithm")), describe(meta.get("compressor"))) if p]
     label = " + ".join(parts) if parts else name
     return {"dir": run_dir, "name": name, "label": label, "nodes": data}
+
+
+def start_offsets(run_dir, data):
+    """{rank: seconds its process started after the first node's}, from each node-<rank>.json
+    (end_unix_s - wall_s: its start on the system clock). A node's wall_s counts from its own start,
+    so a node restarted mid-run (network.restart, churn) would start again at 0 s; shifted by this,
+    every curve is on one clock, the first node's. Empty when fewer than two summaries say."""
+    starts = {}
+    for rank in data:
+        try:
+            with open(os.path.join(run_dir, f"node-{rank}.json")) as f:
+                summary = json.load(f)
+            starts[rank] = float(summary["end_unix_s"]) - float(summary["wall_s"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    if len(starts) < 2:
+        return {}
+    first = min(starts.values())
+    return {rank: start - first for rank, start in starts.items()}
 
 
 def mean_curve(nodes, x_column, y_column):
@@ -110,24 +131,36 @@ def node_curve(d, x_column, y_column, x_scale=1.0):
     return [p[0] for p in pts], [p[1] for p in pts]
 
 
+# Curves of at most this many points mark them: a run with one or two evaluations (1-2 epochs) is a
+# point or a segment, which a line alone does not show.
+MARKED_POINTS = 30
+
+
 def draw(ax, runs, colours, x_column, y_column, x_scale=1.0):
     for run, colour in zip(runs, colours):
         for d in run["nodes"].values():
             xs, ys = node_curve(d, x_column, y_column, x_scale)
             ax.plot(xs, ys, color=colour, linewidth=0.7, alpha=0.35)
         xs, ys = mean_curve(run["nodes"], x_column, y_column)
-        ax.plot([x * x_scale for x in xs], ys, color=colour, linewidth=2.2, label=run["legend"])
+        marker = "o" if len(xs) <= MARKED_POINTS else None
+        ax.plot([x * x_scale for x in xs], ys, color=colour, linewidth=2.2, marker=marker, markersize=4,
+                label=run["legend"])
     ax.grid(True, alpha=0.3)
 
 
 def legends(runs):
-    """One legend entry per run; equal algorithm+compressor labels are told apart by run name."""
-    counts = {}
-    for r in runs:
-        counts[r["label"]] = counts.get(r["label"], 0) + 1
-    for r in runs:
-        legend = r["label"] if counts[r["label"]] == 1 else f"{r['label']} [{r['name']}]"
-        r["legend"] = f"{legend}: mean of {len(r['nodes'])} nodes"
+    """One legend entry per run. Alone: algorithm + compressor. Compared: each run's folder name first
+    (runs differing in a topology, a learning rate or anything else the label does not show stay
+    apart; a folder holds one run), then algorithm + compressor; the folder's path when two folders
+    share a name."""
+    names = [os.path.basename(os.path.normpath(r["dir"])) for r in runs]
+    for r, name in zip(runs, names):
+        if len(runs) == 1:
+            legend = r["label"]
+        else:
+            who = name if names.count(name) == 1 else os.path.normpath(r["dir"])
+            legend = f"{who}: {r['label']}"
+        r["legend"] = f"{legend} (mean of {len(r['nodes'])} nodes)"
 
 
 def plot(runs, out_dir, title):

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cstdint>
 #include <map>
 #include <sstream>
@@ -196,6 +197,14 @@ graph make_graph(const graph_spec& spec) {
   if (!reads_n && spec.n != 0 && spec.n != g.n()) {
     std::ostringstream os;
     os << "graph kind '" << name << "' gives " << g.n() << " nodes but n = " << spec.n;
+    // The size of a torus and a hypercube is set by their own keys: name them, and what n needs.
+    if (kind == graph_kind::hypercube) {
+      os << ": a hypercube's size is 2^dim (dim: " << spec.dim << ")";
+      if ((spec.n & (spec.n - 1)) == 0) os << "; for n = " << spec.n << " set dim: " << std::countr_zero(unsigned(spec.n));
+      else os << "; n must be a power of 2";
+    } else if (kind == graph_kind::torus) {
+      os << ": a torus's size is rows x cols (" << spec.rows << " x " << spec.cols << ")";
+    }
     throw config_error(os.str());
   }
   return g;

@@ -5,11 +5,14 @@
 #include <vector>
 
 #include "core/errors.hpp"
+#include "core/hash.hpp"
 #include "node/cli/commands.hpp"
 #include "node/config/churn_file.hpp"
 #include "node/config/config.hpp"
 #include "node/launch/launcher.hpp"
 #include "node/launch/subprocess.hpp"
+#include "node/data/load.hpp"
+#include "node/log/run_dir.hpp"
 #include "node/config/topology_builder.hpp"
 #include "node/run/node_network.hpp"
 #include "node/run/resume.hpp"
@@ -43,6 +46,34 @@ std::vector<std::string> exec_prefix_words(const std::string& prefix, int rank) 
   }
   finish();
   return words;
+}
+
+// The run's folder, made ready before any node starts: an earlier run of another config under the
+// same name moved aside (not on --resume, which continues this run's own), and every node's CURVE
+// keypair made (docs/security.md; existing keys are kept).
+std::filesystem::path prepare_run_dir(const run_config& c, bool resume) {
+  const std::filesystem::path dir = std::filesystem::path(c.output_dir) / c.name;
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw config_error("cannot create " + dir.string() + ": " + ec.message());
+  if (!resume) {
+    try {
+      if (const auto moved = set_aside_earlier_run(dir, hex64(c.run_id)))
+        std::fprintf(stderr, "%s/ held another run (another config named '%s'): moved it to %s/\n", dir.c_str(),
+                     c.name.c_str(), moved->c_str());
+    } catch (const std::exception& e) {
+      throw config_error(dir.string() + " holds another run that cannot be moved aside (" + e.what() +
+                         "); give this run another name (--set name=...) or move it yourself");
+    }
+  }
+  if (c.network.security == security_kind::curve) {
+    const std::filesystem::path keys = keys_directory(c);
+    if (const int made = ensure_run_keys(keys, c.topology.n); made > 0)
+      std::fprintf(stderr, "generated %d CURVE keypairs in %s/ (secret keys mode 0600)\n", made, keys.c_str());
+  } else {
+    std::fprintf(stderr, "warning: network.security is none: links are neither authenticated nor encrypted\n");
+  }
+  return dir;
 }
 
 }  // namespace
@@ -93,6 +124,7 @@ void add_launch_command(CLI::App& app, int* exit_code) {
     run_config c = load_run_config(opt->config, opt->sets);
     (void)build_topology(c.topology);
     (void)exec_prefix_words(opt->exec_prefix, 0);  // an unknown placeholder
+    check_data_files(c.data);                       // before any node starts, not once every node has
     std::vector<churn_event> churn;
     if (!opt->churn.empty()) {
       churn = read_churn(opt->churn, c.topology.n);
@@ -100,18 +132,8 @@ void add_launch_command(CLI::App& app, int* exit_code) {
         throw config_error(opt->churn + ": churn kills and stops nodes, which needs network.on_peer_failure: continue "
                            "(a node that leaves is trained around and rejoins); add --set network.on_peer_failure=continue");
     }
-    std::filesystem::path dir = std::filesystem::path(c.output_dir) / c.name;
+    const std::filesystem::path dir = prepare_run_dir(c, opt->resume);
     std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    if (ec) throw config_error("cannot create " + dir.string() + ": " + ec.message());
-    if (c.network.security == security_kind::curve) {
-      // Every node's keypair, before any node starts (docs/security.md); existing keys are kept.
-      const std::filesystem::path keys = keys_directory(c);
-      if (const int made = ensure_run_keys(keys, c.topology.n); made > 0)
-        std::fprintf(stderr, "generated %d CURVE keypairs in %s/ (secret keys mode 0600)\n", made, keys.c_str());
-    } else {
-      std::fprintf(stderr, "warning: network.security is none: links are neither authenticated nor encrypted\n");
-    }
 
     // --resume: one round for every node, chosen here from every node's checkpoint directory.
     std::vector<std::string> resume_args;

@@ -9,7 +9,20 @@ namespace qgossip {
 
 // Prints the outcome of check_replicas; returns 0 when every copy matches (or none is held).
 int print_replica_check(const std::string& run_dir) {
-  const replica_check_result r = check_replicas(read_run_dir(run_dir));
+  const run_dir_contents d = read_run_dir(run_dir);
+  if (!d.is_directory || (!d.has_run_json && d.nodes.empty())) {  // bad input, not a failed check
+    std::fprintf(stderr, "verify: %s: %s; expected a run folder (runs/<name>/: run.json, node-<rank>.json)\n",
+                 run_dir.c_str(), !d.is_directory ? (d.list_error.empty() ? "not a directory" : d.list_error.c_str())
+                                                  : "holds no run");
+    return 2;
+  }
+  if (!d.strays.empty()) {
+    std::string ranks;
+    for (int s : d.strays) ranks += (ranks.empty() ? "" : ", ") + std::to_string(s);
+    std::fprintf(stderr, "verify: ignored node files of rank %s: run.json's run has %d nodes (an earlier run's?)\n",
+                 ranks.c_str(), d.n);
+  }
+  const replica_check_result r = check_replicas(d);
   for (const auto& p : r.problems) std::fprintf(stderr, "verify: %s\n", p.c_str());
   if (!r.finished()) {
     for (const auto& u : r.unfinished) std::fprintf(stderr, "verify: %s\n", u.c_str());
@@ -44,9 +57,11 @@ void add_verify_command(CLI::App& app, int* exit_code) {
   auto* cmd = app.add_subcommand("verify", "Check that every replica/estimate in a finished run equals its owner's");
   cmd->footer(
       "Reads runs/<name>/node-<rank>.json. DCD-PSGD: node i's replica of j must hash-equal j's model.\n"
-      "ECD-PSGD: node i's estimate of j must hash-equal j's own estimate. Exit 0 when all match, 1 when\n"
+      "ECD-PSGD: node i's estimate of j must hash-equal j's own estimate. CHOCO-SGD: node i's public copy\n"
+      "of j must hash-equal j's own public copy (per edge with asynchronous gossip). Exit 0 when all match, 1 when\n"
       "some do not, 2 when the run did not finish (a node with no summary, a status other than ok, or\n"
-      "fewer rounds than the others): then nothing is compared and the unfinished nodes are named.");
+      "fewer rounds than the others): then nothing is compared and the unfinished nodes are named; also 2\n"
+      "when RUN_DIR is no run folder.");
   auto dir = std::make_shared<std::string>();
   cmd->add_option("RUN_DIR", *dir, "Run directory (runs/<name>)")->required();
   cmd->callback([dir, exit_code] { *exit_code = print_replica_check(*dir); });

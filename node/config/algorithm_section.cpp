@@ -16,7 +16,7 @@ codec_spec read_compressor(yaml_reader& root) {
     if (node->IsScalar()) {
       spec = parse_codec_spec(node->Scalar());
     } else {
-      yaml_reader r(*node, root.file(), "compressor");
+      yaml_reader r(*node, root, "compressor");
       spec.name = r.require_string("name");
       for (auto it = node->begin(); it != node->end(); ++it) {
         const std::string& k = it->first.Scalar();
@@ -46,7 +46,7 @@ void emit_codec(YAML::Emitter& y, const codec_spec& c) {
 
 void read_algorithm(yaml_reader& r, run_config& c) {
   if (auto a = r.child("algorithm"); a && a->IsMap()) {
-    yaml_reader ar(*a, r.file(), "algorithm");
+    yaml_reader ar(*a, r, "algorithm");
     c.algorithm = get_choice(ar, "name", c.algorithm);
     c.algorithm_params.consensus_step = get_positive_double(ar, "consensus_step", c.algorithm_params.consensus_step,
                                                             1e-9, 1.0, "the consensus step size");

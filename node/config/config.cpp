@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <limits>
+#include <memory>
+#include <optional>
 
 #include "core/hash.hpp"
 #include "node/config/config_fields.hpp"
@@ -41,34 +43,76 @@ std::string canonical_yaml(const run_config& c, node_hosts hosts) {
   return y.c_str();
 }
 
-topology_config topology_of(yaml_reader& r, const std::string& file, const env_lookup& env) {
+// The topology file `topology: PATH` names: relative to the run file's folder.
+fs::path topology_path(const YAML::Node& topo, const std::string& file) {
+  fs::path p = topo.Scalar();
+  return p.is_relative() ? fs::path(file).parent_path() / p : p;
+}
+
+// The --set assignments applied to the run file's document, in order. `--set topology.KEY=V` on a
+// config whose topology is a file reads that file into the document first (topology_file then
+// names it, for the positions of its own keys); `--set topology=PATH` and `--set model.path=PATH`
+// take a relative PATH from the current folder, as any path on the command line, not from the run
+// file's.
+struct overridden {
+  std::shared_ptr<override_origins> origins = std::make_shared<override_origins>();
+  std::optional<std::string> topology_file;
+};
+
+overridden apply_overrides(YAML::Node& root, const std::string& file, const std::vector<std::string>& overrides) {
+  overridden o;
+  for (const std::string& assignment : overrides) {
+    const std::string key = override_key(assignment);
+    YAML::Node topo = root["topology"];
+    if (key.starts_with("topology.") && topo.IsScalar()) {
+      const fs::path p = topology_path(topo, file);
+      root["topology"] = load_yaml_file(p.string(), "a topology YAML file");
+      o.topology_file = p.string();
+    }
+    o.origins->push_back(apply_override(root, assignment));
+    if (key == "topology") o.topology_file.reset();
+    if (key == "topology" || key == "model.path") {  // the paths a run file reads from its own folder
+      YAML::Node set = o.origins->back().value;      // shares its value with the document's
+      if (set.IsScalar() && !set.Scalar().empty() && fs::path(set.Scalar()).is_relative())
+        set = fs::absolute(set.Scalar()).lexically_normal().string();
+    }
+  }
+  return o;
+}
+
+topology_config topology_of(yaml_reader& r, const std::string& file, const overridden& o, const env_lookup& env) {
   auto topo = r.child("topology");
-  if (!topo) throw r.error("missing required key 'topology' (a mapping, or the path of a topology YAML file)");
+  if (!topo) {
+    // `qgossip launch topologies/ring8.yaml`: a topology file given where a run file goes.
+    const std::string hint = r.has("graph") ? "; this file looks like a topology file (it has graph:), which a run "
+                                              "YAML names with topology: FILE (e.g. configs/demo.yaml)"
+                                            : "";
+    throw r.error("missing required key 'topology' (a mapping, or the path of a topology YAML file)" + hint);
+  }
   if (!topo->IsScalar()) {
-    yaml_reader tr(*topo, file, "topology");
+    yaml_reader tr = o.topology_file ? yaml_reader(*topo, *o.topology_file, "topology", o.origins)
+                                     : yaml_reader(*topo, r, "topology");
     return read_topology(tr, env);
   }
-  fs::path p = topo->Scalar();
-  if (p.is_relative()) p = fs::path(file).parent_path() / p;
+  const fs::path p = topology_path(*topo, file);
   try {
     return load_topology_config(p.string(), env);
   } catch (const config_error& e) {
     if (e.has_position()) throw;
-    throw r.error_at(*topo, "topology: " + e.message());
+    // A file not found: say which folder the path was read from.
+    const bool missing = e.message().starts_with("cannot open");
+    throw r.error_at(*topo, "topology: " + e.message() +
+                                (missing ? " (a topology path in a run file is read from that file's folder; one "
+                                           "given with --set topology=PATH, from the current folder)"
+                                         : ""));
   }
 }
 
-}  // namespace
-
-topology_config load_topology_config(const std::string& file, const env_lookup& env) {
-  yaml_reader r(load_yaml_file(file, "a topology YAML file"), file, "topology");
-  return read_topology(r, env);
-}
-
-run_config load_run_config(const std::string& file, const std::vector<std::string>& overrides, const env_lookup& env) {
-  YAML::Node root = load_yaml_file(file, "a run YAML file");
-  for (const auto& o : overrides) apply_override(root, o);
-  yaml_reader r(root, file, "");
+// The run config in `root`, read from `file` (named in messages and the default name).
+run_config load_document(YAML::Node root, const std::string& file, const std::vector<std::string>& overrides,
+                         const env_lookup& env) {
+  const overridden set = apply_overrides(root, file, overrides);
+  yaml_reader r(root, file, "", set.origins);
   run_config c;
   c.file = file;
   c.name = r.get_string("name", fs::path(file).stem().string());
@@ -76,7 +120,7 @@ run_config load_run_config(const std::string& file, const std::vector<std::strin
     throw r.error("name: '" + c.name + "' must be a plain directory name");
   c.seed = static_cast<std::uint64_t>(
       in_range<std::int64_t>(r, "seed", r.get_int("seed", 1), 0, std::numeric_limits<std::int64_t>::max()));
-  c.topology = topology_of(r, file, env);
+  c.topology = topology_of(r, file, set, env);
   read_algorithm(r, c);
   const YAML::Node model_at = read_model(r, c);
   read_data(r, c);
@@ -88,6 +132,39 @@ run_config load_run_config(const std::string& file, const std::vector<std::strin
   c.run_id = hash64(canonical_yaml(c, node_hosts::as_given));
   return c;
 }
+
+}  // namespace
+
+topology_config load_topology_config(const std::string& file, const env_lookup& env) {
+  yaml_reader r(load_yaml_file(file, "a topology YAML file"), file, "topology");
+  return read_topology(r, env);
+}
+
+run_config load_run_config(const std::string& file, const std::vector<std::string>& overrides, const env_lookup& env) {
+  return load_document(load_yaml_file(file, "a run YAML file"), file, overrides, env);
+}
+
+namespace {
+
+void key_paths(const YAML::Node& n, const std::string& prefix, std::vector<std::string>& out) {
+  for (auto it = n.begin(); it != n.end(); ++it) {
+    const std::string path = prefix.empty() ? it->first.Scalar() : prefix + "." + it->first.Scalar();
+    if (it->second.IsMap())
+      key_paths(it->second, path, out);
+    else
+      out.push_back(path);
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> config_key_paths() {
+  const run_config c = load_document(YAML::Load("topology: {graph: ring, n: 2}"), "defaults.yaml", {}, {});
+  std::vector<std::string> out;
+  key_paths(YAML::Load(c.canonical), "", out);
+  return out;
+}
+
 
 std::uint64_t eigen_model_params(const model_spec& m, std::uint64_t dim, std::uint64_t classes) {
   if (is_torch(m.kind)) return 0;

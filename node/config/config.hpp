@@ -176,6 +176,10 @@ run_config load_run_config(const std::string& file, const std::vector<std::strin
 // Loads a topology YAML file (the `topology:` section's own format).
 topology_config load_topology_config(const std::string& file, const env_lookup& env = process_environment());
 
+// Every key a run YAML's defaults resolve to, as dotted paths ("train.epochs", "model.hidden"), in
+// the order run.json lists them: for hints such as "did you mean --set train.epochs=2?".
+[[nodiscard]] std::vector<std::string> config_key_paths();
+
 // The most parameters an Eigen model (mlp, softmax) may have: 2^28, 1 GiB per copy in float, and a
 // node holds several copies (model, gradient, replicas or estimates of its neighbours, messages).
 inline constexpr std::uint64_t kMaxModelParams = std::uint64_t{1} << 28;

@@ -27,7 +27,7 @@ struct node_positions {
 
 // topology.nodes: {from: slurm, base_port: P}: the hosts are resolved once n is known (place_nodes).
 void read_node_source(yaml_reader& r, topology_config& t, const YAML::Node& nodes, node_positions& at) {
-  yaml_reader nr(nodes, r.file(), r.key_path("nodes"));
+  yaml_reader nr(nodes, r, r.key_path("nodes"));
   if (!nr.has("from"))
     throw nr.error("topology.nodes: expected a list of {host, port, gpu}, or {from: slurm, base_port: P}");
   t.nodes_from = get_choice(nr, "from", node_source::slurm);
@@ -56,7 +56,7 @@ node_positions read_nodes(yaml_reader& r, topology_config& t) {
                                  std::to_string(kMaxNodes) + " are supported");
   for (std::size_t i = 0; i < nodes->size(); ++i) {
     const std::string path = "topology.nodes[" + std::to_string(i) + "]";
-    yaml_reader nr((*nodes)[i], r.file(), path);
+    yaml_reader nr((*nodes)[i], r, path);
     node_address a;
     a.host = nr.get_string("host", t.host);
     if (a.host.empty()) throw nr.error(path + ".host: empty host name");

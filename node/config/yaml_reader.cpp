@@ -16,10 +16,26 @@ namespace {
 
 std::string scalar_text(const YAML::Node& n) { return n.IsScalar() ? n.Scalar() : std::string("<non-scalar>"); }
 
+// True when n is root or a node under it (keys included).
+bool holds(const YAML::Node& root, const YAML::Node& n) {
+  if (root.is(n)) return true;
+  if (root.IsSequence())
+    for (const YAML::Node& child : root)
+      if (holds(child, n)) return true;
+  if (root.IsMap())
+    for (auto it = root.begin(); it != root.end(); ++it)
+      if (holds(it->first, n) || holds(it->second, n)) return true;
+  return false;
+}
+
 }  // namespace
 
-yaml_reader::yaml_reader(YAML::Node node, std::string file, std::string path)
-    : node_(std::move(node)), file_(std::move(file)), path_(std::move(path)) {
+yaml_reader::yaml_reader(YAML::Node node, const yaml_reader& parent, std::string path)
+    : yaml_reader(std::move(node), parent.file_, std::move(path), parent.origins_) {}
+
+yaml_reader::yaml_reader(YAML::Node node, std::string file, std::string path,
+                         std::shared_ptr<const override_origins> origins)
+    : node_(std::move(node)), file_(std::move(file)), path_(std::move(path)), origins_(std::move(origins)) {
   if (!node_.IsMap()) {
     std::string where = path_.empty() ? "the document" : "'" + path_ + "'";
     throw error_at(node_, where + " must be a mapping of key: value");
@@ -37,7 +53,17 @@ std::string yaml_reader::key_path(std::string_view key) const {
   return path_.empty() ? std::string(key) : path_ + "." + std::string(key);
 }
 
+const override_origin* yaml_reader::origin_of(const YAML::Node& n, std::string_view key) const {
+  if (!origins_) return nullptr;
+  for (auto o = origins_->rbegin(); o != origins_->rend(); ++o) {  // the last assignment wins
+    if (!key.empty() && o->key == key_path(key)) return &*o;
+    if (n.IsDefined() && holds(o->value, n)) return &*o;
+  }
+  return nullptr;
+}
+
 config_error yaml_reader::error_at(const YAML::Node& n, const std::string& message) const {
+  if (const override_origin* o = origin_of(n)) return config_error("--set " + o->assignment, 0, 0, message);
   YAML::Mark m = n.Mark();
   if (m.line < 0) m = node_.Mark();
   if (m.line < 0) return config_error(file_, 0, 0, message);
@@ -160,7 +186,7 @@ std::optional<YAML::Node> yaml_reader::child(std::string_view key) {
 std::optional<yaml_reader> yaml_reader::map(std::string_view key) {
   auto n = child(key);
   if (!n) return std::nullopt;
-  return yaml_reader(*n, file_, key_path(key));
+  return yaml_reader(*n, *this, key_path(key));
 }
 
 void yaml_reader::finish() const {
@@ -178,6 +204,7 @@ void yaml_reader::finish() const {
       sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
       for (const auto& s : sorted) msg += " " + s;
     }
+    if (const override_origin* o = origin_of(it->first, k)) throw config_error("--set " + o->assignment, 0, 0, msg);
     throw error_at(it->first, msg);
   }
 }
@@ -200,7 +227,12 @@ YAML::Node load_yaml_file(const std::string& file, const std::string& expected) 
   }
 }
 
-void apply_override(YAML::Node& root, std::string_view assignment) {
+std::string override_key(std::string_view assignment) {
+  const auto eq = assignment.find('=');
+  return eq == std::string_view::npos ? std::string() : std::string(assignment.substr(0, eq));
+}
+
+override_origin apply_override(YAML::Node& root, std::string_view assignment) {
   auto eq = assignment.find('=');
   if (eq == std::string_view::npos || eq == 0)
     throw config_error("--set " + std::string(assignment) + ": expected key.path=value");
@@ -233,7 +265,9 @@ void apply_override(YAML::Node& root, std::string_view assignment) {
     }
     cur.reset(next);
   }
-  cur[parts.back()] = parsed.IsNull() ? YAML::Node(value) : parsed;
+  const YAML::Node set = parsed.IsNull() ? YAML::Node(value) : parsed;
+  cur[parts.back()] = set;
+  return {path, std::string(assignment), set};
 }
 
 }  // namespace qgossip

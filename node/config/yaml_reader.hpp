@@ -7,6 +7,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -18,11 +19,25 @@
 
 namespace qgossip {
 
+// A value that came from the command line rather than the file: one `--set KEY=VALUE`
+// (apply_override). An error in it, or an unknown KEY, names the assignment instead of a position
+// in the file, which never held it.
+struct override_origin {
+  std::string key;         // "train.epochs"
+  std::string assignment;  // "train.epochs=two", as given
+  YAML::Node value;        // the parsed value: it and every node under it came from the assignment
+};
+using override_origins = std::vector<override_origin>;
+
 class yaml_reader {
  public:
   // REQUIRES: node is a mapping (else throws config_error at node's position). `path` names it in
-  // messages ("train", "topology.nodes[3]"); empty for the document root.
-  yaml_reader(YAML::Node node, std::string file, std::string path);
+  // messages ("train", "topology.nodes[3]"); empty for the document root. `origins`: the --set
+  // assignments applied to the document (nested readers share them).
+  yaml_reader(YAML::Node node, std::string file, std::string path,
+              std::shared_ptr<const override_origins> origins = nullptr);
+  // A reader for a nested mapping of parent's document, named `path`.
+  yaml_reader(YAML::Node node, const yaml_reader& parent, std::string path);
 
   bool has(std::string_view key) const;
   // Typed getters mark the key as known. Wrong types, non-finite numbers and out-of-range values
@@ -59,10 +74,15 @@ class yaml_reader {
   YAML::Node find(std::string_view key) const;
   YAML::Node require(std::string_view key);
 
+  // The --set assignment that node n, or the key `key` of this mapping, came from; nullptr when
+  // the file holds it.
+  [[nodiscard]] const override_origin* origin_of(const YAML::Node& n, std::string_view key = {}) const;
+
   YAML::Node node_;
   std::string file_;
   std::string path_;
   std::vector<std::string> known_;
+  std::shared_ptr<const override_origins> origins_;
 };
 
 // Loads a YAML file, throwing config_error with the file and the parser's line/column on a syntax
@@ -72,6 +92,9 @@ YAML::Node load_yaml_file(const std::string& file, const std::string& expected =
 
 // Applies `--set a.b.c=value` to a document: creates the path's mappings as needed; the value is
 // parsed as YAML (so `--set model.hidden=[256,128]` works). Throws config_error on bad syntax.
-void apply_override(YAML::Node& root, std::string_view assignment);
+// Returns where the value came from, for the readers' messages.
+override_origin apply_override(YAML::Node& root, std::string_view assignment);
+// The key a `--set KEY=VALUE` assignment sets ("" when it has no '=').
+[[nodiscard]] std::string override_key(std::string_view assignment);
 
 }  // namespace qgossip

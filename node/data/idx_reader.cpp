@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 
 #include "core/errors.hpp"
@@ -180,7 +181,11 @@ std::vector<std::uint8_t> read_idx_labels(const std::string& path) {
 }
 
 dataset load_fashion_mnist(const std::string& dir, split which) {
-  const std::string hint = "install the Debian package dataset-fashion-mnist (scripts/setup.sh does)";
+  // The Debian package is the answer only for the folder it installs; another data.dir is the user's.
+  const bool packaged = std::filesystem::path(dir).lexically_normal() == std::filesystem::path(kFashionMnistDir);
+  const std::string hint = packaged ? "install the Debian package dataset-fashion-mnist (scripts/setup.sh does)"
+                                    : "data.dir is " + dir + " (read from the folder qgossip runs in when relative): "
+                                      "it must hold {train,t10k}-{images-idx3,labels-idx1}-ubyte.gz";
   const std::string prefix = dir + "/" + (which == split::train ? "train" : "t10k");
   const std::string images_path = prefix + "-images-idx3-ubyte.gz";
   const std::string labels_path = prefix + "-labels-idx1-ubyte.gz";

@@ -31,6 +31,11 @@ struct data_split {
 [[nodiscard]] data_split load_shard(const data_spec& spec, int n, int rank, std::uint64_t seed,
                                     const data_log& log = nullptr);
 
+// Before any node starts (`qgossip launch`): throws config_error naming the first file that
+// spec.dataset needs and spec.dir lacks, with what provides it (the Debian package for its own
+// folder; else the folder as given, relative to the current one). Reads no file; synthetic: nothing.
+void check_data_files(const data_spec& spec);
+
 // The indices (into the whole training set `train`, sorted ascending) of rank's shard, as
 // load_shard keeps them: spec.partition (iid or label with spec.skew) over n nodes, seeded.
 // `qgossip shards` writes these for other trainers (bench/peers/) to train on the same shards.

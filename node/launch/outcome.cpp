@@ -155,9 +155,11 @@ std::vector<std::string> outcome_column(std::span<const node_end> ends, const pr
   for (const node_end& e : ends) {
     const bool clean = WIFEXITED(e.wait_status) && WEXITSTATUS(e.wait_status) == 0;
     std::string o = clean && board.node(e.slot).done ? "done" : describe_wait_status(e.wait_status);
+    // Told to stop by the launcher: stopped, whatever it said about it; no error of its own.
+    const bool stopped = e.signalled_by_us && !clean;
+    if (stopped) o = "stopped (" + o + ")";
     if (!e.left.empty()) o = "left, " + o;
-    if (e.signalled_by_us && !clean) o += " (stopped)";
-    if (!board.node(e.slot).error.empty()) o += " (error)";
+    if (!stopped && !board.node(e.slot).error.empty()) o += " (error)";
     outcome.push_back(std::move(o));
   }
   return outcome;

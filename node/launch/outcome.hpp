@@ -43,7 +43,7 @@ struct node_end {
 // made the launcher stop the nodes, 0 when none did.
 [[nodiscard]] launch_result make_result(std::span<const node_end> ends, const progress_board& board,
                                         int interrupted_by);
-// The table's last column: "done", "exit 1 (error)", "signal SIGTERM (stopped)", ...
+// The table's last column: "done", "exit 1 (error)", "stopped (signal SIGTERM)", "stopped (exit 130)", ...
 [[nodiscard]] std::vector<std::string> outcome_column(std::span<const node_end> ends,
                                                       const progress_board& board);
 

@@ -57,9 +57,38 @@ run_dir_contents read_run_dir(const fs::path& dir) {
     const std::optional<double> n = d.run_json ? json_number(*d.run_json, "n") : std::nullopt;
     if (n && *n >= 1 && *n <= INT_MAX) d.n = static_cast<int>(std::llround(*n));
   }
+  if (d.n > 0)
+    for (auto it = d.nodes.lower_bound(d.n); it != d.nodes.end(); it = d.nodes.erase(it)) d.strays.push_back(it->first);
   for (auto& [rank, f] : d.nodes)
     if (f.has_json) f.summary = read_json_file(d.file(rank, ".json"), f.summary_error);
   return d;
+}
+
+namespace {
+
+// The files of a run in its folder, keys/ left out.
+bool is_run_file(const std::string& name) {
+  static const std::regex kRunFile(R"(run\.json|node-\d+\.(csv|json|log)|[^/]*\.png|checkpoints)");
+  return std::regex_match(name, kRunFile);
+}
+
+}  // namespace
+
+std::optional<fs::path> set_aside_earlier_run(const fs::path& dir, const std::string& run_id) {
+  const run_dir_contents d = read_run_dir(dir);
+  if (!d.is_directory) return std::nullopt;
+  const std::string* id = d.run_json ? json_string(*d.run_json, "run_id") : nullptr;
+  const std::string earlier = id ? *id : "";
+  const bool other_run = d.has_run_json ? earlier != run_id : !d.nodes.empty();
+  if (!other_run) return std::nullopt;
+  fs::path to;
+  for (int k = 1; to.empty() || fs::exists(to); ++k) to = dir.string() + ".earlier-" + std::to_string(k);
+  fs::create_directories(to);
+  std::vector<fs::path> moving;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir))
+    if (is_run_file(e.path().filename().string())) moving.push_back(e.path());
+  for (const fs::path& p : moving) fs::rename(p, to / p.filename());
+  return to;
 }
 
 }  // namespace qgossip

@@ -8,13 +8,15 @@
 // throws on the directory's content: a file that cannot be read or is not one JSON object is
 // recorded with why, and everything else is still read.
 // Files are recognised by their exact names: run.json, and node-<r>.json / .csv / .log with r a
-// rank written as run_log writes it (decimal, no leading zero, at most 6 digits); others are ignored.
+// rank written as run_log writes it (decimal, no leading zero, at most 6 digits); others are ignored,
+// and so are the node files of ranks run.json's n does not have (strays).
 // Thread-safety: reads files and returns a value; no shared state.
 #include <filesystem>
 #include <map>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/json.hpp"
 
@@ -37,6 +39,8 @@ struct run_dir_contents {
   std::string run_json_error;                      // has_run_json but no run_json: why
   int n = 0;                                       // run.json's "n" (the ranks expected); 0 when unknown
   std::map<int, node_files> nodes;                 // every rank with at least one node-<r> file, by rank
+                                                   // (below n when n is known)
+  std::vector<int> strays;  // ranks >= n with node-<r> files: not this run's (an earlier run's left there)
 
   // dir / "node-<rank><suffix>", e.g. file(3, ".csv") is dir/node-3.csv.
   [[nodiscard]] std::filesystem::path file(int rank, std::string_view suffix) const;
@@ -45,5 +49,13 @@ struct run_dir_contents {
 // Reads `dir` as described at the top of this file. A path that is not a directory (or cannot be
 // listed) gives is_directory = false and/or list_error set, and no files.
 [[nodiscard]] run_dir_contents read_run_dir(const std::filesystem::path& dir);
+
+// Before a run writes into `dir`: what an earlier run of another run id (another config under the
+// same name) left there — run.json, node-<r>.{json,csv,log}, the figures, checkpoints/ — is moved
+// into a new sibling folder <dir>.earlier-<k> (k = 1, 2, ...), so two runs never mix. The same
+// run id (a rerun of the same config) overwrites its own files; keys/ always stays. Returns the
+// folder the files went to, or nullopt when nothing was moved. Throws std::runtime_error when a
+// file cannot be moved.
+std::optional<std::filesystem::path> set_aside_earlier_run(const std::filesystem::path& dir, const std::string& run_id);
 
 }  // namespace qgossip

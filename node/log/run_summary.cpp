@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "core/json.hpp"
@@ -355,6 +356,24 @@ bool has_data(const node_report& n) { return !n.source.empty(); }
 // node has fewer rounds and an earlier accuracy as a matter of course; its status warning says why).
 bool comparable(const node_report& n) { return has_data(n) && n.status == "ok"; }
 
+// In a node's "rejoins" account, its own return: "from round 300 (at 20.1 s, from rank 2's model)"
+// (node/run/peer_failures.hpp); "" when it tells none.
+std::string own_return(const std::string& rejoins) {
+  constexpr std::string_view kOwn = "this node ";
+  const auto at = rejoins.find(kOwn);
+  if (at == std::string::npos) return "";
+  const auto end = rejoins.find("; ", at);
+  return rejoins.substr(at + kOwn.size(), end == std::string::npos ? std::string::npos : end - at - kOwn.size());
+}
+
+// The ranks that tell their own return.
+std::set<int> returned_nodes(const run_summary& s) {
+  std::set<int> out;
+  for (const auto& n : s.nodes)
+    if (!own_return(n.rejoins).empty()) out.insert(n.rank);
+  return out;
+}
+
 void add_warnings(run_summary& s, const log_thresholds& th) {
   auto warn = [&](int rank, std::string kind, std::string message) {
     s.warnings.push_back({rank, std::move(kind), std::move(message)});
@@ -365,8 +384,18 @@ void add_warnings(run_summary& s, const log_thresholds& th) {
       warn(-1, "departures", "peers left the run (node " + std::to_string(n.rank) + "'s account): " + n.departures);
       break;
     }
-  for (const auto& n : s.nodes)  // each node's own: the joiner's and its neighbours' are the precise ones
-    if (!n.rejoins.empty()) warn(n.rank, "rejoins", "node " + std::to_string(n.rank) + " saw returns: " + n.rejoins);
+  // Returns: each joiner's own account, once. Every neighbour tells the same return on its own clock;
+  // theirs stand in (the first one) only when no joiner's own account survives.
+  const std::set<int> returned = returned_nodes(s);
+  for (const auto& n : s.nodes)
+    if (const std::string own = own_return(n.rejoins); !own.empty())
+      warn(n.rank, "rejoins", "node " + std::to_string(n.rank) + " rejoined the run " + own);
+  if (returned.empty())
+    for (const auto& n : s.nodes)
+      if (!n.rejoins.empty()) {
+        warn(n.rank, "rejoins", "node " + std::to_string(n.rank) + " saw returns: " + n.rejoins);
+        break;
+      }
   for (const auto& n : s.nodes) {
     const std::string who = "node " + std::to_string(n.rank);
     if (n.status == "ok" || n.status == "running") continue;  // a run in progress: the run's note says so
@@ -406,6 +435,9 @@ void add_warnings(run_summary& s, const log_thresholds& th) {
   if (auto w = spread_of(work); w && w->count >= 2) {
     for (const auto& n : s.nodes) {
       const double mine = n.compute_s + n.codec_s;
+      // A node that was away (stopped, or killed and restarted) and came back: its time includes
+      // the absence, which is no slowness of its own.
+      if (returned.count(n.rank)) continue;
       if (comparable(n) && mine > th.work_ratio * w->median && mine - w->median > th.work_min_excess_s)
         warn(n.rank, "straggler",
              "node " + std::to_string(n.rank) + " spent " + fmt("%.1f", mine) +

@@ -1,5 +1,6 @@
 #include "node/run/node_setup.hpp"
 
+#include <cmath>
 #include <sstream>
 
 #include "core/errors.hpp"
@@ -121,10 +122,18 @@ std::string node_setup::describe_data() const {
 std::string node_setup::describe() const {
   std::ostringstream os;
   const model& m = *learner.model;
-  os << config.algorithm << " with " << learner.codec->describe() << ", " << m.describe() << " (" << m.num_params()
+  os << config.algorithm << " with " << learner.codec->describe();
+  // `bits: 3` is described by what it means, levels=3: say what was written too.
+  for (const auto& [key, value] : config.compressor.params)
+    if (key == "bits") os << " (bits=" << value << ")";
+  os << ", " << m.describe() << " (" << m.num_params()
      << " parameters), shard of " << data.train.size << " examples, " << links.pattern->describe() << "; "
      << plan.rounds << " rounds (" << plan.rounds_per_epoch() << " per epoch";
   if (plan.local_steps > 1) os << ", " << plan.local_steps << " local steps each";
+  // train.epochs: 10 that runs 10.1197 epochs: say why.
+  const double reached = plan.epoch_after(plan.rounds * plan.local_steps);
+  if (std::abs(reached - config.train.epochs) > 1e-9)
+    os << "; whole rounds, so it ends at epoch " << reached << " for train.epochs " << config.train.epochs;
   os << "); listening on " << bind_endpoint(config, rank);
   if (rank == 0 && learner.alg->compresses() && config.algorithm == algorithm_kind::dcd) {
     const double alpha2 = learner.codec->relative_error_bound();

@@ -108,7 +108,7 @@ TEST_CASE("a disconnected graph is rejected, naming an unreachable node") {
   CHECK(contains(r.output, "disconnected: node 2 is not reachable from node 0"));
 }
 
-TEST_CASE("a missing data file names the file and the Debian package") {
+TEST_CASE("a missing data file names the file and the folder (the Debian package only for its own)") {
   temp_dir tmp;
   std::string y = config(tmp, kGood);
   y.replace(y.find("data: {dataset: synthetic, synthetic: {train: 400, test: 100, dim: 8, classes: 3}}"), 82,
@@ -119,7 +119,8 @@ TEST_CASE("a missing data file names the file and the Debian package") {
   INFO(r.output);
   CHECK(r.exit_code == 2);
   CHECK(contains(r.output, "nowhere/train-images-idx3-ubyte.gz"));
-  CHECK(contains(r.output, "dataset-fashion-mnist"));
+  CHECK(contains(r.output, "data.dir is " + (tmp.path / "nowhere").string()));
+  CHECK(!contains(r.output, "dataset-fashion-mnist"));
 }
 
 TEST_CASE("a port in use is a clear start-up error") {
@@ -330,12 +331,25 @@ TEST_CASE("errors found at node start exit 2 from run and from the launch") {
   write_file(f, config(tmp, kGood));
   std::vector<std::string> sets = kLonely;
   sets.insert(sets.end(), {"data.dataset=fashion-mnist", "data.dir=" + (tmp.path / "nowhere").string()});
+  // Files that are there but are not IDX: found by the nodes as they start.
+  fs::create_directories(tmp.path / "nowhere");
+  for (const char* name : {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz", "t10k-images-idx3-ubyte.gz",
+                           "t10k-labels-idx1-ubyte.gz"})
+    write_file(tmp.path / "nowhere" / name, "not gzip");
   process_result r = run_qgossip(with_sets({"launch", f.string(), "--plain", "--no-plot"}, sets));
   INFO(r.output);
   CHECK(r.exit_code == 2);
-  CHECK(contains(r.output, "failed (exit 2): qgossip: error: cannot open " + (tmp.path / "nowhere").string() +
+  CHECK(contains(r.output, "failed (exit 2): qgossip: error: " + (tmp.path / "nowhere").string() +
                                "/train-images-idx3-ubyte.gz"));
   CHECK(r.seconds < 5.0);
+  // A file that is missing is refused by the launch itself, before any node starts (issue 31, item 7).
+  fs::remove(tmp.path / "nowhere" / "t10k-labels-idx1-ubyte.gz");
+  process_result missing = run_qgossip(with_sets({"launch", f.string(), "--plain", "--no-plot"}, sets));
+  INFO(missing.output);
+  CHECK(missing.exit_code == 2);
+  CHECK(contains(missing.output, "qgossip: error: data.dir " + (tmp.path / "nowhere").string() +
+                                     " has no t10k-labels-idx1-ubyte.gz"));
+  CHECK(!contains(missing.output, "launching"));
 }
 
 TEST_CASE("ports that collide on one host, or lie past 65535, are refused at load with file:line:col") {
@@ -575,4 +589,80 @@ TEST_CASE("nodes: {from: slurm} in a step: the step's hosts; another distributio
   CHECK(r.exit_code == 2);
   CHECK(contains(r.output, "the step runs 5 tasks (SLURM_STEP_NUM_TASKS=5) but the topology has n = 4 nodes; "
                            "{from: slurm} needs one task per rank: srun -n 4"));
+}
+
+// Issue 31, item 7: hints that misled, each with its cause named now.
+TEST_CASE("command-line mistakes name their cause: a misspelt command, a config key given as an option") {
+  process_result typo = run_qgossip({"lauch", "configs/demo.yaml"});
+  INFO(typo.output);
+  CHECK(typo.exit_code == 2);
+  CHECK(contains(typo.output, "unknown command 'lauch' (did you mean 'launch'?)"));
+
+  temp_dir tmp;
+  fs::path f = tmp.path / "good.yaml";
+  write_file(f, config(tmp, kGood));
+  process_result option = run_qgossip({"launch", f.string(), "--epochs", "2"});
+  INFO(option.output);
+  CHECK(option.exit_code == 2);
+  CHECK(contains(option.output, "'--epochs' is a config key, not an option: set it with --set train.epochs=2"));
+
+  // A topology file where a run file goes.
+  fs::path topo = tmp.path / "ring.yaml";
+  write_file(topo, "graph: ring\nn: 4\n");
+  process_result topology = run_qgossip({"launch", topo.string()});
+  INFO(topology.output);
+  CHECK(topology.exit_code == 2);
+  CHECK(contains(topology.output, "looks like a topology file (it has graph:)"));
+
+  // A folder that holds no run is bad input (2), not a failed check (1).
+  process_result none = run_qgossip({"verify", (tmp.path / "nonexistent").string()});
+  INFO(none.output);
+  CHECK(none.exit_code == 2);
+  CHECK(contains(none.output, "expected a run folder"));
+}
+
+// Issue 31, item 2: after a 4-node run, a 3-node run of the same name trained and then `launch`
+// exited 1 (verify: node 3 did not reach the last round) over the files the first left behind.
+TEST_CASE("a run of another config under the same name moves the earlier run aside; a rerun overwrites") {
+  temp_dir tmp;
+  fs::path f = tmp.path / "good.yaml";
+  write_file(f, config(tmp, kGood));
+  const std::vector<std::string> ipc = {"--set", "network.transport=ipc", "--plain", "--no-plot"};
+  auto launch = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {"launch", f.string()});
+    args.insert(args.end(), ipc.begin(), ipc.end());
+    return run_qgossip(args);
+  };
+  REQUIRE(launch({}).exit_code == 0);
+  process_result again = launch({});  // the same config: its own files, overwritten
+  INFO(again.output);
+  CHECK(again.exit_code == 0);
+  CHECK(!contains(again.output, "moved it to"));
+  process_result three = launch({"--set", "topology.n=3"});
+  INFO(three.output);
+  CHECK(three.exit_code == 0);
+  CHECK(contains(three.output, "held another run (another config named 'good'): moved it to " +
+                                   (tmp.path / "runs" / "good.earlier-1").string()));
+  CHECK(fs::exists(tmp.path / "runs" / "good.earlier-1" / "node-3.json"));
+  CHECK(!fs::exists(tmp.path / "runs" / "good" / "node-3.json"));
+  process_result logs = run_qgossip({"logs", (tmp.path / "runs" / "good").string()});
+  INFO(logs.output);
+  CHECK(logs.exit_code == 0);
+}
+
+// Issue 31, item 10: `bits: 8` was shown only as levels=127, `epochs: 1.05` ran 1.1 epochs without
+// saying why, and the help left CHOCO-SGD out.
+TEST_CASE("the words a run shows: bits as written, whole rounds, every algorithm in the help") {
+  temp_dir tmp;
+  fs::path f = tmp.path / "good.yaml";
+  write_file(f, config(tmp, kGood));
+  process_result r = run_qgossip({"launch", f.string(), "--set", "network.transport=ipc", "--set", "train.epochs=1.05",
+                                  "--plain", "--no-plot"});
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  const std::string banner = read_file(tmp.path / "runs" / "good" / "node-0.log");
+  CHECK(contains(banner, "qsgd:levels=127,bucket=512,norm=l2 (bits=8)"));
+  CHECK(contains(banner, "whole rounds, so it ends at epoch 1.1 for train.epochs 1.05"));
+  CHECK(contains(run_qgossip({"--help"}).output, "CHOCO-SGD"));
+  CHECK(contains(run_qgossip({"verify", "--help"}).output, "CHOCO-SGD"));
 }

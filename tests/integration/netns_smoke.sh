@@ -67,6 +67,8 @@ timeout 50 bash "$cluster" --rate 20mbit --prefix "$prefix" --subnet "$subnet" -
   "$tmp/smoke.yaml" --plain --no-plot >"$tmp/out.txt" 2>&1 || rc=$?
 cat "$tmp/out.txt"
 ((rc == 0)) || fail "cluster.sh exited $rc"
+# Issue 31, item 6: --rate alone (no scenario) opened with "line 236: values[r]: unbound variable".
+! grep -nE "unbound variable|\.sh: line [0-9]+: " "$tmp/out.txt" || fail "cluster.sh printed a bash error (above)"
 leftovers "after a successful run"
 dir="$tmp/runs/smoke"
 python3 - "$dir" "$subnet" <<'EOF' || fail "the run's files are not as expected (above)"

@@ -15,7 +15,8 @@
 # uplink"), so the slow nodes run at their neighbours' pace, not their link's, and every copy stays
 # equal. Sending all 16 rounds' messages (54 kB to each of 2 neighbours) takes a 1 Mbit/s uplink at
 # least 13.9 s, and before this (2357938) the slow nodes ended at 15.8-16.2 s (3 runs); now at 2.0-2.1 s (3
-# runs): the check asks for under 8 s, which only skipping allows.
+# runs): the check asks for under 8 s after round 1, which only skipping allows (a slow node that sent
+# on a link to a neighbour that had finished, before a8f5206, took 8-10 s: one run in four under load).
 # Usage: bash tests/integration/slow_links.sh QGOSSIP_BINARY. Exit 77 (skipped) without root.
 set -euo pipefail
 
@@ -105,12 +106,17 @@ run_cluster "asynchronous, two slow nodes" slowasync "left the run\|peer_lost\|h
   --scenario "$tmp/two-slow.yaml" -- --set train.max_staleness=unbounded --set train.local_steps=2 \
   --set train.epochs=2
 python3 - "$tmp/runs/slowasync" <<'EOF' || fail "asynchronous, two slow nodes: the slow nodes' summaries (above)"
-import json, sys
+import csv, json, sys
 ok = True
 for r in (2, 6):
     s = json.load(open(f"{sys.argv[1]}/node-{r}.json"))
-    print(f"node {r}: {s['rounds']} rounds in {s['wall_s']:.1f} s, {s['rounds_unsent']} of them sent nothing")
-    if s["status"] != "ok" or s["wall_s"] >= 8 or s["rounds_unsent"] < 1:
+    # From the end of round 1 (the CSV's first row) to the node's end: its start-up (data, keys,
+    # neighbours), which a loaded machine stretches to seconds, is no part of what skipping saves.
+    first = float(next(csv.DictReader(open(f"{sys.argv[1]}/node-{r}.csv")))["wall_s"])
+    run_s = s["wall_s"] - first
+    print(f"node {r}: {s['rounds']} rounds in {s['wall_s']:.1f} s ({run_s:.1f} s after round 1), "
+          f"{s['rounds_unsent']} of them sent nothing")
+    if s["status"] != "ok" or run_s >= 8 or s["rounds_unsent"] < 1:
         ok = False
 sys.exit(0 if ok else 1)
 EOF

@@ -51,6 +51,73 @@ def png_size(path):
     return struct.unpack(">II", head[16:24])
 
 
+def plot_module():
+    """scripts/plot.py imported, for its functions."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("plot", PLOT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class PlotFirstHourTest(unittest.TestCase):
+    """Issue 31, item 3 (plots of short runs, comparison legends, restarted nodes) and item 2 (a run
+    folder's stray node files)."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = self.tmp.name
+        self.plot = plot_module()
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def test_a_run_with_one_evaluation_draws_its_point(self):
+        d = os.path.join(self.dir, "short")
+        write_run(d, "short", "dcd", "identity", rounds=10, eval_every=100)  # one evaluation: round 0
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        run = self.plot.load_run(d)
+        self.plot.legends([run])
+        fig, ax = plt.subplots()
+        self.plot.draw(ax, [run], ["C0"], "epoch", "test_acc")
+        mean = [line for line in ax.lines if line.get_label() == run["legend"]]
+        self.assertEqual(len(mean), 1)
+        self.assertEqual(len(mean[0].get_xdata()), 1)
+        self.assertEqual(mean[0].get_marker(), "o")  # was no marker: a single point drew nothing
+        plt.close(fig)
+
+    def test_compared_runs_are_told_apart_by_folder(self):
+        a, b = os.path.join(self.dir, "lr-0.1"), os.path.join(self.dir, "lr-0.2")
+        write_run(a, "demo", "choco", "qsgd")
+        write_run(b, "demo", "choco", "qsgd")
+        runs = [self.plot.load_run(a), self.plot.load_run(b)]
+        self.plot.legends(runs)
+        self.assertEqual(runs[0]["legend"], "lr-0.1: choco + qsgd (mean of 3 nodes)")
+        self.assertEqual(runs[1]["legend"], "lr-0.2: choco + qsgd (mean of 3 nodes)")
+        self.plot.legends(runs[:1])
+        self.assertEqual(runs[0]["legend"], "choco + qsgd (mean of 3 nodes)")
+
+    def test_a_restarted_node_is_on_the_first_nodes_clock(self):
+        d = os.path.join(self.dir, "churn")
+        write_run(d, "churn", "dcd", "identity", nodes=2)
+        # Node 1 restarted 30 s after node 0 started: its wall_s counts from its new start.
+        for rank, start in ((0, 1000.0), (1, 1030.0)):
+            with open(os.path.join(d, f"node-{rank}.json"), "w") as f:
+                json.dump({"rank": rank, "wall_s": 10.0, "end_unix_s": start + 10.0}, f)
+        run = self.plot.load_run(d)
+        self.assertEqual(run["nodes"][0]["wall_s"][0], 0.0)
+        self.assertAlmostEqual(run["nodes"][1]["wall_s"][0], 30.0)
+
+    def test_node_files_of_ranks_run_json_does_not_have_are_ignored(self):
+        d = os.path.join(self.dir, "reused")
+        write_run(d, "reused", "dcd", "identity", nodes=3)
+        with open(os.path.join(d, "run.json"), "w") as f:
+            json.dump({"name": "reused", "algorithm": "dcd", "compressor": "identity", "n": 2}, f)
+        self.assertEqual(sorted(self.plot.load_run(d)["nodes"]), [0, 1])
+
+
 class PlotTest(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory()

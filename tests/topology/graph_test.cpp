@@ -146,7 +146,12 @@ TEST_CASE("make_graph reads the fields of its kind and rejects the rest") {
   CHECK(contains(config_error_of([] { (void)make_graph({.kind = graph_kind::torus, .n = 10, .rows = 4, .cols = 4}); }),
                  "graph kind 'torus' gives 16 nodes but n = 10"));
   CHECK(contains(config_error_of([] { (void)make_graph({.kind = graph_kind::hypercube, .n = 4, .dim = 3}); }),
-                 "gives 8 nodes but n = 4"));
+                 "gives 8 nodes but n = 4: a hypercube's size is 2^dim (dim: 3); for n = 4 set dim: 2"));
+  // Issue 31, item 7: `{graph: hypercube, n: 6}` said only "gives 1 nodes but n = 6".
+  CHECK(contains(config_error_of([] { (void)make_graph({.kind = graph_kind::hypercube, .n = 6}); }),
+                 "gives 1 nodes but n = 6: a hypercube's size is 2^dim (dim: 0); n must be a power of 2"));
+  CHECK(contains(config_error_of([] { (void)make_graph({.kind = graph_kind::torus, .n = 10, .rows = 4, .cols = 4}); }),
+                 "a torus's size is rows x cols (4 x 4)"));
 }
 
 }  // namespace

@@ -80,7 +80,7 @@ TEST_CASE("qgossip shards: iid shards equal partition_iid, batches stay in the s
     const std::set<std::int64_t> in_shard(shard.begin(), shard.end());
     for (int epoch = 0; epoch < 2; ++epoch) {
       std::set<std::int64_t> seen;
-      for (std::size_t i = epoch * 6 * 32; i < (epoch + 1) * 6 * 32; ++i) {
+      for (std::size_t i = std::size_t(epoch) * 6 * 32; i < std::size_t(epoch + 1) * 6 * 32; ++i) {
         CHECK(in_shard.count(batches[i]) == 1);
         seen.insert(batches[i]);
       }

@@ -102,6 +102,58 @@ TEST_CASE("a topology file is found relative to the run config, and errors point
         bad + ":3:1: unknown key 'weight' in 'topology' (did you mean 'weights'?)");
 }
 
+// Issue 31, item 1: every shipped config names its topology as a file, and `--set topology.n=16`
+// failed on all of them with "'topology' is not a mapping".
+TEST_CASE("--set topology.KEY applies on top of a topology file, whose own errors still point into it") {
+  scratch s;
+  s.write("ring.yaml", "graph: ring\nn: 8\nweights: uniform\n");
+  const std::string f = s.write("run.yaml", "topology: ring.yaml\n");
+  run_config c = load_run_config(f, {"topology.n=16", "topology.base_port=21500"});
+  CHECK(c.topology.n == 16);
+  CHECK(c.topology.base_port == 21500);
+  CHECK(c.topology.graph == graph_kind::ring);  // the rest from the file
+  s.write("bad.yaml", "graph: ring\nn: 4\nweight: uniform\n");
+  CHECK(error_of(s.write("run2.yaml", "topology: bad.yaml\n"), {"topology.n=6"}) ==
+        (s.dir / "bad.yaml").string() + ":3:1: unknown key 'weight' in 'topology' (did you mean 'weights'?)");
+  CHECK(error_of(f, {"topology.n=zero"}) == "--set topology.n=zero: topology.n: expected an integer, got 'zero'");
+  // The last --set wins: a new topology file drops the edits made to the one before.
+  s.write("torus.yaml", "graph: torus\nrows: 2\ncols: 2\n");
+  CHECK(load_run_config(f, {"topology.n=16", "topology=" + (s.dir / "torus.yaml").string()}).topology.n == 4);
+}
+
+// Issue 31, item 5: `--set train.epochs=two` was reported at the file's 1:1, and `--set
+// train.epoch=1` at a line of the file that has no such key.
+TEST_CASE("an error in a --set value or key names the --set argument, not a place in the file") {
+  scratch s;
+  const std::string f = s.write("base.yaml", kMinimal);
+  CHECK(error_of(f, {"train.epochs=two"}) == "--set train.epochs=two: train.epochs: expected a number, got 'two'");
+  CHECK(error_of(f, {"train.epoch=1"}) ==
+        "--set train.epoch=1: unknown key 'epoch' in 'train' (did you mean 'epochs'?)");
+  CHECK(error_of(f, {"model={kind: mlp, hiden: [8]}"}).starts_with("--set model={kind: mlp, hiden: [8]}: unknown key "
+                                                                    "'hiden' in 'model'"));
+  // A value from the file keeps its position.
+  const std::string g = s.write("bad.yaml", std::string(kMinimal) + "train: {epochs: two}\n");
+  CHECK(error_of(g, {"seed=3"}).starts_with(g + ":"));
+}
+
+// Issue 31, item 8: `--set topology=PATH` with a PATH relative to the repository's root, given to
+// configs/demo.yaml, was read from configs/ (so configs/ twice): a path on the command line is read
+// from the current folder, one in the file from the file's folder.
+TEST_CASE("--set topology=PATH is read from the current folder; a missing file says which rule applied") {
+  scratch s;
+  s.write("t.yaml", "graph: ring\nn: 3\n");
+  fs::create_directories(s.dir / "configs");
+  const std::string f = s.write("configs/run.yaml", "topology: ../t.yaml\n");
+  const fs::path here = fs::current_path();
+  fs::current_path(s.dir);
+  const run_config c = load_run_config(f, {"topology=t.yaml"});
+  const std::string missing = error_of(f, {"topology=nowhere.yaml"});
+  fs::current_path(here);
+  CHECK(c.topology.n == 3);
+  CHECK(missing.find("cannot open " + (s.dir / "nowhere.yaml").lexically_normal().string()) != std::string::npos);
+  CHECK(missing.find("from the current folder") != std::string::npos);
+}
+
 TEST_CASE("the run id is a function of the resolved config") {
   scratch s;
   std::string f = s.write("id.yaml", kMinimal);

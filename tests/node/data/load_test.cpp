@@ -128,3 +128,27 @@ TEST_CASE("data sets and partitions are named by one table each") {
   CHECK(name_list<dataset_kind>() == "fashion-mnist, cifar10, npy, synthetic");
   CHECK(name_of(partition_kind::label) == "label");
 }
+
+// Issue 31, item 7: a missing data.dir was found only once every node had started and loaded;
+// `qgossip launch` now checks the files first, reading none of them.
+TEST_CASE("check_data_files: names the first missing file and the folder it was looked for in") {
+  const temp_dir dir("check_files");
+  data_spec spec = cifar_spec(dir, false);
+  auto error = [&] {
+    try {
+      check_data_files(spec);
+    } catch (const config_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  CHECK(error().starts_with("data.dir " + dir.str() + " has no data_batch_1.bin (a relative data.dir is read from"));
+  write_cifar(dir);
+  CHECK(error() == "(no error)");
+  spec.dataset = dataset_kind::npy;
+  CHECK(error().starts_with("data.dir " + dir.str() + " has no train_images.npy"));
+  spec.dataset = dataset_kind::synthetic;
+  CHECK(error() == "(no error)");
+  spec.dataset = dataset_kind::fashion_mnist;
+  CHECK(error().starts_with("data.dir " + dir.str() + " has no train-images-idx3-ubyte.gz"));
+}

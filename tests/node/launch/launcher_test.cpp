@@ -172,7 +172,7 @@ TEST_CASE("a failing node is named with its error message and the others are sto
   CHECK(res.failure == "node 1 failed (exit 1): " + message);
   CHECK(res.finals[1].error == message);
   CHECK(out.str().find("exit 1 (error)") != std::string::npos);
-  CHECK(out.str().find("signal SIGTERM (stopped)") != std::string::npos);
+  CHECK(out.str().find("stopped (signal SIGTERM)") != std::string::npos);
 }
 
 TEST_CASE("a node that ignores SIGTERM is killed after the grace period") {
@@ -195,7 +195,7 @@ TEST_CASE("a node that ignores SIGTERM is killed after the grace period") {
   CHECK(res.failed_rank == 0);
   CHECK(res.failure == "node 0 failed (exit 1): boom: disk full");
   CHECK(out.str().find("node 1: still running, sending SIGKILL") != std::string::npos);
-  CHECK(out.str().find("signal SIGKILL (stopped)") != std::string::npos);
+  CHECK(out.str().find("stopped (signal SIGKILL)") != std::string::npos);
 }
 
 TEST_CASE("stderr lines from an earlier run are not blamed on this one") {
@@ -295,7 +295,7 @@ TEST_CASE("a node that cannot be executed fails with exit 127 and says why") {
   CHECK(res.failure ==
         "node 0 failed (exit 127): cannot execute '/nonexistent/qgossip-node': No such file or directory");
   CHECK(read_file(bad.stderr_log).find("No such file or directory") != std::string::npos);
-  CHECK(out.str().find("signal SIGTERM (stopped)") != std::string::npos);  // "sh" was found and started
+  CHECK(out.str().find("stopped (signal SIGTERM)") != std::string::npos);  // "sh" was found and started
 }
 
 TEST_CASE("the live display redraws one line in place") {
@@ -427,4 +427,31 @@ TEST_CASE("the launch exits 2 or 3 when its first failing node did (bad input, d
   const launch_result d = launch(diverged, quiet(out));
   CHECK(d.exit_code == 3);
   CHECK(d.failed_rank == 1);
+}
+
+// Issue 31, item 4: on Ctrl-C or one failed node, every other node printed "node 6: error: round
+// 30: cancelled ..." and its row "exit 130 (stopped) (error)": seven false causes above the real one.
+TEST_CASE("a node the launcher stopped is not an error: no error line, its row says stopped") {
+  temp_dir tmp;
+  const fs::path ready = tmp.path / "ready";
+  std::vector<node_process> nodes = {
+      sh_node(0, tmp.path,
+              "while [ ! -e " + ready.string() + " ]; do sleep 0.01; done; " +
+                  echo(R"({"event":"error","rank":0,"message":"round 3: cannot bind: Address already in use"})") +
+                  "; exit 2"),
+      // On SIGTERM it reports its end as a node does (an error event: cancelled), then exits 130.
+      sh_node(1, tmp.path,
+              "stopped() { kill $! 2>/dev/null; " +
+                  echo(R"({"event":"error","rank":1,"message":"round 30: cancelled: stopped while waiting"})") +
+                  "; exit 130; }; sleep 30 & trap stopped TERM; touch " + ready.string() + "; wait")};
+  std::ostringstream out;
+  const launch_result res = launch(nodes, quiet(out));
+  INFO(out.str());
+  CHECK(res.exit_code == 2);
+  CHECK(res.failed_rank == 0);
+  CHECK(out.str().find("node 0: error: round 3: cannot bind") != std::string::npos);
+  CHECK(out.str().find("node 1: error") == std::string::npos);
+  CHECK(out.str().find("cancelled") == std::string::npos);
+  CHECK(out.str().find("stopped (exit 130)") != std::string::npos);
+  CHECK(out.str().find("stopped (exit 130) (error)") == std::string::npos);
 }

@@ -34,6 +34,7 @@ struct fake_node {
   double loss = 0.5;
   std::string status = "ok";
   std::string error;
+  std::string rejoins;  // the summary's account of returns
   bool write_summary = true;
 };
 
@@ -76,6 +77,7 @@ void write_node(const fs::path& dir, int rank, const std::function<void(fake_nod
   s.wall_s = f.wall_s;
   s.copies_kind = "replica";
   s.rejected_detail = f.rank == 1 ? "crc=3" : "";
+  s.rejoins = f.rejoins;
   log.finish(s);
 }
 
@@ -254,6 +256,33 @@ TEST_CASE("logs: wall time, straggler and accuracy thresholds, on both sides") {
   strict.wall_min_excess_s = 1.0;
   strict.work_min_excess_s = 0.5;
   CHECK(kinds_for(read(small.dir, strict), 2) == std::vector<std::string>{"wall", "straggler"});
+}
+
+// Issue 31, item 9: after churn, `logs` called a SIGSTOPped node a straggler ("spent 3.4 s
+// computing": its stop counted as its work) and printed one near-identical rejoin line per node,
+// each on its own clock.
+TEST_CASE("logs: a node that left and rejoined is no straggler, and its return is told once") {
+  scratch tmp;
+  write_run(tmp.dir, 4);
+  write_node(tmp.dir, 0);
+  write_node(tmp.dir, 1, [&](fake_node& f) { f.rejoins = "2 from round 30 (at 6.1 s, admitted by this node)"; });
+  write_node(tmp.dir, 2, [&](fake_node& f) {
+    f.compute_s = 9;  // 10 s of work against a median of 5: stopped for a while
+    f.rejoins = "this node from round 30 (at 3.2 s, from rank 1's model)";
+  });
+  write_node(tmp.dir, 3, [&](fake_node& f) { f.rejoins = "2 from round 30 (at 6.0 s, admitted by this node)"; });
+  run_summary s = read(tmp.dir);
+  CHECK(kinds_for(s, 2) == std::vector<std::string>{"rejoins"});
+  CHECK(kinds_for(s, 1).empty());
+  CHECK(kinds_for(s, 3).empty());
+  for (const auto& w : s.warnings)
+    if (w.kind == "rejoins") CHECK(w.message == "node 2 rejoined the run from round 30 (at 3.2 s, from rank 1's model)");
+  // Without the joiner's own account, one neighbour's stands in.
+  scratch other;
+  write_run(other.dir, 2);
+  write_node(other.dir, 0, [&](fake_node& f) { f.rejoins = "1 from round 30 (at 6.1 s, admitted by this node)"; });
+  write_node(other.dir, 1, [&](fake_node& f) { f.write_summary = false; });
+  CHECK(kinds_for(read(other.dir), 0) == std::vector<std::string>{"rejoins"});
 }
 
 TEST_CASE("logs: nodes that stopped without a summary are reported from their CSVs, with notes") {

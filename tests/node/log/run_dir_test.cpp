@@ -79,3 +79,47 @@ TEST_CASE("read_run_dir: an unreadable run.json, a path that is no directory, an
   CHECK_FALSE(empty.has_run_json);
   CHECK(empty.nodes.empty());
 }
+
+// Issue 31, item 2: after a 3-node run, a 2-node run of the same name found node-2.* still there:
+// `launch` exited 1 ("node 2 did not reach the last round") and `logs` printed 3 rows for 2 nodes.
+TEST_CASE("read_run_dir: node files of ranks run.json does not have are strays, not read") {
+  scratch tmp;
+  run_log(tmp.dir, 0, false).write_run_json("two", "name: two\n", 2, "dcd", "identity", "mlp", 7, "", "none", "");
+  for (const char* f : {"node-0.json", "node-1.json", "node-2.json", "node-2.csv", "node-5.log"})
+    std::ofstream(tmp.dir / f) << "{\"rank\": 0}";
+  const run_dir_contents d = read_run_dir(tmp.dir);
+  CHECK(d.n == 2);
+  CHECK(d.nodes.size() == 2);
+  CHECK(d.strays == std::vector<int>{2, 5});
+}
+
+TEST_CASE("set_aside_earlier_run: another run id's files move to <dir>.earlier-<k>; the same run id stays") {
+  scratch tmp;
+  const fs::path dir = tmp.dir / "demo";
+  fs::create_directories(dir / "keys");
+  fs::create_directories(dir / "checkpoints" / "node-0");
+  std::ofstream(dir / "keys" / "node-0.pub") << "key";
+  run_log(dir, 0, false).write_run_json("demo", "name: demo\n", 3, "dcd", "identity", "mlp", 7, "", "none", "");
+  for (const char* f : {"node-0.csv", "node-2.json", "node-2.log", "convergence.png", "notes.txt"})
+    std::ofstream(dir / f) << "x";
+
+  CHECK_FALSE(set_aside_earlier_run(dir, "0x0000000000000007"));  // a rerun of the same config
+  CHECK(fs::exists(dir / "node-2.json"));
+
+  const auto moved = set_aside_earlier_run(dir, "0x0000000000000008");
+  REQUIRE(moved);
+  CHECK(*moved == tmp.dir / "demo.earlier-1");
+  for (const char* f : {"run.json", "node-0.csv", "node-2.json", "node-2.log", "convergence.png", "checkpoints"}) {
+    CAPTURE(f);
+    CHECK(fs::exists(*moved / f));
+    CHECK_FALSE(fs::exists(dir / f));
+  }
+  CHECK(fs::exists(dir / "keys" / "node-0.pub"));  // the keys stay: the next run uses them
+  CHECK(fs::exists(dir / "notes.txt"));            // not a run's file
+  CHECK_FALSE(set_aside_earlier_run(dir, "0x0000000000000008"));  // nothing left to move
+
+  // Node files without run.json (a run that failed before writing it) are another run's too.
+  std::ofstream(dir / "node-1.csv") << "x";
+  CHECK(set_aside_earlier_run(dir, "0x0000000000000008") == tmp.dir / "demo.earlier-2");
+  CHECK_FALSE(set_aside_earlier_run(tmp.dir / "absent", "0x1"));
+}
