@@ -1,6 +1,6 @@
 #pragma once
 // An Algorithm is one node's optimizer state and update rule for decentralized training
-// (ALGORITHMS.md): D-PSGD, naive compressed D-PSGD, DCD-PSGD, ECD-PSGD, CHOCO-SGD. It owns the node's model
+// (docs/algorithms.md): D-PSGD, naive compressed D-PSGD, DCD-PSGD, ECD-PSGD, CHOCO-SGD. It owns the node's model
 // x and any copies of its neighbours' state (DCD replicas, ECD estimates). It does no I/O and
 // starts no threads; the node loop drives it, one synchronous round t = 1, 2, ... at a time:
 //

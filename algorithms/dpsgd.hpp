@@ -1,5 +1,5 @@
 #pragma once
-// D-PSGD (full precision) and naive compressed D-PSGD (ALGORITHMS.md):
+// D-PSGD (full precision) and naive compressed D-PSGD (docs/algorithms.md):
 //   x_{t+1}^i = W_ii x_t^i + sum_{j in N(i)} W_ij m_t^j - gamma g_t^i
 // where the message m^j is x_t^j itself (D-PSGD) or its compression C(x_t^j) (naive). Naive is
 // kept as the baseline the paper shows stalling (Fig. 1): the error of C(x) never shrinks.

@@ -1,5 +1,5 @@
 #pragma once
-// The factors of one fully connected layer's mini-batch gradient, for ISGQ (ALGORITHMS.md): with the
+// The factors of one fully connected layer's mini-batch gradient, for ISGQ (docs/algorithms.md): with the
 // layer's batch input X (in × L) and back-propagated Δ (out × L, the loss's derivative with respect
 // to the layer's pre-activations, one column per example), the gradient of the mean batch loss is
 //   dW = (1/L) Δ Xᵀ   (out × in),   db = (1/L) Δ 1   (out).

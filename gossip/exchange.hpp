@@ -1,7 +1,7 @@
 #pragma once
 // The Exchange runs one synchronous gossip round over any Transport: it sends this node's message
 // to every neighbour, then gathers exactly one valid message per neighbour for (kind, iteration),
-// within a deadline. It is the one place where the rules of docs/wire.md and DESIGN.md "The wire"
+// within a deadline. It is the one place where the rules of docs/wire.md and docs/wire.md
 // are applied, so every backend gets them:
 //  - Nothing is used before it is validated (gossip/wire.hpp parse_header): a message from a
 //    non-neighbour, of another run or wire version, with a codec/tag/count other than ours for that

@@ -26,7 +26,7 @@ inline constexpr std::byte kWireMagic[4] = {std::byte{'Q'}, std::byte{'G'}, std:
 
 // What a message is for. Frozen numbering: never renumber, only append (and bump kWireVersion).
 enum class message_kind : std::uint16_t {
-  train = 1,  // the algorithm's per-round message (z, q or x of ALGORITHMS.md)
+  train = 1,  // the algorithm's per-round message (z, q or x of docs/algorithms.md)
   probe = 2,  // measurements that ride the same links (e.g. consensus distance)
   notice = 3,  // membership news, outside the rounds: a peer left, a degree changed
                // (node/membership/notice.hpp); no codec, not sequenced by iteration

@@ -29,6 +29,8 @@ What is never a repository path (skipped):
     node-<r>.csv, runs/<name>/, algorithms/*, shard-{r}.npy written as a format;
   - anything whose first part is not at the top of the repository: runs/..., build/..., the
     generated qgossip/build_config.hpp, a data set's train-images-idx3-ubyte, /dev/shm/...
+A capitalised document named bare (the shared notes' DESIGN, ALGORITHMS and STYLE, each with .md)
+must exist at the top of the repository: the shared notes are not in it, so a comment cites docs/.
 A path that is named on purpose although it is gone (a note on what was removed) is written as
 prose instead, e.g. "the old json_writer", or with a pattern character.
 PENDING below lists stale paths in files that other work owns at the moment: they are printed as
@@ -230,6 +232,18 @@ def link_problems(rel, number, text, root):
             yield f"{rel}:{number}: {target} does not exist (link)"
 
 
+# A document named bare, by its capitalised name alone (NAME followed by .md): it must be one at the top of the
+# repository (README.md). The project's shared design notes live outside it; a comment
+# cites what the repository holds (docs/design.md), or names the outside one by its folder.
+BARE_DOC = re.compile(r"(?<![\w/.\-])([A-Z][A-Z_]*\.md)\b")
+
+
+def bare_document_problems(rel, number, text, root):
+    for name in BARE_DOC.findall(text):
+        if not os.path.exists(os.path.join(root, name)):
+            yield f"{rel}:{number}: {name} is not in this repository (cite docs/, e.g. docs/design.md)"
+
+
 def check(root, pending=frozenset()):
     """(problems, pending found): `FILE:LINE: PATH does not exist` lines; those of `pending` apart."""
     files = tracked_files(root)
@@ -246,6 +260,7 @@ def check(root, pending=frozenset()):
             for path in candidate_paths(text, top):
                 if not os.path.exists(os.path.join(root, path)):
                     (waiting if (rel, path) in pending else problems).append(f"{rel}:{number}: {path} does not exist")
+            problems += bare_document_problems(rel, number, text, root)
             if rel.endswith(".md"):
                 problems += link_problems(rel, number, text, root)
     return problems, waiting

@@ -1,6 +1,6 @@
 #pragma once
 // What `qgossip topology` prints and what a node logs at start-up: the validation checks and the
-// spectrum of W that governs convergence (ALGORITHMS.md).
+// spectrum of W that governs convergence (docs/algorithms.md).
 //   eigenvalues of W sorted descending: lambda_1 (= 1 for a valid W) >= lambda_2 >= ... >= lambda_n
 //   rho = max(|lambda_2|, |lambda_n|), spectral gap 1 - rho: consensus shrinks like rho^t
 //   mu  = max_{i>=2} |lambda_i - 1|

@@ -1,6 +1,6 @@
 #pragma once
 // A topology: the communication graph plus the mixing matrix W (dense; n is at most kMaxNodes).
-// What the algorithms need (ALGORITHMS.md): W symmetric, doubly stochastic, nonnegative, W_ij > 0
+// What the algorithms need (docs/algorithms.md): W symmetric, doubly stochastic, nonnegative, W_ij > 0
 // exactly on the graph's edges (plus any diagonal), and the graph connected. validate() checks all
 // of it; a topology made by make_topology() has passed it.
 // A zero weight on an edge is rejected rather than tolerated: that neighbour would be sent messages

@@ -68,7 +68,7 @@ class compressor {
 
   // True when E[decode(encode(v))] = v.
   virtual bool unbiased() const = 0;
-  // alpha^2 of ALGORITHMS.md: an upper bound on E||C(v) - v||^2 / ||v||^2 for any v of n values
+  // alpha^2 of docs/algorithms.md: an upper bound on E||C(v) - v||^2 / ||v||^2 for any v of n values
   // (+infinity when there is none). Used to report the DCD-PSGD convergence condition.
   virtual double relative_error_bound(std::size_t n) const = 0;
   // Most bytes encode() can append for n values, so buffers are sized once.

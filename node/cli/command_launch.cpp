@@ -7,6 +7,7 @@
 #include "core/errors.hpp"
 #include "core/hash.hpp"
 #include "node/cli/commands.hpp"
+#include "node/cli/host_checks.hpp"
 #include "node/config/churn_file.hpp"
 #include "node/config/config.hpp"
 #include "node/launch/launcher.hpp"
@@ -46,6 +47,16 @@ std::vector<std::string> exec_prefix_words(const std::string& prefix, int rank) 
   }
   finish();
   return words;
+}
+
+// Every node starts here: a host that is not this machine is refused (unless an exec prefix puts the
+// nodes where their addresses are, as cluster.sh's namespaces do), and ports in the kernel's
+// ephemeral range are warned about.
+void check_hosts(const topology_config& t, const std::string& exec_prefix) {
+  if (exec_prefix.empty())
+    if (const auto foreign = foreign_host(t, is_local_host)) throw config_error(*foreign);
+  if (const auto range = ephemeral_port_range_here())
+    if (const auto warning = ephemeral_port_warning(t, *range)) std::fprintf(stderr, "%s\n", warning->c_str());
 }
 
 // The run's folder, made ready before any node starts: an earlier run of another config under the
@@ -125,6 +136,7 @@ void add_launch_command(CLI::App& app, int* exit_code) {
     (void)build_topology(c.topology);
     (void)exec_prefix_words(opt->exec_prefix, 0);  // an unknown placeholder
     check_data_files(c.data);                       // before any node starts, not once every node has
+    if (c.network.transport == transport_kind::tcp) check_hosts(c.topology, opt->exec_prefix);
     std::vector<churn_event> churn;
     if (!opt->churn.empty()) {
       churn = read_churn(opt->churn, c.topology.n);

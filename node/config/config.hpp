@@ -85,7 +85,7 @@ struct train_config {
   // probe exchange; rank 0 logs the consensus distance (1/n)Σ‖x_i − x̄‖² and the test loss and
   // accuracy of the average model x̄. Probe bytes are logged apart from training traffic. 0 = off.
   int consensus_every = 0;
-  // H: local optimizer steps per gossip round (ALGORITHMS.md, "Local steps between gossip rounds").
+  // H: local optimizer steps per gossip round (docs/algorithms.md, "Local steps and the outer step").
   // 1 = one stochastic gradient per round, today's rules bit for bit. With H > 1 a node takes H
   // steps (each on its own batch, with the schedule's rate, momentum and weight decay) from its
   // model x_t and hands the algorithm the outer step of the change (node/optim/outer_step.hpp).

@@ -1,5 +1,5 @@
 #pragma once
-// What one node writes while it runs (DESIGN.md "Logs"), all under runs/<name>/:
+// What one node writes while it runs (docs/config.md, "Logs"), all under runs/<name>/:
 //   node-<rank>.csv      one row per logged round, flushed as written (a crash loses nothing);
 //                        columns in kCsvColumns, cumulative bytes and seconds, test columns empty
 //                        on rows without an evaluation

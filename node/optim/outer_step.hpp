@@ -1,5 +1,5 @@
 #pragma once
-// The outer optimizer of local-step training (train.local_steps > 1; ALGORITHMS.md, "Local steps
+// The outer optimizer of local-step training (train.local_steps > 1; docs/algorithms.md, "Local steps
 // between gossip rounds"). After H local steps from x_t a node has the change u = x_{t,H} − x_t,
 // i.e. the pseudo-gradient Δ = −u. The outer step turns Δ into the step s the algorithm applies
 // where its rule has γ·g (it is handed s with γ = 1):

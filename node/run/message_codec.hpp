@@ -1,5 +1,5 @@
 #pragma once
-// What a node's train messages are made of: the learner's codec (DESIGN.md, "The round's parts").
+// What a node's train messages are made of: the learner's codec (docs/design.md, "A node, and the round as a table of contents").
 // Two kinds:
 //  - a compressor (algorithms/compress/) applied to the algorithm's outgoing vector: every codec of
 //    the `compressor:` section, identity included;
@@ -35,7 +35,7 @@ class message_codec {
   [[nodiscard]] virtual std::size_t max_encoded_bytes() const = 0;
   // "qsgd:levels=7,bucket=128,norm=max", for logs and run.json.
   [[nodiscard]] virtual std::string describe() const = 0;
-  // alpha^2 of ALGORITHMS.md for the model's size (the DCD-PSGD condition in the start-up line).
+  // alpha^2 of docs/algorithms.md for the model's size (the DCD-PSGD condition in the start-up line).
   [[nodiscard]] virtual double relative_error_bound() const = 0;
   // The mean loss at x on the batch, and its gradient into grad (m.loss_and_grad by default).
   [[nodiscard]] virtual double loss_and_grad(const model& m, std::span<const float> x, const dataset& d,

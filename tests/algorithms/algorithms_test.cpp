@@ -1,4 +1,4 @@
-// The algorithms of ALGORITHMS.md driven in one process: n nodes on a ring, each minimizing
+// The algorithms of docs/algorithms.md driven in one process: n nodes on a ring, each minimizing
 // f_i(x) = 1/2 ||x - b_i||^2 (so the consensus optimum is the mean of the b_i), messages passed
 // directly. A test-local unbiased stochastic rounding stands in for a compressor, so these tests
 // pin down the update rules alone; compressors are tested in tests/compress.

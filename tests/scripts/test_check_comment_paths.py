@@ -90,6 +90,16 @@ class Check(unittest.TestCase):
                                     "scripts/s.sh:2: core/gone.sh does not exist"])
         self.assertEqual(pending, ["core/a.hpp:2: core/gone.hpp does not exist"])
 
+    def test_a_bare_document_must_be_in_the_repository(self):
+        # Issue 28, item 6: 18 comments cited the shared design notes, which are not in the repository.
+        root = self.tree({
+            "core/a.hpp": "// see DESIGN.md, \"The wire\"; README.md; ../shared/STYLE.md; docs/x.md\n",
+            "docs/x.md": "Notation as in shared/ALGORITHMS.md.\n",
+            "README.md": "docs/x.md\n",
+        })
+        problems, _ = ccp.check(root)
+        self.assertEqual(problems, ["core/a.hpp:1: DESIGN.md is not in this repository (cite docs/, e.g. docs/design.md)"])
+
     def test_exit_status(self):
         good = self.tree({"core/a.hpp": "// core/a.hpp\n"})
         bad = self.tree({"core/a.hpp": "// core/z.hpp\n"})
