@@ -498,6 +498,11 @@ void exchange::handle(message_kind kind, const codec_expectation& codec, std::ve
     deliver_in_order(k, h, async_codec_, out);
     return;
   }
+  handle_round_message(k, h, kind, codec, out);
+}
+
+void exchange::handle_round_message(std::size_t k, const wire_header& h, message_kind kind,
+                                    const codec_expectation& codec, std::vector<inbound_message>& out) {
   if (h.skipped != 0) {  // synchronous rounds skip none
     reject(reject_reason::skipped, rx_.peer, describe(h.kind, h.iteration) + " says it follows " +
                                                  std::to_string(h.skipped) + " rounds without a message");
@@ -584,12 +589,8 @@ status exchange::round(message_kind kind, std::uint64_t iteration, const outgoin
   return round(kind, iteration, msg, out, round_peers{options_.neighbours, options_.neighbours});
 }
 
-status exchange::round(message_kind kind, std::uint64_t iteration, const outgoing_message& msg,
-                       std::vector<inbound_message>& out, const round_peers& peers) {
-  if (!failed_.is_ok())
-    return status::error(errc::invalid,
-                         "the exchange is unusable after a failed round (" + failed_.to_string() + ")");
-  if (!pending_failure_.is_ok()) return fail(pending_failure_);
+status exchange::check_round(message_kind kind, std::uint64_t iteration, const outgoing_message& msg,
+                             const round_peers& peers) const {
   if (kind != message_kind::train && kind != message_kind::probe)
     return status::error(errc::invalid,
                          "unknown message kind " + std::to_string(static_cast<unsigned>(kind)));
@@ -602,42 +603,42 @@ status exchange::round(message_kind kind, std::uint64_t iteration, const outgoin
     return status::error(errc::invalid, "payload of " + std::to_string(msg.payload.size()) +
                                             " bytes exceeds max_payload_bytes " +
                                             std::to_string(options_.max_payload_bytes));
-
   const auto& nb = options_.neighbours;
   for (std::span<const int> list : {peers.send_to, peers.receive_from})
     for (std::size_t i = 0; i < list.size(); ++i)
       if ((i > 0 && list[i] <= list[i - 1]) || !std::binary_search(nb.begin(), nb.end(), list[i]))
         return status::error(errc::invalid, "round peers must be sorted, unique neighbours; rank " +
                                                 std::to_string(list[i]) + " is not");
+  return status::ok();
+}
 
-  const auto waited = started_ ? options_.round_deadline : options_.first_deadline;
-  const auto start = transport_clock::now();
-  const auto deadline = start + waited;
-  started_ = true;
-  base_ = iteration;
-  last_round_[kind_index(kind)] = iteration;
-  expire_before(iteration);
-
+status exchange::send_round(message_kind kind, std::uint64_t iteration, const outgoing_message& msg,
+                            std::span<const int> send_to, transport_clock::time_point start) {
+  const auto& nb = options_.neighbours;
   encode_header(header_for(kind, iteration, msg), msg.payload, header_);
   live_send_.clear();
-  for (int p : peers.send_to) {
+  for (int p : send_to) {
     const auto k = static_cast<std::size_t>(std::lower_bound(nb.begin(), nb.end(), p) - nb.begin());
     if (in_round(k, iteration) && !closed_[k]) live_send_.push_back(p);
   }
   if (!live_send_.empty()) {
     status sent = transport_.send_all(live_send_, header_, msg.payload);
     stats_.send_time += transport_clock::now() - start;
-    if (!sent) return fail(sent);
+    if (!sent) return sent;
   }
   const std::uint64_t bytes = live_send_.size() * (kWireHeaderBytes + msg.payload.size());
   stats_.messages_sent += live_send_.size();
   stats_.bytes_sent += bytes;
   if (kind == message_kind::probe) stats_.probe_bytes_sent += bytes;
+  return status::ok();
+}
 
-  const codec_expectation codec{msg.codec, msg.codec_tag, msg.count};
+std::size_t exchange::expect_round(message_kind kind, std::uint64_t iteration, const codec_expectation& codec,
+                                   std::span<const int> receive_from, std::vector<inbound_message>& out) {
+  const auto& nb = options_.neighbours;
   std::fill(out_index_.begin(), out_index_.end(), -1);
   std::size_t expected = 0;
-  for (int p : peers.receive_from) {
+  for (int p : receive_from) {
     const auto k = static_cast<std::size_t>(std::lower_bound(nb.begin(), nb.end(), p) - nb.begin());
     if (in_round(k, iteration)) out_index_[k] = static_cast<int>(expected++);
   }
@@ -656,6 +657,27 @@ status exchange::round(message_kind kind, std::uint64_t iteration, const outgoin
         else
           deliver(k, s.header, s.payload, codec, out);
       }
+  return expected;
+}
+
+status exchange::round(message_kind kind, std::uint64_t iteration, const outgoing_message& msg,
+                       std::vector<inbound_message>& out, const round_peers& peers) {
+  if (!failed_.is_ok())
+    return status::error(errc::invalid,
+                         "the exchange is unusable after a failed round (" + failed_.to_string() + ")");
+  if (!pending_failure_.is_ok()) return fail(pending_failure_);
+  if (status s = check_round(kind, iteration, msg, peers); !s) return s;
+  const auto& nb = options_.neighbours;
+  const auto waited = started_ ? options_.round_deadline : options_.first_deadline;
+  const auto start = transport_clock::now();
+  const auto deadline = start + waited;
+  started_ = true;
+  base_ = iteration;
+  last_round_[kind_index(kind)] = iteration;
+  expire_before(iteration);
+  if (status sent = send_round(kind, iteration, msg, peers.send_to, start); !sent) return fail(sent);
+  const codec_expectation codec{msg.codec, msg.codec_tag, msg.count};
+  const std::size_t expected = expect_round(kind, iteration, codec, peers.receive_from, out);
 
   while (missing_ > 0 && pending_failure_.is_ok()) {
     if (options_.should_stop && options_.should_stop())

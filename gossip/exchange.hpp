@@ -338,6 +338,20 @@ class exchange {
   // The header of a message this node sends: its rank and run, and msg's codec fields and size.
   [[nodiscard]] wire_header header_for(message_kind kind, std::uint64_t iteration, const outgoing_message& msg) const;
   void handle(message_kind kind, const codec_expectation& codec, std::vector<inbound_message>& out);
+  // handle(), a synchronous round's message (train or probe) from neighbour k: delivered to `out`
+  // when it is this round's, buffered when it is early, refused or dropped otherwise.
+  void handle_round_message(std::size_t k, const wire_header& h, message_kind kind, const codec_expectation& codec,
+                            std::vector<inbound_message>& out);
+  // round(): its arguments checked (the kind, the order of rounds, the payload's size, the peers).
+  [[nodiscard]] status check_round(message_kind kind, std::uint64_t iteration, const outgoing_message& msg,
+                                   const round_peers& peers) const;
+  // round(): the round's message to each peer of send_to still in the round.
+  [[nodiscard]] status send_round(message_kind kind, std::uint64_t iteration, const outgoing_message& msg,
+                                  std::span<const int> send_to, transport_clock::time_point start);
+  // round(): out's slots for the peers of receive_from in the round, the messages buffered for it
+  // delivered into them; returns how many the round expects.
+  std::size_t expect_round(message_kind kind, std::uint64_t iteration, const codec_expectation& codec,
+                           std::span<const int> receive_from, std::vector<inbound_message>& out);
   void handle_notice(const wire_header& h);
   void handle_finished(std::size_t k, const wire_header& h);  // and acknowledges it
   void handle_finished_ack(std::size_t k);

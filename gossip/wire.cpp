@@ -150,6 +150,38 @@ status check_codec(const wire_header& h, const codec_expectation& expect, wire_c
   return status::ok();
 }
 
+namespace {
+
+// The header's sender is one of the expected neighbours.
+status check_sender(const wire_header& out, const wire_expectations& expect, wire_check* failed) {
+  if (std::binary_search(expect.senders.begin(), expect.senders.end(), static_cast<std::int64_t>(out.sender),
+                         [](auto a, auto b) { return static_cast<std::int64_t>(a) < static_cast<std::int64_t>(b); }))
+    return status::ok();
+  std::string list;
+  for (int s : expect.senders) list += (list.empty() ? "" : ", ") + std::to_string(s);
+  return fail(wire_check::sender, failed,
+              "sender: expected a neighbour (one of " + (list.empty() ? std::string("none") : list) +
+                  "), received " + std::to_string(out.sender));
+}
+
+// A message of a kind without a codec: codec fields 0 (count too, but for the kinds that carry the
+// model's size), and no payload for the header-only kinds.
+status check_no_codec(const wire_header& out, wire_check* failed) {
+  if (out.codec != 0 || out.codec_tag != 0 || (out.count != 0 && !carries_model_size(out.kind)))
+    return fail(wire_check::codec, failed,
+                "a " + std::string(to_string(out.kind)) + " message carries no codec: " +
+                    (carries_model_size(out.kind) ? "codec and codec_tag" : "codec, codec_tag and count") +
+                    " must be 0");
+  if (header_only(out.kind) && out.payload_bytes != 0)
+    return fail(wire_check::payload_size, failed,
+                "payload_bytes: expected 0 (a " + std::string(to_string(out.kind)) + " message has no payload), received " +
+                    std::to_string(out.payload_bytes));
+  if (failed) *failed = wire_check::ok;
+  return status::ok();
+}
+
+}  // namespace
+
 status parse_header(std::span<const std::byte> header_bytes, std::span<const std::byte> payload,
                     const wire_expectations& expect, wire_header& out, wire_check* failed) {
   if (header_bytes.size() != kWireHeaderBytes)
@@ -202,34 +234,14 @@ status parse_header(std::span<const std::byte> header_bytes, std::span<const std
                     " (a node of another run or config?)");
 
   out.sender = get<std::uint32_t>(p, kOffSender);
-  if (!std::binary_search(
-          expect.senders.begin(), expect.senders.end(), static_cast<std::int64_t>(out.sender),
-          [](auto a, auto b) { return static_cast<std::int64_t>(a) < static_cast<std::int64_t>(b); })) {
-    std::string list;
-    for (int s : expect.senders) list += (list.empty() ? "" : ", ") + std::to_string(s);
-    return fail(wire_check::sender, failed,
-                "sender: expected a neighbour (one of " + (list.empty() ? std::string("none") : list) +
-                    "), received " + std::to_string(out.sender));
-  }
+  if (status s = check_sender(out, expect, failed); !s) return s;
 
   out.count = get<std::uint32_t>(p, kOffCount);
   out.iteration = get<std::uint64_t>(p, kOffIteration);
   out.codec = get<std::uint16_t>(p, kOffCodec);
   out.codec_tag = get<std::uint32_t>(p, kOffCodecTag);
 
-  if (!carries_codec(out.kind)) {  // notice, finished, finished_ack, join, join_state: no codec
-    if (out.codec != 0 || out.codec_tag != 0 || (out.count != 0 && !carries_model_size(out.kind)))
-      return fail(wire_check::codec, failed,
-                  "a " + std::string(to_string(out.kind)) + " message carries no codec: " +
-                      (carries_model_size(out.kind) ? "codec and codec_tag" : "codec, codec_tag and count") +
-                      " must be 0");
-    if (header_only(out.kind) && out.payload_bytes != 0)
-      return fail(wire_check::payload_size, failed,
-                  "payload_bytes: expected 0 (a " + std::string(to_string(out.kind)) + " message has no payload), received " +
-                      std::to_string(out.payload_bytes));
-    if (failed) *failed = wire_check::ok;
-    return status::ok();
-  }
+  if (!carries_codec(out.kind)) return check_no_codec(out, failed);  // notice, finished, ..., join_state
   const auto& codec = out.kind == message_kind::train ? expect.train : expect.probe;
   if (codec) return check_codec(out, *codec, failed);
   if (failed) *failed = wire_check::ok;

@@ -610,8 +610,8 @@ void isgq_codec::encode(std::span<const fc_factors> layers, const codec_context&
   QG_ENFORCE(p == out.data() + out.size(), "isgq: wrote " << (p - out.data() - old) << " of " << size << " bytes");
 }
 
-status isgq_codec::decode_factors(std::span<const std::byte> in, const codec_context& ctx,
-                                  std::span<const fc_factors> shapes, std::vector<fc_factors>& out) const {
+status isgq_codec::read_batch(std::span<const std::byte> in, std::span<const fc_factors> shapes,
+                              std::size_t& batch) const {
   if (shapes.empty()) return status::error(errc::invalid, "isgq: no layer shapes to decode into");
   for (std::size_t l = 0; l < shapes.size(); ++l)
     if (!shape_ok(shapes[l]))
@@ -621,14 +621,43 @@ status isgq_codec::decode_factors(std::span<const std::byte> in, const codec_con
     return corrupt("payload of " + std::to_string(in.size()) + " bytes, shorter than its 4-byte header");
   std::uint32_t header;
   std::memcpy(&header, in.data(), 4);
-  const std::size_t batch = header;
+  batch = header;
   if (batch == 0 || batch > kMaxBatch)
     return corrupt("batch size " + std::to_string(batch) + " outside 1.." + std::to_string(kMaxBatch));
   const std::size_t expected = max_encoded_bytes(shapes, batch);
   if (in.size() != expected)
     return corrupt("payload of " + std::to_string(in.size()) + " bytes, expected " + std::to_string(expected) +
                    " for " + std::to_string(shapes.size()) + " layers at batch " + std::to_string(batch));
+  return status::ok();
+}
 
+namespace {
+
+// Dithered values of one matrix's codes, one scale per segment of codes.size() / kappas.size(); a
+// segment whose scale is 0 must hold only the zero code (K). `first`: the codes' first draw.
+status dither_segments(const std::string& where, std::span<const std::uint16_t> codes, std::span<const float> kappas,
+                       std::uint32_t levels, const kernels::philox_stream& rng, std::uint64_t first,
+                       std::span<float> values) {
+  const std::size_t segment = codes.size() / kappas.size();
+  for (std::size_t c = 0; c < kappas.size(); ++c) {
+    const std::span<const std::uint16_t> part = codes.subspan(c * segment, segment);
+    if (!(kappas[c] > 0.0f)) {
+      const auto bad = std::find_if(part.begin(), part.end(), [&](std::uint16_t v) { return v != levels; });
+      if (bad != part.end())
+        return corrupt(where + "index " + std::to_string(c * segment + (bad - part.begin())) +
+                       " is nonzero with a zero scale");
+    }
+    dither_values(part, kappas[c], levels, rng, first + c * segment, values.subspan(c * segment, segment));
+  }
+  return status::ok();
+}
+
+}  // namespace
+
+status isgq_codec::decode_factors(std::span<const std::byte> in, const codec_context& ctx,
+                                  std::span<const fc_factors> shapes, std::vector<fc_factors>& out) const {
+  std::size_t batch = 0;
+  if (status st = read_batch(in, shapes, batch); !st) return st;
   const auto rng = kernels::philox_stream::make(ctx.seed, ctx.rank, ctx.iteration, ctx.stream);
   const packing px = packing_for(options_.kx), pd = packing_for(options_.kd);
   const bool dither = options_.variant == isgq_variant::dither;
@@ -664,18 +693,7 @@ status isgq_codec::decode_factors(std::span<const std::byte> in, const codec_con
     if (r.fault == unpack_fault::padding) return corrupt(where + "nonzero padding bits after the last word");
     values.resize(count);
     if (dither) {
-      const std::size_t segment = count / kappas.size();
-      for (std::size_t c = 0; c < kappas.size(); ++c) {
-        const std::span<const std::uint16_t> part = std::span<const std::uint16_t>(codes).subspan(c * segment, segment);
-        if (!(kappas[c] > 0.0f)) {
-          const auto bad = std::find_if(part.begin(), part.end(), [&](std::uint16_t v) { return v != levels; });
-          if (bad != part.end())
-            return corrupt(where + "index " + std::to_string(c * segment + (bad - part.begin())) +
-                           " is nonzero with a zero scale");
-        }
-        dither_values(part, kappas[c], levels, rng, counter + c * segment,
-                      std::span<float>(values).subspan(c * segment, segment));
-      }
+      if (status st = dither_segments(where, codes, kappas, levels, rng, counter, values); !st) return st;
     } else {
       point_values(codes, points, values);
     }

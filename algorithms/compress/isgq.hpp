@@ -136,6 +136,8 @@ class isgq_codec {
 
  private:
   std::size_t scales_per_matrix(std::size_t batch) const;
+  // The payload's batch size into `batch`, once its header, the layer shapes and its size agree.
+  status read_batch(std::span<const std::byte> in, std::span<const fc_factors> shapes, std::size_t& batch) const;
 
   isgq_options options_;
   std::uint32_t params_tag_;

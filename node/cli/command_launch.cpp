@@ -91,6 +91,107 @@ std::filesystem::path prepare_run_dir(const run_config& c, bool resume) {
 
 int print_replica_check(const std::string& run_dir);  // command_verify.cpp
 
+namespace {
+
+// What `qgossip launch` was asked for.
+struct launch_request {
+  std::string config;
+  std::vector<std::string> sets;
+  bool no_plot = false;
+  bool plain = false;
+  std::string exec_prefix;
+  bool resume = false;
+  std::string churn;
+};
+
+// --churn's events, checked against the config: churn kills and stops nodes, which needs continue.
+std::vector<churn_event> launch_churn(const launch_request& opt, const run_config& c) {
+  if (opt.churn.empty()) return {};
+  std::vector<churn_event> churn = read_churn(opt.churn, c.topology.n);
+  if (!churn.empty() && c.network.on_peer_failure != peer_failure_policy::train_on)
+    throw config_error(opt.churn + ": churn kills and stops nodes, which needs network.on_peer_failure: continue "
+                       "(a node that leaves is trained around and rejoins); add --set network.on_peer_failure=continue");
+  return churn;
+}
+
+// --resume: one round for every node, chosen here from every node's checkpoint directory; the
+// arguments that tell each node so.
+std::vector<std::string> resume_arguments(const run_config& c) {
+  if (c.train.checkpoint_every == 0)
+    throw config_error(c.file + ": --resume: train.checkpoint_every is 0, so this run writes no checkpoints");
+  std::error_code ec;
+  for (int r = 0; r < c.topology.n; ++r) std::filesystem::create_directories(checkpoint_dir(c, r), ec);
+  const std::uint64_t round =
+      common_resume_round(c, [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); });
+  std::fprintf(stderr, "resuming every node from round %llu%s\n", static_cast<unsigned long long>(round),
+               round == 0 ? " (no round has a checkpoint on every node)" : "");
+  return {"--resume", "--resume-round", std::to_string(round)};
+}
+
+// One `qgossip run` process per rank: behind the exec prefix, with the launch's --set options, one
+// GPU each when there are GPUs, stderr into runs/<name>/node-<rank>.log.
+std::vector<node_process> node_processes(const launch_request& opt, const run_config& c,
+                                         const std::filesystem::path& dir, const std::vector<std::string>& resume_args) {
+  const int gpus = count_local_gpus();
+  std::vector<node_process> nodes;
+  for (int r = 0; r < c.topology.n; ++r) {
+    node_process p;
+    p.rank = r;
+    p.argv = exec_prefix_words(opt.exec_prefix, r);
+    p.argv.insert(p.argv.end(), {self_executable(), "run", "--config", opt.config, "--rank", std::to_string(r)});
+    for (const auto& s : opt.sets) p.argv.insert(p.argv.end(), {"--set", s});
+    p.argv.insert(p.argv.end(), resume_args.begin(), resume_args.end());
+    const int gpu = c.topology.nodes[static_cast<std::size_t>(r)].gpu;
+    if (gpus > 0) p.env.emplace_back("CUDA_VISIBLE_DEVICES", std::to_string(gpu >= 0 ? gpu : r % gpus));
+    p.stderr_log = (dir / ("node-" + std::to_string(r) + ".log")).string();
+    nodes.push_back(std::move(p));
+  }
+  return nodes;
+}
+
+// The launch: everything that can be checked before any process starts, the nodes, then the
+// replicas checked (qgossip verify) and the figures drawn. Returns the exit code.
+int launch_run(const launch_request& opt) {
+  run_config c = load_run_config(opt.config, opt.sets);
+  (void)build_topology(c.topology);
+  (void)exec_prefix_words(opt.exec_prefix, 0);  // an unknown placeholder
+  check_data_files(c.data);                      // before any node starts, not once every node has
+  if (c.network.transport == transport_kind::tcp) check_hosts(c.topology, opt.exec_prefix);
+  const std::vector<churn_event> churn = launch_churn(opt, c);
+  const std::filesystem::path dir = prepare_run_dir(c, opt.resume);
+  const std::vector<node_process> nodes =
+      node_processes(opt, c, dir, opt.resume ? resume_arguments(c) : std::vector<std::string>{});
+  std::fprintf(stderr, "launching %d nodes: %s, %s; logs in %s/\n", c.topology.n, to_text(c.algorithm).c_str(),
+               c.compressor.name.c_str(), dir.c_str());
+  // The plotter imports its libraries while the nodes train, and draws once they are done.
+  std::unique_ptr<standby_process> plotter;
+  const std::string plot_script = opt.no_plot ? std::string() : find_script("plot.py");
+  if (!plot_script.empty())
+    plotter = std::make_unique<standby_process>(
+        std::vector<std::string>{"/usr/bin/python3", plot_script, "--when-told", dir.string()});
+  launch_options lo;
+  if (opt.plain) lo.live = false;
+  lo.continue_on_failure = c.network.on_peer_failure == peer_failure_policy::train_on;
+  lo.restart_limit = c.network.restart;
+  lo.churn = churn;
+  const launch_result result = launch(nodes, lo);
+  for (const std::string& d : result.departures) std::fprintf(stderr, "qgossip launch: %s\n", d.c_str());
+  if (result.exit_code != 0) {
+    std::fprintf(stderr, "qgossip launch: %s (logs: %s/node-<rank>.log)\n", result.failure.c_str(), dir.c_str());
+    return result.exit_code;
+  }
+  if (plotter) plotter->go();  // it draws while the copies are checked
+  const int verified = print_replica_check(dir.string());
+  int plotted = 0;
+  if (!opt.no_plot) {
+    plotted = plotter ? plotter->wait() : 1;
+    if (plotted != 0) std::fprintf(stderr, "qgossip launch: plotting failed (exit %d)\n", plotted);
+  }
+  return verified != 0 ? 1 : plotted != 0 ? 1 : 0;
+}
+
+}  // namespace
+
 void add_launch_command(CLI::App& app, int* exit_code) {
   auto* cmd = app.add_subcommand("launch", "Start every node of a run on this host and show their progress");
   cmd->footer(
@@ -107,16 +208,7 @@ void add_launch_command(CLI::App& app, int* exit_code) {
       "{rank} replaced by the node's rank: --exec-prefix 'ip netns exec qg{rank}' starts node r in network\n"
       "namespace qg<r> (scripts/cluster.sh; docs/cluster.md), 'taskset -c {rank}' pins node r to core r.\n"
       "The prefix must exec the node (not fork and wait), so that signals and exit codes reach it.");
-  struct options {
-    std::string config;
-    std::vector<std::string> sets;
-    bool no_plot = false;
-    bool plain = false;
-    std::string exec_prefix;
-    bool resume = false;
-    std::string churn;
-  };
-  auto opt = std::make_shared<options>();
+  auto opt = std::make_shared<launch_request>();
   cmd->add_option("RUN_YAML", opt->config, "Run YAML (e.g. configs/demo.yaml)")->required();
   cmd->add_option("--set", opt->sets, "Override a config value for every node, e.g. --set train.epochs=1");
   cmd->add_flag("--no-plot", opt->no_plot, "Do not draw the PNG figures at the end");
@@ -130,79 +222,7 @@ void add_launch_command(CLI::App& app, int* exit_code) {
                   "A scenario file whose churn: list ({rank, at_s, down_s, how: kill|stop}) disturbs the nodes "
                   "while they run: killed and started again, or stopped and continued (docs/failures.md, "
                   "\"Churn\"); needs network.on_peer_failure: continue");
-  cmd->callback([opt, exit_code] {
-    // Validate everything that can be checked here before starting any process.
-    run_config c = load_run_config(opt->config, opt->sets);
-    (void)build_topology(c.topology);
-    (void)exec_prefix_words(opt->exec_prefix, 0);  // an unknown placeholder
-    check_data_files(c.data);                       // before any node starts, not once every node has
-    if (c.network.transport == transport_kind::tcp) check_hosts(c.topology, opt->exec_prefix);
-    std::vector<churn_event> churn;
-    if (!opt->churn.empty()) {
-      churn = read_churn(opt->churn, c.topology.n);
-      if (!churn.empty() && c.network.on_peer_failure != peer_failure_policy::train_on)
-        throw config_error(opt->churn + ": churn kills and stops nodes, which needs network.on_peer_failure: continue "
-                           "(a node that leaves is trained around and rejoins); add --set network.on_peer_failure=continue");
-    }
-    const std::filesystem::path dir = prepare_run_dir(c, opt->resume);
-    std::error_code ec;
-
-    // --resume: one round for every node, chosen here from every node's checkpoint directory.
-    std::vector<std::string> resume_args;
-    if (opt->resume) {
-      if (c.train.checkpoint_every == 0)
-        throw config_error(c.file + ": --resume: train.checkpoint_every is 0, so this run writes no checkpoints");
-      for (int r = 0; r < c.topology.n; ++r) std::filesystem::create_directories(checkpoint_dir(c, r), ec);
-      const std::uint64_t round =
-          common_resume_round(c, [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); });
-      std::fprintf(stderr, "resuming every node from round %llu%s\n", static_cast<unsigned long long>(round),
-                   round == 0 ? " (no round has a checkpoint on every node)" : "");
-      resume_args = {"--resume", "--resume-round", std::to_string(round)};
-    }
-
-    const int gpus = count_local_gpus();
-    std::vector<node_process> nodes;
-    for (int r = 0; r < c.topology.n; ++r) {
-      node_process p;
-      p.rank = r;
-      p.argv = exec_prefix_words(opt->exec_prefix, r);
-      p.argv.insert(p.argv.end(), {self_executable(), "run", "--config", opt->config, "--rank", std::to_string(r)});
-      for (const auto& s : opt->sets) p.argv.insert(p.argv.end(), {"--set", s});
-      p.argv.insert(p.argv.end(), resume_args.begin(), resume_args.end());
-      int gpu = c.topology.nodes[static_cast<std::size_t>(r)].gpu;
-      if (gpus > 0) p.env.emplace_back("CUDA_VISIBLE_DEVICES", std::to_string(gpu >= 0 ? gpu : r % gpus));
-      p.stderr_log = (dir / ("node-" + std::to_string(r) + ".log")).string();
-      nodes.push_back(std::move(p));
-    }
-    std::fprintf(stderr, "launching %d nodes: %s, %s; logs in %s/\n", c.topology.n, to_text(c.algorithm).c_str(),
-                 c.compressor.name.c_str(), dir.c_str());
-    // The plotter imports its libraries while the nodes train, and draws once they are done.
-    std::unique_ptr<standby_process> plotter;
-    const std::string plot_script = opt->no_plot ? std::string() : find_script("plot.py");
-    if (!plot_script.empty())
-      plotter = std::make_unique<standby_process>(
-          std::vector<std::string>{"/usr/bin/python3", plot_script, "--when-told", dir.string()});
-    launch_options lo;
-    if (opt->plain) lo.live = false;
-    lo.continue_on_failure = c.network.on_peer_failure == peer_failure_policy::train_on;
-    lo.restart_limit = c.network.restart;
-    lo.churn = churn;
-    launch_result result = launch(nodes, lo);
-    for (const std::string& d : result.departures) std::fprintf(stderr, "qgossip launch: %s\n", d.c_str());
-    if (result.exit_code != 0) {
-      std::fprintf(stderr, "qgossip launch: %s (logs: %s/node-<rank>.log)\n", result.failure.c_str(), dir.c_str());
-      *exit_code = result.exit_code;
-      return;
-    }
-    if (plotter) plotter->go();  // it draws while the copies are checked
-    int verified = print_replica_check(dir.string());
-    int plotted = 0;
-    if (!opt->no_plot) {
-      plotted = plotter ? plotter->wait() : 1;
-      if (plotted != 0) std::fprintf(stderr, "qgossip launch: plotting failed (exit %d)\n", plotted);
-    }
-    *exit_code = verified != 0 ? 1 : plotted != 0 ? 1 : 0;
-  });
+  cmd->callback([opt, exit_code] { *exit_code = launch_run(*opt); });
 }
 
 }  // namespace qgossip
