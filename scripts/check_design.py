@@ -4,6 +4,7 @@
   layers     an include never runs from a lower layer up to a higher one (LAYERS below, lowest
              first; areas in one layer may include each other);
   cycles     no two files include each other, directly or through others;
+  rooms      inside node/run, an include never runs from a lower room up to a higher one (RUN_ROOMS);
   length     no function in any source folder is longer than 80 lines.
 
 Usage: scripts/check_design.py [REPO_ROOT]     (exit 0: all hold; 1: each breach listed, file:line)
@@ -35,6 +36,17 @@ LAYERS = [
     ["node/run"],
     ["node/launch"],
     ["node/cli"],
+]
+# node/run's own rooms, lowest first (docs/design.md, "A node, and the round as a table of
+# contents"): an include inside node/run stays in its room or runs down to a lower one. Every file
+# of node/run (by its stem) is in exactly one room.
+RUN_ROOMS = [
+    ("control", ["run_control", "start_up"]),
+    ("parts", ["message_codec", "message_inbox", "learner", "plan", "resume", "node_network", "peer_failures",
+               "rejoining", "local_training"]),
+    ("patterns", ["round_pattern", "gossip_round", "ring_round", "edge_messages", "async_gossip_round"]),
+    ("set-up", ["links", "node_setup", "consensus_probe"]),
+    ("loop", ["round_steps", "round_checkpoint", "node_runner"]),
 ]
 LENGTH_LIMIT = 80
 LENGTH_DIRS = SOURCE_DIRS
@@ -83,6 +95,32 @@ def check_layers(root, files, problems):
                 problems.append(f"{path}:{number}: includes {target}, whose area '{there}' is in no layer")
             elif hi > lo:
                 problems.append(f"{path}:{number}: {here} (layer {lo}) includes {target} from the higher {there} (layer {hi})")
+
+
+def run_room(path):
+    """(index, name) of the node/run room of `path`, or None when it has none."""
+    stem = os.path.splitext(os.path.basename(path))[0]
+    for i, (name, stems) in enumerate(RUN_ROOMS):
+        if stem in stems:
+            return i, name
+    return None
+
+
+def check_run_rooms(root, files, problems):
+    for path in files:
+        if area(path) != "node/run":
+            continue
+        here = run_room(path)
+        if here is None:
+            problems.append(f"{path}:1: in no room of node/run (RUN_ROOMS in scripts/check_design.py)")
+            continue
+        for number, target in includes(root, path):
+            if area(target) != "node/run":
+                continue
+            there = run_room(target)
+            if there is not None and there[0] > here[0]:
+                problems.append(f"{path}:{number}: node/run's {here[1]} room includes {target} from the higher "
+                                f"{there[1]} room")
 
 
 def check_cycles(root, files, problems):
@@ -158,6 +196,7 @@ def main(argv):
     problems = []
     check_layers(root, files, problems)
     check_cycles(root, files, problems)
+    check_run_rooms(root, files, problems)
     check_lengths(root, files, problems)
     for p in problems:
         print(p)

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "node/run/node_runner.hpp"
+#include "node/run/run_control.hpp"
 #include "node/run/start_up.hpp"
 
 namespace qgossip {

@@ -19,7 +19,7 @@
 #include "core/errors.hpp"
 #include "core/hash.hpp"
 #include "gossip/zmq/curve_keys.hpp"
-#include "node/run/start_up.hpp"  // say()
+#include "node/run/run_control.hpp"  // say()
 
 namespace qgossip {
 

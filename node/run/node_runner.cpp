@@ -21,8 +21,6 @@
 namespace qgossip {
 
 namespace {
-std::atomic<bool> g_stop{false};
-static_assert(std::atomic<bool>::is_always_lock_free, "request_stop runs in a signal handler");
 
 // The summary of a node stopped before it was ready (no model, no rounds): status interrupted and
 // what it was doing, so that every node of an interrupted run leaves a node-<rank>.json.
@@ -100,10 +98,6 @@ class start_up_watchdog {
 };
 
 }  // namespace
-
-void request_stop() { g_stop.store(true); }
-bool stop_requested() { return g_stop.load(); }
-void clear_stop_request() { g_stop.store(false); }
 
 node_exit run_node(const run_config& config, int rank, const node_run_options& options) {
   const auto start = std::chrono::steady_clock::now();

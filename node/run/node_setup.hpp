@@ -20,7 +20,7 @@
 #include "node/log/run_log.hpp"
 #include "node/run/learner.hpp"
 #include "node/run/links.hpp"
-#include "node/run/node_runner.hpp"
+#include "node/run/run_control.hpp"
 #include "node/run/plan.hpp"
 #include "node/run/start_up.hpp"
 #include "topology/report.hpp"

@@ -7,7 +7,7 @@
 #include "gossip/exchange.hpp"
 #include "node/config/config.hpp"
 #include "node/log/run_log.hpp"
-#include "node/run/start_up.hpp"  // say()
+#include "node/run/run_control.hpp"  // say()
 
 namespace qgossip {
 

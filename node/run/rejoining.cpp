@@ -13,7 +13,7 @@
 #include "node/membership/join_state.hpp"
 #include "node/membership/notice.hpp"
 #include "node/run/peer_failures.hpp"
-#include "node/run/start_up.hpp"  // say()
+#include "node/run/run_control.hpp"  // say()
 
 namespace qgossip {
 

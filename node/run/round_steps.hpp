@@ -22,7 +22,7 @@
 #include "node/log/run_log.hpp"
 #include "node/run/consensus_probe.hpp"
 #include "node/run/local_training.hpp"
-#include "node/run/node_runner.hpp"
+#include "node/run/run_control.hpp"
 
 namespace qgossip {
 

@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <sstream>
 
-#include "node/run/node_runner.hpp"
+#include "node/run/run_control.hpp"
 
 namespace qgossip {
 
@@ -24,12 +24,6 @@ std::string mib(std::uint64_t floats) {
   os.precision(3);
   os << static_cast<double>(floats) * sizeof(float) / double(1 << 20) << " MiB";
   return os.str();
-}
-
-void say(int rank, const std::string& text) {
-  std::istringstream lines(text);
-  for (std::string line; std::getline(lines, line);) std::fprintf(stderr, "[node %d] %s\n", rank, line.c_str());
-  std::fflush(stderr);
 }
 
 }  // namespace qgossip

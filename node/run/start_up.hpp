@@ -39,7 +39,4 @@ decltype(auto) allocating(What&& what, F&& f) {
 // "3.2 MiB": floats as memory, for those messages.
 [[nodiscard]] std::string mib(std::uint64_t floats);
 
-// Human-readable log lines on stderr, prefixed with the rank so interleaved output stays legible.
-void say(int rank, const std::string& text);
-
 }  // namespace qgossip

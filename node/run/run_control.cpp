@@ -1,0 +1,24 @@
+#include "node/run/run_control.hpp"
+
+#include <atomic>
+#include <cstdio>
+#include <sstream>
+
+namespace qgossip {
+
+namespace {
+std::atomic<bool> g_stop{false};
+static_assert(std::atomic<bool>::is_always_lock_free, "request_stop runs in a signal handler");
+}  // namespace
+
+void request_stop() { g_stop.store(true); }
+bool stop_requested() { return g_stop.load(); }
+void clear_stop_request() { g_stop.store(false); }
+
+void say(int rank, const std::string& text) {
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) std::fprintf(stderr, "[node %d] %s\n", rank, line.c_str());
+  std::fflush(stderr);
+}
+
+}  // namespace qgossip
