@@ -17,11 +17,12 @@ namespace qgossip {
 
 // The first node whose host `is_local` says is not this machine, as an error message; nullopt when
 // every host is here.
-[[nodiscard]] std::optional<std::string> foreign_host(const topology_config& t,
-                                                      const std::function<bool(const std::string&)>& is_local);
+[[nodiscard]] std::optional<std::string> foreign_host(
+    const topology_config& t, const std::function<bool(int rank, const std::string& host)>& is_local);
 // True when `host` resolves to a loopback address or to an address of one of this machine's
-// interfaces (getaddrinfo, getifaddrs); false when it resolves to neither or not at all.
-[[nodiscard]] bool is_local_host(const std::string& host);
+// interfaces (node/run/node_network.hpp: resolve_host, is_local_address). Throws config_error
+// naming rank's host when it does not resolve.
+[[nodiscard]] bool is_local_host(int rank, const std::string& host);
 
 // A warning naming the nodes' ports that fall inside `range` (low, high), or nullopt.
 [[nodiscard]] std::optional<std::string> ephemeral_port_warning(const topology_config& t,

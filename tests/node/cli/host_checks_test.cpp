@@ -8,6 +8,8 @@
 
 #include <string>
 
+#include "core/errors.hpp"
+
 using namespace qgossip;
 
 namespace {
@@ -23,19 +25,20 @@ topology_config nodes_at(std::initializer_list<node_address> nodes) {
 
 TEST_CASE("foreign_host names the first node whose host is not this machine") {
   const topology_config t = nodes_at({{"127.0.0.1", 29500}, {"10.0.0.2", 29501}, {"10.0.0.3", 29502}});
-  auto here = [](const std::string& host) { return host == "127.0.0.1"; };
+  auto here = [](int, const std::string& host) { return host == "127.0.0.1"; };
   const auto message = foreign_host(t, here);
   REQUIRE(message);
   CHECK(message->starts_with("topology: node 1's host 10.0.0.2 is not an address of this machine"));
-  CHECK(!foreign_host(t, [](const std::string&) { return true; }));
+  CHECK(!foreign_host(t, [](int, const std::string&) { return true; }));
 }
 
 TEST_CASE("is_local_host: loopback names and addresses are here, an unresolvable or foreign one is not") {
-  CHECK(is_local_host("127.0.0.1"));
-  CHECK(is_local_host("localhost"));
-  CHECK(is_local_host("127.0.0.5"));  // all of 127/8 is loopback
-  CHECK_FALSE(is_local_host("no-such-host.invalid"));
-  CHECK_FALSE(is_local_host("192.0.2.7"));  // TEST-NET-1 (RFC 5737): never an interface's address here
+  CHECK(is_local_host(0, "127.0.0.1"));
+  CHECK(is_local_host(0, "localhost"));
+  CHECK(is_local_host(0, "127.0.0.5"));  // all of 127/8 is loopback
+  CHECK_THROWS_WITH_AS((void)is_local_host(3, "no-such-host.invalid"),
+                       doctest::Contains("rank 3's host 'no-such-host.invalid' does not resolve"), config_error);
+  CHECK_FALSE(is_local_host(0, "192.0.2.7"));  // TEST-NET-1 (RFC 5737): never an interface's address here
 }
 
 TEST_CASE("ephemeral_port_warning names the ports inside the range and a base port below it") {
