@@ -330,6 +330,10 @@ class exchange {
   };
   static constexpr std::size_t kKinds = 2;
   static std::size_t kind_index(message_kind k) { return static_cast<std::size_t>(k) - 1; }
+  // "train message for iteration 7", for messages and notes.
+  static std::string describe(message_kind kind, std::uint64_t iteration);
+  // The reason a message is refused for, from the check it failed.
+  static reject_reason reason_of(wire_check c);
 
   // Sends header + payload to peers outside the rounds (notices, join messages and states), counted
   // in send_time, messages_sent, bytes_sent and notice_bytes_sent.
