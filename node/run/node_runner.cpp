@@ -138,15 +138,11 @@ node_exit run_node(const run_config& config, int rank, const node_run_options& o
       break;
     }
     ++t;
-    if (!(end = step.compute(t))) {  // a joiner's stale news can end it too (rejoining.hpp)
-      if (!end.rejoin || !(end = step.rejoin(t))) break;
-      continue;
-    }
+    // Stopped, or rejoined (t then is the round before the one the node restarts at): the loop's
+    // condition decides.
+    if (!(end = step.compute(t)) || end.rejoined) continue;
     step.encode(t);
-    if (!(end = step.exchange(t))) {
-      if (!end.rejoin || !(end = step.rejoin(t))) break;
-      continue;
-    }
+    if (!(end = step.exchange(t)) || end.rejoined) continue;
     step.absorb(t);
     if (!(end = step.log(t))) break;
     end = step.checkpoint(t);

@@ -39,10 +39,10 @@ step_end failure(const status& st, const std::string& what) {
 round_steps::round_steps(node_setup& s)
     : s_(s), training_(s.config, s.rank, s.learner, s.plan, s.data.train), probe_(s) {}
 
-step_end round_steps::compute(std::uint64_t t) {
+step_end round_steps::compute(std::uint64_t& t) {
   round_start_ = clock::now();
   if (s_.links.rejoin)
-    if (status s = s_.links.rejoin->admit_due(t); !s) return failure(s, "round " + std::to_string(t) + ": ");
+    if (status s = s_.links.rejoin->admit_due(t); !s) return back_or_end(failure(s, "round " + std::to_string(t) + ": "), t);
   s_.links.failures->begin_round(t);
   const model& m = *s_.learner.model;
   const double transfer_before = m.transfers().seconds;
@@ -64,7 +64,7 @@ void round_steps::encode(std::uint64_t t) {
   codec_s_ += seconds(clock::now() - start);
 }
 
-step_end round_steps::exchange(std::uint64_t t) {
+step_end round_steps::exchange(std::uint64_t& t) {
   // The round's own messages: notices, finished messages and their acknowledgements, which come
   // when they come, are outside the row's round bytes as they are outside bytes_sent.
   const exchange_stats& st = s_.links.ex->stats();
@@ -74,7 +74,7 @@ step_end round_steps::exchange(std::uint64_t t) {
   const status exchanged = s_.links.pattern->exchange(t);
   round_sent_ = sent_now() - sent;
   round_recv_ = received_now() - received;
-  if (!exchanged) return failure(exchanged, "round " + std::to_string(t) + ": ");
+  if (!exchanged) return back_or_end(failure(exchanged, "round " + std::to_string(t) + ": "), t);
   staleness_ = std::max(staleness_, s_.links.pattern->staleness());
   s_.links.failures->after_exchange(t);
   // An emulated link hands messages over only while the node calls the transport: after the last
@@ -136,6 +136,13 @@ void round_steps::fill_record(std::uint64_t t) {
   staleness_ = 0;
   row_iteration_ = t;
   row_wall_s_ = rec_.wall_s;
+}
+
+step_end round_steps::back_or_end(step_end end, std::uint64_t& t) {
+  if (end || !end.rejoin) return end;
+  step_end back = rejoin(t);
+  back.rejoined = static_cast<bool>(back);
+  return back;
 }
 
 step_end round_steps::rejoin(std::uint64_t& t) {

@@ -32,7 +32,8 @@ struct node_setup;
 struct step_end {
   node_exit exit = node_exit::ok;
   std::string error;
-  bool rejoin = false;  // the exchange ended because this node is offered a way back (rejoin())
+  bool rejoin = false;    // the step ended because this node is offered a way back (rejoin())
+  bool rejoined = false;  // ... and it took it: the loop goes on from the round after t
   explicit operator bool() const { return exit == node_exit::ok; }
 };
 
@@ -40,18 +41,18 @@ class round_steps {
  public:
   explicit round_steps(node_setup& s);
 
-  [[nodiscard]] step_end compute(std::uint64_t t);
+  // compute and exchange may end with this node offered a way back (a joiner's stale news,
+  // node/run/rejoining.hpp): they rejoin then, and on success say so (rejoined) with t set to the
+  // round before the one the node restarts at.
+  [[nodiscard]] step_end compute(std::uint64_t& t);
   void encode(std::uint64_t t);
-  [[nodiscard]] step_end exchange(std::uint64_t t);
+  [[nodiscard]] step_end exchange(std::uint64_t& t);
   void absorb(std::uint64_t t);
   [[nodiscard]] step_end log(std::uint64_t t);
   // Writes the checkpoint of round t when one is due; a failed write stops the node (exit 1).
   [[nodiscard]] step_end checkpoint(std::uint64_t t);
   [[nodiscard]] node_exit finish(const step_end& end, std::uint64_t t);
 
-  // After exchange(t) ended with rejoin: this node rejoins the run (node/run/rejoining.hpp); on
-  // success t becomes the round before the one it restarts at, with the donor's model.
-  [[nodiscard]] step_end rejoin(std::uint64_t& t);
 
   // True once the round pattern says no peer will send anything more (asynchronous gossip: every
   // neighbour finished): the loop ends after this round, which is then the node's last.
@@ -63,6 +64,11 @@ class round_steps {
   std::uint64_t restore(const qgossip::checkpoint& ck, const std::string& origin);
 
  private:
+  // A step's end: as it is, unless it asks to rejoin, which happens here (rejoin(t)).
+  [[nodiscard]] step_end back_or_end(step_end end, std::uint64_t& t);
+  // This node rejoins the run (node/run/rejoining.hpp); on success t becomes the round before the
+  // one it restarts at, with the donor's model.
+  [[nodiscard]] step_end rejoin(std::uint64_t& t);
   using clock = std::chrono::steady_clock;
   void evaluate(std::size_t max_examples);
   void fill_record(std::uint64_t t);
