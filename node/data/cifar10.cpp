@@ -12,13 +12,6 @@ constexpr const char* kMissingHint =
     "the directory must hold the CIFAR-10 binary version: data_batch_1.bin..data_batch_5.bin and "
     "test_batch.bin (e.g. cifar-10-batches-bin/ from cifar-10-binary.tar.gz)";
 
-std::vector<std::string> batch_files(const std::string& dir, split which) {
-  if (which == split::test) return {dir + "/test_batch.bin"};
-  std::vector<std::string> files;
-  for (int b = 1; b <= 5; ++b) files.push_back(dir + "/data_batch_" + std::to_string(b) + ".bin");
-  return files;
-}
-
 // The bytes of one batch file, checked to be a positive whole number of records with labels 0..9.
 std::vector<std::byte> read_batch(const std::string& path) {
   std::vector<std::byte> bytes = read_file_bytes(path, kMissingHint);
@@ -43,12 +36,19 @@ std::vector<std::byte> read_batch(const std::string& path) {
 
 }  // namespace
 
+std::vector<std::string> cifar10_files(split which) {
+  if (which == split::test) return {"test_batch.bin"};
+  std::vector<std::string> files;
+  for (int b = 1; b <= 5; ++b) files.push_back("data_batch_" + std::to_string(b) + ".bin");
+  return files;
+}
+
 dataset load_cifar10(const std::string& dir, split which) {
   // Read (and check) every file first, so that the features are allocated once at their final size.
   std::vector<std::vector<std::byte>> batches;
   std::size_t records = 0;
-  for (const std::string& path : batch_files(dir, which)) {
-    batches.push_back(read_batch(path));
+  for (const std::string& name : cifar10_files(which)) {
+    batches.push_back(read_batch(dir + "/" + name));
     records += batches.back().size() / kCifar10RecordBytes;
   }
   dataset d;

@@ -11,6 +11,7 @@
 // records, a label above 9) is a config_error whose message starts with the file's path.
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include "node/data/dataset.hpp"
 
@@ -24,5 +25,7 @@ inline constexpr std::size_t kCifar10Classes = 10;
 // CIFAR-10 from `dir` (the directory holding the .bin files): shape {3, 32, 32}, 3072 features in
 // [0, 1], 10 classes.
 [[nodiscard]] dataset load_cifar10(const std::string& dir, split which);
+// The files load_cifar10 reads for a split, by name: data_batch_1.bin..data_batch_5.bin, or test_batch.bin.
+[[nodiscard]] std::vector<std::string> cifar10_files(split which);
 
 }  // namespace qgossip

@@ -180,15 +180,24 @@ std::vector<std::uint8_t> read_idx_labels(const std::string& path) {
   return read_idx(path, kLabelsMagic, "").data;
 }
 
+bool is_packaged_fashion_mnist(const std::string& dir) {
+  return std::filesystem::path(dir).lexically_normal() == std::filesystem::path(kFashionMnistDir);
+}
+
+std::array<std::string, 2> fashion_mnist_files(split which) {
+  const std::string prefix = which == split::train ? "train" : "t10k";
+  return {prefix + "-images-idx3-ubyte.gz", prefix + "-labels-idx1-ubyte.gz"};
+}
+
 dataset load_fashion_mnist(const std::string& dir, split which) {
   // The Debian package is the answer only for the folder it installs; another data.dir is the user's.
-  const bool packaged = std::filesystem::path(dir).lexically_normal() == std::filesystem::path(kFashionMnistDir);
-  const std::string hint = packaged ? "install the Debian package dataset-fashion-mnist (scripts/setup.sh does)"
-                                    : "data.dir is " + dir + " (read from the folder qgossip runs in when relative): "
-                                      "it must hold {train,t10k}-{images-idx3,labels-idx1}-ubyte.gz";
-  const std::string prefix = dir + "/" + (which == split::train ? "train" : "t10k");
-  const std::string images_path = prefix + "-images-idx3-ubyte.gz";
-  const std::string labels_path = prefix + "-labels-idx1-ubyte.gz";
+  const std::string hint = is_packaged_fashion_mnist(dir)
+                               ? "install the Debian package dataset-fashion-mnist (scripts/setup.sh does)"
+                               : "data.dir is " + dir + " (read from the folder qgossip runs in when relative): "
+                                 "it must hold {train,t10k}-{images-idx3,labels-idx1}-ubyte.gz";
+  const auto [images_name, labels_name] = fashion_mnist_files(which);
+  const std::string images_path = dir + "/" + images_name;
+  const std::string labels_path = dir + "/" + labels_name;
   const idx_images images = to_images(read_idx(images_path, kImagesMagic, hint));
   std::vector<std::uint8_t> labels = read_idx(labels_path, kLabelsMagic, hint).data;
 

@@ -7,6 +7,7 @@
 // is allocated from the header's numbers: the payload buffer grows with the bytes actually read,
 // and a header claiming fewer bytes than arrive, or more (e.g. 2^40), says "FILE: header claims N
 // images of RxC (B bytes) but the file holds only M bytes of data". Payloads above 16 GiB are refused.
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -28,6 +29,12 @@ struct idx_images {
 
 // Where the Debian package dataset-fashion-mnist installs the four files.
 inline constexpr const char* kFashionMnistDir = "/usr/share/datasets/fashion-mnist";
+// True when dir is that folder, however written: only there is the package the answer to a
+// missing file.
+[[nodiscard]] bool is_packaged_fashion_mnist(const std::string& dir);
+// The two files load_fashion_mnist reads for a split, by name: {images, labels}, e.g.
+// train-images-idx3-ubyte.gz and train-labels-idx1-ubyte.gz.
+[[nodiscard]] std::array<std::string, 2> fashion_mnist_files(split which);
 
 // Fashion-MNIST from `dir`: train (60000) or test (10000) split, 784 features scaled to [0, 1],
 // 10 classes. Reads {train,t10k}-{images-idx3,labels-idx1}-ubyte.gz. Besides the per-file checks,

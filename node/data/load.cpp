@@ -117,28 +117,27 @@ data_split shard_of(const whole_view& v, const data_spec& spec, int n, int rank,
 }  // namespace
 
 void check_data_files(const data_spec& spec) {
-  std::vector<std::string> files;
-  switch (spec.dataset) {
-  case dataset_kind::fashion_mnist:
-    files = {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz", "t10k-images-idx3-ubyte.gz",
-             "t10k-labels-idx1-ubyte.gz"};
-    break;
-  case dataset_kind::cifar10:
-    for (int b = 1; b <= 5; ++b) files.push_back("data_batch_" + std::to_string(b) + ".bin");
-    files.push_back("test_batch.bin");
-    break;
-  case dataset_kind::npy:
-    files = {"train_images.npy", "train_labels.npy", "test_images.npy", "test_labels.npy"};
-    break;
-  case dataset_kind::synthetic:
-    return;
+  std::vector<std::string> files;  // the loaders' own lists, train then test
+  for (const split which : {split::train, split::test}) {
+    switch (spec.dataset) {
+    case dataset_kind::fashion_mnist:
+      for (const std::string& f : fashion_mnist_files(which)) files.push_back(f);
+      break;
+    case dataset_kind::cifar10:
+      for (const std::string& f : cifar10_files(which)) files.push_back(f);
+      break;
+    case dataset_kind::npy:
+      for (const std::string& f : npy_image_files(which)) files.push_back(f);
+      break;
+    case dataset_kind::synthetic:
+      return;
+    }
   }
   const std::filesystem::path dir(spec.dir);
   for (const std::string& f : files) {
     std::error_code ec;
     if (std::filesystem::is_regular_file(dir / f, ec)) continue;
-    const bool packaged = spec.dataset == dataset_kind::fashion_mnist &&
-                          dir.lexically_normal() == std::filesystem::path(kFashionMnistDir);
+    const bool packaged = spec.dataset == dataset_kind::fashion_mnist && is_packaged_fashion_mnist(spec.dir);
     throw config_error("data.dir " + spec.dir + " has no " + f +
                        (packaged ? ": install the Debian package dataset-fashion-mnist (scripts/setup.sh does)"
                                  : std::string(" (a relative data.dir is read from the folder qgossip runs in, ") +

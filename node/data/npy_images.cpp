@@ -134,10 +134,15 @@ std::vector<std::uint8_t> read_labels(const std::string& path) {
 
 }  // namespace
 
+std::array<std::string, 2> npy_image_files(split which) {
+  const std::string prefix = which == split::train ? "train" : "test";
+  return {prefix + "_images.npy", prefix + "_labels.npy"};
+}
+
 dataset load_npy_images(const std::string& dir, split which) {
-  const std::string prefix = dir + "/" + (which == split::train ? "train" : "test");
-  const std::string images_path = prefix + "_images.npy";
-  const std::string labels_path = prefix + "_labels.npy";
+  const auto [images_name, labels_name] = npy_image_files(which);
+  const std::string images_path = dir + "/" + images_name;
+  const std::string labels_path = dir + "/" + labels_name;
   dataset d;
   {
     const npy_array images = read_npy_array(images_path, kImageDescrs, kMissingHint);

@@ -13,6 +13,7 @@
 // The data set has classes = its largest label + 1, at least 2.
 // Everything wrong (missing file, other dtypes, ranks or shapes, no images, a different N in the
 // two files, a label outside 0..255) is a config_error whose message starts with the file's path.
+#include <array>
 #include <string>
 
 #include "node/data/dataset.hpp"
@@ -20,5 +21,8 @@
 namespace qgossip {
 
 [[nodiscard]] dataset load_npy_images(const std::string& dir, split which);
+// The two files load_npy_images reads for a split, by name: {images, labels}, e.g. train_images.npy
+// and train_labels.npy.
+[[nodiscard]] std::array<std::string, 2> npy_image_files(split which);
 
 }  // namespace qgossip
