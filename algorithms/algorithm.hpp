@@ -1,8 +1,8 @@
 #pragma once
 // An Algorithm is one node's optimizer state and update rule for decentralized training
-// (docs/algorithms.md): D-PSGD, naive compressed D-PSGD, DCD-PSGD, ECD-PSGD, CHOCO-SGD. It owns the node's model
-// x and any copies of its neighbours' state (DCD replicas, ECD estimates). It does no I/O and
-// starts no threads; the node loop drives it, one synchronous round t = 1, 2, ... at a time:
+// (docs/algorithms.md): D-PSGD, naive compressed D-PSGD, DCD-PSGD, ECD-PSGD, CHOCO-SGD. It owns the
+// node's model x and any copies of its neighbours' state (DCD replicas, ECD estimates). It does no
+// I/O and starts no threads; the node loop drives it, one synchronous round t = 1, 2, ... at a time:
 //
 //   v = outgoing(grad at model(), lr, t)     the vector to compress and send (x, z, ...)
 //   absorb_own(D(C(v)), t)                   the node's own message as receivers will decode it

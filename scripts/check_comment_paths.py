@@ -232,8 +232,8 @@ def link_problems(rel, number, text, root):
             yield f"{rel}:{number}: {target} does not exist (link)"
 
 
-# A document named bare, by its capitalised name alone (NAME followed by .md): it must be one at the top of the
-# repository (README.md). The project's shared design notes live outside it; a comment
+# A document named bare, by its capitalised name alone (NAME followed by .md): it must be one at
+# the top of the repository (README.md). The project's shared design notes live outside it; a comment
 # cites what the repository holds (docs/design.md), or names the outside one by its folder.
 BARE_DOC = re.compile(r"(?<![\w/.\-])([A-Z][A-Z_]*\.md)\b")
 

@@ -1,11 +1,23 @@
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "node/cli/commands.hpp"
 #include "node/log/replica_check.hpp"
 #include "node/log/run_dir.hpp"
 
 namespace qgossip {
+
+namespace {
+
+// "2, 5": ranks for a message.
+std::string rank_list(const std::vector<int>& ranks) {
+  std::string out;
+  for (int r : ranks) out += (out.empty() ? "" : ", ") + std::to_string(r);
+  return out;
+}
+
+}  // namespace
 
 // Prints the outcome of check_replicas; returns 0 when every copy matches (or none is held).
 int print_replica_check(const std::string& run_dir) {
@@ -16,12 +28,9 @@ int print_replica_check(const std::string& run_dir) {
                                                   : "holds no run");
     return 2;
   }
-  if (!d.strays.empty()) {
-    std::string ranks;
-    for (int s : d.strays) ranks += (ranks.empty() ? "" : ", ") + std::to_string(s);
+  if (!d.strays.empty())
     std::fprintf(stderr, "verify: ignored node files of rank %s: run.json's run has %d nodes (an earlier run's?)\n",
-                 ranks.c_str(), d.n);
-  }
+                 rank_list(d.strays).c_str(), d.n);
   const replica_check_result r = check_replicas(d);
   for (const auto& p : r.problems) std::fprintf(stderr, "verify: %s\n", p.c_str());
   if (!r.finished()) {
@@ -32,12 +41,9 @@ int print_replica_check(const std::string& run_dir) {
                  run_dir.c_str());
     return 2;
   }
-  if (!r.departed.empty()) {
-    std::string ranks;
-    for (int d : r.departed) ranks += (ranks.empty() ? "" : ", ") + std::to_string(d);
+  if (!r.departed.empty())
     std::printf("verify: ranks that left the run, not compared: %s (the survivors hold no copies of them)\n",
-                ranks.c_str());
-  }
+                rank_list(r.departed).c_str());
   for (const auto& m : r.mismatches) std::fprintf(stderr, "verify: MISMATCH %s\n", m.c_str());
   if (r.copies_kind.empty() && r.problems.empty()) {
     std::printf("verify: %d nodes; this algorithm holds no copies of its neighbours\n", r.nodes);

@@ -165,7 +165,6 @@ std::vector<std::string> config_key_paths() {
   return out;
 }
 
-
 std::uint64_t eigen_model_params(const model_spec& m, std::uint64_t dim, std::uint64_t classes) {
   if (is_torch(m.kind)) return 0;
   constexpr std::uint64_t kMax = std::numeric_limits<std::uint64_t>::max();

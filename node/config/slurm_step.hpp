@@ -3,7 +3,8 @@
 // list in Slurm's hostlist syntax (SLURM_STEP_NODELIST: "node[01-03,07],gpu-a[1-2],login"), its
 // tasks per node ("2(x3),1"), its distribution and task count. What `topology.nodes: {from: slurm}`
 // resolves (node/config/topology_section.cpp, docs/slurm.md). The environment is read only through
-// the env_lookup the config loader is given (docs/design.md, "Rules that hold everywhere": nothing below the loader reads it).
+// the env_lookup the config loader is given (docs/design.md, "Rules that hold everywhere": nothing
+// below the loader reads it).
 // Errors are config_errors without a position; the loader places them at the `nodes` key.
 // Pure functions: thread-safe.
 #include <cstdint>

@@ -127,7 +127,7 @@ std::string describe_end(int status) {
 }
 
 bool has_failed(const node_end& end, const progress_board& board) {
-  return !(WIFEXITED(end.wait_status) && WEXITSTATUS(end.wait_status) == 0) ||
+  return !exited(end, 0) ||
          !board.node(end.slot).error.empty();
 }
 
@@ -153,7 +153,7 @@ launch_result make_result(std::span<const node_end> ends, const progress_board& 
 std::vector<std::string> outcome_column(std::span<const node_end> ends, const progress_board& board) {
   std::vector<std::string> outcome;
   for (const node_end& e : ends) {
-    const bool clean = WIFEXITED(e.wait_status) && WEXITSTATUS(e.wait_status) == 0;
+    const bool clean = exited(e, 0);
     std::string o = clean && board.node(e.slot).done ? "done" : describe_wait_status(e.wait_status);
     // Told to stop by the launcher: stopped, whatever it said about it; no error of its own.
     const bool stopped = e.signalled_by_us && !clean;

@@ -377,7 +377,7 @@ std::set<int> returned_nodes(const run_summary& s) {
 // Peers that left the run (network.on_peer_failure: continue), as the first node that lists them
 // says; and returns: each joiner's own account, once. Every neighbour tells the same return on its
 // own clock; theirs stand in (the first one) only when no joiner's own account survives.
-void add_membership_warnings(run_summary& s) {
+void add_membership_warnings(run_summary& s, const std::set<int>& returned) {
   auto warn = [&](int rank, std::string kind, std::string message) {
     s.warnings.push_back({rank, std::move(kind), std::move(message)});
   };
@@ -389,7 +389,7 @@ void add_membership_warnings(run_summary& s) {
   for (const auto& n : s.nodes)
     if (const std::string own = own_return(n.rejoins); !own.empty())
       warn(n.rank, "rejoins", "node " + std::to_string(n.rank) + " rejoined the run " + own);
-  if (returned_nodes(s).empty())
+  if (returned.empty())
     for (const auto& n : s.nodes)
       if (!n.rejoins.empty()) {
         warn(n.rank, "rejoins", "node " + std::to_string(n.rank) + " saw returns: " + n.rejoins);
@@ -401,8 +401,8 @@ void add_warnings(run_summary& s, const log_thresholds& th) {
   auto warn = [&](int rank, std::string kind, std::string message) {
     s.warnings.push_back({rank, std::move(kind), std::move(message)});
   };
-  add_membership_warnings(s);
   const std::set<int> returned = returned_nodes(s);
+  add_membership_warnings(s, returned);
   for (const auto& n : s.nodes) {
     const std::string who = "node " + std::to_string(n.rank);
     if (n.status == "ok" || n.status == "running") continue;  // a run in progress: the run's note says so

@@ -1,5 +1,5 @@
 #pragma once
-// The learner (docs/design.md, "A node, and the round as a table of contents"): the model, the algorithm that owns this node's
+// The learner (docs/design.md): the model, the algorithm that owns this node's
 // parameters and copies of its neighbours' (starting from the same x_1 on every node: the seed's),
 // and the codec its messages are made of. Built once, before the links.
 #include <memory>

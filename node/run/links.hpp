@@ -1,5 +1,5 @@
 #pragma once
-// The links (docs/design.md, "A node, and the round as a table of contents"): this node's transport (node/run/node_network.hpp),
+// The links (docs/design.md): this node's transport (node/run/node_network.hpp),
 // the exchange over it, what it does about failed peers (node/run/peer_failures.hpp), and the round
 // pattern its messages travel by (node/run/round_pattern.hpp). The exchange is given its decoder
 // (the inbox, for gossip) when it is built. Built once, after the learner and the log.

@@ -1,5 +1,5 @@
 #pragma once
-// What a node's train messages are made of: the learner's codec (docs/design.md, "A node, and the round as a table of contents").
+// What a node's train messages are made of: the learner's codec (docs/design.md).
 // Two kinds:
 //  - a compressor (algorithms/compress/) applied to the algorithm's outgoing vector: every codec of
 //    the `compressor:` section, identity included;

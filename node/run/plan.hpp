@@ -1,5 +1,5 @@
 #pragma once
-// The plan (docs/design.md, "A node, and the round as a table of contents"): how many rounds a node runs, how long a round is (H =
+// The plan (docs/design.md): how many rounds a node runs, how long a round is (H =
 // train.local_steps optimizer steps, each on one batch), when it evaluates, the learning-rate
 // schedule, and this node's own order of its own shard. Every node runs the same number of rounds,
 // derived from the smallest shard, which every node can compute (shards differ by at most one

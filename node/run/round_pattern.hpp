@@ -1,5 +1,5 @@
 #pragma once
-// How a round's messages travel (docs/design.md, "A node, and the round as a table of contents"), as an object the round is given:
+// How a round's messages travel (docs/design.md), as an object the round is given:
 //   gossip_round   the algorithm's message, encoded by the learner's codec, to the graph's neighbours
 //                  and theirs back (every decentralized algorithm, and allgather, whose graph is
 //                  complete): node/run/gossip_round.hpp

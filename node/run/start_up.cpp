@@ -1,7 +1,6 @@
 #include "node/run/start_up.hpp"
 
 #include <atomic>
-#include <cstdio>
 #include <sstream>
 
 #include "node/run/run_control.hpp"
