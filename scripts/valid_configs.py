@@ -28,26 +28,18 @@ import os
 import random
 import shutil
 import socket
-import struct
 import subprocess
 import sys
 import tempfile
 import time
+
+import numpy  # Debian's python3-numpy, which python3-torch brings
 
 TORCH_PYTHON = "/usr/bin/python3"  # Debian's python3 with python3-torch writes the TorchScript files
 
 # --- the data sets and TorchScript modules the configs name -------------------------------------------
 
 IMAGE_TRAIN, IMAGE_TEST = 384, 64  # examples of each written image set
-
-
-def write_npy(path, array_bytes, dtype, shape):
-    """An .npy file (format 1.0) of raw little-endian bytes."""
-    dims = f"{shape[0]}," if len(shape) == 1 else ", ".join(str(d) for d in shape)
-    header = "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }" % (dtype, dims)
-    header += " " * (63 - (len(header) + 10) % 64) + "\n"
-    with open(path, "wb") as f:
-        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode() + array_bytes)
 
 
 def image_bytes(rng, count, size, classes):
@@ -65,8 +57,9 @@ def write_npy_images(folder, rng):
     os.makedirs(folder, exist_ok=True)
     for split, count in (("train", IMAGE_TRAIN), ("test", IMAGE_TEST)):
         pixels, labels = image_bytes(rng, count, 28 * 28, 10)
-        write_npy(os.path.join(folder, f"{split}_images.npy"), pixels, "|u1", (count, 28, 28))
-        write_npy(os.path.join(folder, f"{split}_labels.npy"), labels, "|u1", (count,))
+        images = numpy.frombuffer(pixels, numpy.uint8).reshape(count, 28, 28)
+        numpy.save(os.path.join(folder, f"{split}_images.npy"), images)
+        numpy.save(os.path.join(folder, f"{split}_labels.npy"), numpy.frombuffer(labels, numpy.uint8))
 
 
 def write_cifar10(folder, rng):
