@@ -61,14 +61,7 @@ def describe(component):
 def load_run(run_dir):
     if not os.path.isdir(run_dir):
         raise InputError(f"{run_dir}: not a directory")
-    meta = {}
-    try:
-        with open(os.path.join(run_dir, "run.json")) as f:
-            loaded = json.load(f)
-        if isinstance(loaded, dict):
-            meta = loaded
-    except (OSError, ValueError):
-        pass  # titles fall back to the directory name
+    meta = read_json_object(os.path.join(run_dir, "run.json"))  # {}: titles fall back to the folder's name
     n = meta.get("n") if isinstance(meta.get("n"), int) and meta.get("n") > 0 else None
     nodes = []
     for entry in os.listdir(run_dir):
@@ -89,6 +82,16 @@ def load_run(run_dir):
     return {"dir": run_dir, "name": name, "label": label, "nodes": data}
 
 
+def read_json_object(path):
+    """The JSON object in path; {} when it is missing, unreadable or not an object."""
+    try:
+        with open(path) as f:
+            loaded = json.load(f)
+    except (OSError, ValueError):
+        return {}
+    return loaded if isinstance(loaded, dict) else {}
+
+
 def start_offsets(run_dir, data):
     """{rank: seconds its process started after the first node's}, from each node-<rank>.json
     (end_unix_s - wall_s: its start on the system clock). A node's wall_s counts from its own start,
@@ -96,11 +99,10 @@ def start_offsets(run_dir, data):
     every curve is on one clock, the first node's. Empty when fewer than two summaries say."""
     starts = {}
     for rank in data:
+        summary = read_json_object(os.path.join(run_dir, f"node-{rank}.json"))
         try:
-            with open(os.path.join(run_dir, f"node-{rank}.json")) as f:
-                summary = json.load(f)
             starts[rank] = float(summary["end_unix_s"]) - float(summary["wall_s"])
-        except (OSError, ValueError, KeyError, TypeError):
+        except (KeyError, TypeError, ValueError):
             continue
     if len(starts) < 2:
         return {}
