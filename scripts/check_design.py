@@ -26,7 +26,7 @@ LAYERS = [
     ["qgossip", "core"],
     ["kernels/cpu"],
     ["kernels/cuda"],
-    ["algorithms/compress", "topology", "gossip"],
+    ["algorithms/compress", "topology", "gossip", "gossip/exchange"],
     ["algorithms", "gossip/zmq", "gossip/inproc"],
     ["node/data", "node/optim"],
     ["node/models"],
@@ -43,7 +43,7 @@ LAYERS = [
 RUN_ROOMS = [
     ("control", ["run_control", "start_up"]),
     ("parts", ["message_codec", "message_inbox", "learner", "plan", "resume", "node_network", "peer_failures",
-               "rejoining", "local_training"]),
+               "rejoining", "local_training", "link_events"]),
     ("patterns", ["round_pattern", "gossip_round", "ring_round", "edge_messages", "async_gossip_round"]),
     ("set-up", ["links", "node_setup", "consensus_probe"]),
     ("loop", ["round_steps", "round_checkpoint", "node_runner"]),

@@ -51,8 +51,8 @@ std::uint64_t async_gossip_round::need(std::uint64_t t) const {
 status async_gossip_round::exchange(std::uint64_t t) {
   inbox_.clear();
   round_ = t;
-  const status st = may_skip_ ? ex_.gather(t, own_.wire(), need(t), inbound_, sends_)
-                              : ex_.gather(t, own_.wire(), need(t), inbound_);
+  // The messages go to the inbox (link_events), decoded as they arrive.
+  const status st = may_skip_ ? ex_.gather(t, own_.wire(), need(t), sends_) : ex_.gather(t, own_.wire(), need(t));
   staleness_ = 0;
   for (int j : alg_.row().neighbours) {
     const std::uint64_t newest = ex_.newest(j);
@@ -83,7 +83,7 @@ bool async_gossip_round::peers_done() const {
 
 status async_gossip_round::leave(std::uint64_t t, transport_clock::time_point deadline) {
   inbox_.clear();
-  return ex_.finish(t, deadline, [this](std::vector<inbound_message>&) { absorb_inbox(alg_, inbox_); });
+  return ex_.finish(t, deadline, [this] { absorb_inbox(alg_, inbox_); });
 }
 
 std::string async_gossip_round::describe() const {

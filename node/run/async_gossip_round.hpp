@@ -73,7 +73,6 @@ class async_gossip_round final : public round_pattern {
   // the algorithm was told of (neighbour_finished; empty: none finished, so nothing to catch up with).
   std::uint64_t caught_up_from_ = 0;
   std::vector<int> told_finished_;
-  std::vector<inbound_message> inbound_;
 };
 
 }  // namespace qgossip

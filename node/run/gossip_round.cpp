@@ -47,7 +47,7 @@ gossip_round::gossip_round(const round_pattern_parts& p)
 
 status gossip_round::exchange(std::uint64_t t) {
   inbox_.clear();
-  return ex_.round(message_kind::train, t, own_.wire(), inbound_, round_peers{peers_, peers_});
+  return ex_.round(message_kind::train, t, own_.wire(), round_peers{peers_, peers_});  // into the inbox
 }
 
 void gossip_round::absorb(std::uint64_t) { absorb_inbox(alg_, inbox_); }

@@ -57,7 +57,6 @@ class gossip_round final : public round_pattern {
   class exchange& ex_;
   message_inbox& inbox_;
   std::vector<int> peers_;
-  std::vector<inbound_message> inbound_;
 };
 
 }  // namespace qgossip

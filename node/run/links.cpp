@@ -38,20 +38,10 @@ exchange_options exchange_options_for(const run_config& c, int rank, const node_
   eo.first_deadline = to_ms(c.network.start_timeout_s);
   eo.round_deadline = to_ms(c.network.round_timeout_s);
   eo.max_payload_bytes = l.network->max_payload_bytes();
-  eo.log = [rank](const std::string& line) { say(rank, line); };
-  eo.should_stop = stop_requested;
   eo.max_rejected = static_cast<std::uint32_t>(c.network.max_rejected);
   eo.asynchronous = l.shape.gossip && l.shape.max_staleness > 0;
-  // Every pattern tells its peers why it stops, so that they stop naming the node that failed first
-  // (the centralized algorithms need every node: the config allows them only `stop`).
-  eo.on_peer_failure = [f = l.failures.get()](int peer, const std::string& why) { return f->on_peer_failure(peer, why); };
-  eo.on_notice = [f = l.failures.get()](int from, std::span<const std::byte> p) { return f->on_notice(from, p); };
-  if (l.inbox) eo.validate = [in = l.inbox.get()](const wire_header& h, std::span<const std::byte> p) { return in->accept(h, p); };
-  if (l.rejoin) {
-    eo.on_join = [r = l.rejoin.get()](int from, const wire_header& h, std::span<const std::byte> p) { return r->on_join(from, h, p); };
-    eo.on_foreign_join = [r = l.rejoin.get()](int from, std::uint64_t run_id) { r->on_foreign_join(from, run_id); };
-    eo.drop_silent = true;  // a neighbour that never starts, or hangs, is dropped; it may come back
-  }
+  // A neighbour that never starts, or hangs, is dropped where it may come back.
+  eo.drop_silent = l.rejoin != nullptr;
   return eo;
 }
 
@@ -98,7 +88,8 @@ node_links open_links(const run_config& c, int rank, const topology& topo, node_
   allocating(
       [&] { return "allocating the exchange's buffers (" + std::to_string(l.peers.size()) + " peers, " + sizes + ")"; },
       [&] {
-        l.ex = std::make_unique<exchange>(l.network->link(), exchange_options_for(c, rank, l));
+        l.events = std::make_unique<link_events>(rank, *l.failures, l.inbox.get(), l.rejoin.get());
+        l.ex = std::make_unique<exchange>(l.network->link(), exchange_options_for(c, rank, l), l.events.get());
         l.failures->attach(*l.ex, *learner.alg, log);
         if (l.rejoin) l.rejoin->attach(*l.ex, *learner.alg, *l.failures, log);
         l.pattern = make_round_pattern(l.shape, {.alg = *learner.alg,

@@ -1,8 +1,8 @@
 #pragma once
 // The links (docs/design.md): this node's transport (node/run/node_network.hpp),
 // the exchange over it, what it does about failed peers (node/run/peer_failures.hpp), and the round
-// pattern its messages travel by (node/run/round_pattern.hpp). The exchange is given its decoder
-// (the inbox, for gossip) when it is built. Built once, after the learner and the log.
+// pattern its messages travel by (node/run/round_pattern.hpp). The exchange is given what it tells
+// the node to (node/run/link_events.hpp: the inbox, for gossip, among them) when it is built. Built once, after the learner and the log.
 #include <memory>
 #include <vector>
 
@@ -10,6 +10,7 @@
 #include "node/config/config.hpp"
 #include "node/log/run_log.hpp"
 #include "node/run/learner.hpp"
+#include "node/run/link_events.hpp"
 #include "node/run/message_inbox.hpp"
 #include "node/run/node_network.hpp"
 #include "node/run/peer_failures.hpp"
@@ -29,6 +30,7 @@ struct node_links {
   std::unique_ptr<class exchange> ex;
   std::unique_ptr<peer_failures> failures;
   std::unique_ptr<rejoining> rejoin;  // continue with synchronous gossip: nodes come back
+  std::unique_ptr<link_events> events;  // what the exchange tells the node
   std::unique_ptr<round_pattern> pattern;
 };
 

@@ -1,7 +1,7 @@
 #pragma once
 // The train messages of a round, decoded by the learner's codec as the exchange delivers them: the
-// exchange is given accept() when it is built (exchange_options::validate), so a message is decoded
-// once, while the node still waits for the others, and one that does not decode is its sender's
+// exchange hands each to accept() (exchange_events::train_message, node/run/link_events.hpp), so a
+// message is decoded once, while the node still waits for the others, and one that does not decode is its sender's
 // failure (docs/failures.md). Synchronous gossip delivers one message per train peer per round;
 // asynchronous gossip any number, each peer's in its order: the inbox keeps them in delivery order
 // until the round pattern has handed them to the algorithm (clear()). Its vectors are reused.
@@ -22,7 +22,7 @@ class message_inbox {
   // peers: the train peers, ascending; values: the decoded length (the model's parameters).
   message_inbox(const message_codec& codec, std::uint64_t seed, std::vector<int> peers, std::size_t values);
 
-  // exchange_options::validate: decodes a train message and keeps it. errc::corrupt when it does not
+  // exchange_events::train_message: decodes a train message and keeps it. errc::corrupt when it does not
   // decode; errc::invalid for a sender that is not a train peer.
   [[nodiscard]] status accept(const wire_header& h, std::span<const std::byte> payload);
 

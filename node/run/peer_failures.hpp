@@ -38,7 +38,7 @@ class peer_failures {
   // Once the exchange, the algorithm and the log exist (node_setup).
   void attach(exchange& ex, algorithm& alg, run_log& log);
 
-  // The exchange's callbacks (exchange_options::on_peer_failure, on_notice).
+  // The exchange's callbacks (exchange_events::peer_failed and notice, through node/run/link_events.hpp).
   bool on_peer_failure(int peer, const std::string& why);
   status on_notice(int from, std::span<const std::byte> payload);
 

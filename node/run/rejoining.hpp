@@ -55,10 +55,10 @@ class rejoining {
   rejoining(int rank, std::uint64_t rounds, std::uint32_t model_size, std::vector<int> neighbours);
   void attach(exchange& ex, algorithm& alg, peer_failures& failures, run_log& log);
 
-  // exchange_options::on_join. At the joiner, an offer while it waits for a round ends that round
+  // exchange_events::join. At the joiner, an offer while it waits for a round ends that round
   // with errc::rejoin (the node loop then calls join()).
   status on_join(int from, const wire_header& h, std::span<const std::byte> payload);
-  // exchange_options::on_foreign_join: a neighbour's join of another run is refused, under its run id.
+  // exchange_events::foreign_join: a neighbour's join of another run is refused, under its run id.
   void on_foreign_join(int from, std::uint64_t run_id);
   // Start-up: asks every neighbour to admit this node (a fresh run's neighbours ignore it).
   void announce(std::uint64_t last_round);

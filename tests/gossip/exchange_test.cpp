@@ -15,6 +15,7 @@
 #include "core/errors.hpp"
 #include "gossip/faulty_transport.hpp"
 #include "gossip/inproc/transport.hpp"
+#include "tests/gossip/hook_events.hpp"
 #include "tests/gossip/spawn.hpp"
 
 using namespace qgossip;
@@ -22,6 +23,7 @@ using namespace std::chrono_literals;
 using test::pattern;
 using test::ring_neighbours;
 using test::spawn;
+using testing::hook_events;
 
 namespace {
 
@@ -107,14 +109,13 @@ struct by_hand {
   inproc_transport t2 = net.endpoint(2);
   inproc_transport t3 = net.endpoint(3);
   std::vector<std::string> log;
+  hook_events events;
   exchange ex;
   std::vector<inbound_message> out;
 
   explicit by_hand(std::chrono::milliseconds deadline = 2000ms)
-      : ex(t0, with_log(options_for(0, {1, 3}, deadline))) {}
-  exchange_options with_log(exchange_options o) {
-    o.log = [this](const std::string& line) { log.push_back(line); };
-    return o;
+      : ex(t0, options_for(0, {1, 3}, deadline), &events) {
+    events.on_log = [this](const std::string& line) { log.push_back(line); };
   }
   status round(message_kind kind, std::uint64_t iteration) {
     message m(0, kind, iteration);
@@ -441,8 +442,9 @@ TEST_CASE("exchange: a stop request ends a waiting round within the check interv
   inproc_transport t3 = net.endpoint(3);
   std::atomic<bool> stop{false};
   exchange_options o = options_for(0, {1, 3}, 10000ms);
-  o.should_stop = [&stop] { return stop.load(); };
-  exchange ex(t0, o);
+  hook_events events;
+  events.on_stop = [&stop] { return stop.load(); };
+  exchange ex(t0, o, &events);
   std::vector<inbound_message> out;
   send_as(t1, 1, message_kind::train, 0);  // rank 3 stays silent
   std::thread stopper([&stop] {
@@ -538,27 +540,28 @@ struct with_failures {
   std::vector<std::pair<int, std::string>> failures;
   std::vector<std::pair<int, std::string>> notices;
   bool keep_going = true;  // what on_peer_failure answers
+  hook_events events;
   std::unique_ptr<exchange> ex;
   std::vector<inbound_message> out;
 
   explicit with_failures(std::uint32_t max_rejected = 16, bool validating = false) {
     exchange_options o = options_for(0, {1, 3}, 2000ms);
     o.max_rejected = max_rejected;
-    o.on_peer_failure = [this](int peer, const std::string& why) {
+    events.on_peer_failed = [this](int peer, const std::string& why) {
       failures.emplace_back(peer, why);
       return keep_going;
     };
-    o.on_notice = [this](int from, std::span<const std::byte> p) {
+    events.on_notice = [this](int from, std::span<const std::byte> p) {
       notices.emplace_back(from, std::string(reinterpret_cast<const char*>(p.data()), p.size()));
       if (notices.back().second == "drop 3") ex->drop(3);
       return notices.back().second == "bad" ? status::error(errc::corrupt, "not a notice") : status::ok();
     };
     if (validating)  // a payload of zero bytes only "does not decode"
-      o.validate = [](const wire_header&, std::span<const std::byte> p) {
+      events.on_train = [](const wire_header&, std::span<const std::byte> p) {
         const bool zeros = std::all_of(p.begin(), p.end(), [](std::byte b) { return b == std::byte{0}; });
         return zeros ? status::error(errc::corrupt, "cannot decode") : status::ok();
       };
-    ex = std::make_unique<exchange>(f0, o);
+    ex = std::make_unique<exchange>(f0, o, &events);
   }
   status round(std::uint64_t iteration) {
     message m(0, message_kind::train, iteration);
@@ -661,12 +664,12 @@ TEST_CASE("exchange: send_notice reaches the peers as a notice, outside the roun
   inproc_network net(2);
   inproc_transport a = net.endpoint(0), b = net.endpoint(1);
   std::vector<std::string> seen;
-  exchange_options ob = options_for(1, {0});
-  ob.on_notice = [&](int from, std::span<const std::byte> p) {
+  hook_events events;
+  events.on_notice = [&](int from, std::span<const std::byte> p) {
     seen.push_back(std::to_string(from) + ":" + std::string(reinterpret_cast<const char*>(p.data()), p.size()));
     return status::ok();
   };
-  exchange ea(a, options_for(0, {1})), eb(b, ob);
+  exchange ea(a, options_for(0, {1})), eb(b, options_for(1, {0}), &events);
   const std::string text = "degree 1 9\n";
   const int to[1] = {1};
   REQUIRE(ea.send_notice(to, std::as_bytes(std::span(text.data(), text.size())), 7).is_ok());
@@ -867,22 +870,23 @@ struct async_by_hand {
   faulty_transport f0{t0, {}};  // no faults: only its queued bytes, set by hand
   std::vector<std::string> log;
   std::vector<std::pair<int, std::uint64_t>> validated;  // (sender, iteration), in delivery order
+  hook_events events;
   std::unique_ptr<exchange> ex;
   std::vector<inbound_message> out;
   explicit async_by_hand(std::chrono::milliseconds deadline = 2000ms) {
     exchange_options o = options_for(0, {1, 3}, deadline);
     o.asynchronous = true;
-    o.log = [this](const std::string& line) { log.push_back(line); };
-    o.validate = [this](const wire_header& h, std::span<const std::byte>) {
+    events.on_log = [this](const std::string& line) { log.push_back(line); };
+    events.on_train = [this](const wire_header& h, std::span<const std::byte>) {
       validated.emplace_back(static_cast<int>(h.sender), h.iteration);
       return status::ok();
     };
-    ex = std::make_unique<exchange>(f0, o);
+    ex = std::make_unique<exchange>(f0, o, &events);
   }
   status gather(std::uint64_t iteration, std::uint64_t need) {
     const std::vector<std::byte> payload = async_payload(0, iteration);
     const outgoing_message m{kTrainCodec, kTrainTag, static_cast<std::uint32_t>(kAsyncBytes), payload};
-    return ex->gather(iteration, m, need, out);
+    return ex->gather(iteration, m, need, &out);
   }
   // A round that sends its message to `to` only (the same payload as gather's).
   status gather_to(std::uint64_t iteration, std::uint64_t need, std::vector<int> to) {
@@ -890,7 +894,7 @@ struct async_by_hand {
     const outgoing_message m{kTrainCodec, kTrainTag, static_cast<std::uint32_t>(kAsyncBytes), payload};
     std::vector<link_message> sends;
     for (int peer : to) sends.push_back({peer, payload});
-    return ex->gather(iteration, m, need, out, sends);
+    return ex->gather(iteration, m, need, sends, &out);
   }
   // Round 1 with both neighbours; then rank 1 finishes at 1 and acknowledges this node's finished
   // message ahead of time: only rank 3 is left for finish() to wait for.
@@ -986,7 +990,7 @@ TEST_CASE("exchange asynchronous: a gap is rejected, a repeat dropped; a finishe
   CHECK(a.ex->all_finished());
 }
 
-TEST_CASE("exchange asynchronous: finish hands a slower peer's last train messages to `late`, in order") {
+TEST_CASE("exchange asynchronous: finish hands a slower peer's last train messages to the node, in order, then calls `late`") {
   async_by_hand a;
   a.round_1_then_rank_1_finishes();
   std::thread slow([&] {
@@ -996,13 +1000,17 @@ TEST_CASE("exchange asynchronous: finish hands a slower peer's last train messag
     finished_as(a.t3, 3, 3);
     acked_as(a.t3, 3, 1);
   });
-  std::vector<std::pair<int, std::uint64_t>> late;
-  const status s = a.ex->finish(1, transport_clock::now() + 2s, [&](std::vector<inbound_message>& msgs) {
-    for (const auto& m : msgs) late.emplace_back(static_cast<int>(m.header.sender), m.header.iteration);
-  });
+  const std::size_t before = a.validated.size();
+  std::vector<std::size_t> seen_at_late;  // how many the node had been given at each call of late
+  const auto late_call = [&] { seen_at_late.push_back(a.validated.size()); };
+  const status s = a.ex->finish(1, transport_clock::now() + 2s, late_call);
   slow.join();
   REQUIRE(s.is_ok());
+  const auto first_late = a.validated.begin() + static_cast<std::ptrdiff_t>(before);
+  const std::vector<std::pair<int, std::uint64_t>> late(first_late, a.validated.end());
   CHECK(late == std::vector<std::pair<int, std::uint64_t>>{{3, 2}, {3, 3}});
+  REQUIRE(!seen_at_late.empty());
+  CHECK(seen_at_late.back() == a.validated.size());  // late came after the node had them
 }
 
 TEST_CASE("exchange asynchronous: finish waits past its deadline for a slower peer that keeps sending rounds") {
@@ -1016,13 +1024,13 @@ TEST_CASE("exchange asynchronous: finish waits past its deadline for a slower pe
       send_async(a.t3, 3, it);
     }
   });
-  std::vector<std::uint64_t> late;
+  const std::size_t before = a.validated.size();
   const auto start = transport_clock::now();
-  const status s = a.ex->finish(1, start + 300ms, [&](std::vector<inbound_message>& msgs) {
-    for (const auto& m : msgs) late.push_back(m.header.iteration);
-  });
+  const status s = a.ex->finish(1, start + 300ms, [] {});
   const auto waited = transport_clock::now() - start;
   slow.join();
+  std::vector<std::uint64_t> late;
+  for (std::size_t i = before; i < a.validated.size(); ++i) late.push_back(a.validated[i].second);
   CHECK(s.code() == errc::timeout);  // rank 3 never finished
   CHECK(s.message().find("rank 3") != std::string::npos);
   CHECK(late == std::vector<std::uint64_t>{2, 3, 4, 5, 6, 7, 8, 9});  // every round it sent, in order
@@ -1043,7 +1051,7 @@ TEST_CASE("exchange asynchronous: finish waits past its deadline for a slower pe
     }
   });
   const auto start = transport_clock::now();
-  const status s = a.ex->finish(1, start + 300ms, [](std::vector<inbound_message>&) {});
+  const status s = a.ex->finish(1, start + 300ms, [] {});
   const auto waited = transport_clock::now() - start;
   alive.join();
   CHECK(s.code() == errc::timeout);  // rank 3 never finished
@@ -1180,13 +1188,14 @@ void send_join_kind(transport& from, int sender, message_kind kind, std::uint64_
 TEST_CASE("exchange rejoining: a dropped neighbour's join reaches on_join while its other messages stay refused") {
   by_hand b;
   std::vector<std::pair<int, std::string>> joins;
-  exchange_options o = b.with_log(options_for(0, {1, 3}, 2000ms));
-  o.on_join = [&](int from, const wire_header& h, std::span<const std::byte> p) {
+  hook_events events;
+  events.on_log = b.events.on_log;
+  events.on_join = [&](int from, const wire_header& h, std::span<const std::byte> p) {
     joins.emplace_back(from, std::string(reinterpret_cast<const char*>(p.data()), p.size()));
     CHECK(h.count == 4);
     return status::ok();
   };
-  exchange ex(b.t0, o);
+  exchange ex(b.t0, options_for(0, {1, 3}, 2000ms), &events);
   ex.drop(3);
   send_as(b.t3, 3, message_kind::train, 1);  // departed: rejected
   const std::string ask = "join 0\n";
@@ -1246,13 +1255,15 @@ TEST_CASE("exchange rejoining: drop_silent drops a neighbour silent at the deadl
   SUBCASE("one silent") {
     by_hand b;
     std::vector<int> failed;
-    exchange_options o = b.with_log(options_for(0, {1, 3}, 200ms));
+    exchange_options o = options_for(0, {1, 3}, 200ms);
     o.drop_silent = true;
-    o.on_peer_failure = [&](int peer, const std::string&) {
+    hook_events events;
+    events.on_log = b.events.on_log;
+    events.on_peer_failed = [&](int peer, const std::string&) {
       failed.push_back(peer);
       return true;
     };
-    exchange ex(b.t0, o);
+    exchange ex(b.t0, o, &events);
     send_as(b.t1, 1, message_kind::train, 1);
     message m(0, message_kind::train, 1);
     REQUIRE(ex.round(message_kind::train, 1, m.out, b.out).is_ok());
@@ -1262,10 +1273,12 @@ TEST_CASE("exchange rejoining: drop_silent drops a neighbour silent at the deadl
   }
   SUBCASE("all silent") {
     by_hand b;
-    exchange_options o = b.with_log(options_for(0, {1, 3}, 200ms));
+    exchange_options o = options_for(0, {1, 3}, 200ms);
     o.drop_silent = true;
-    o.on_peer_failure = [](int, const std::string&) { return true; };
-    exchange ex(b.t0, o);
+    hook_events events;
+    events.on_log = b.events.on_log;
+    events.on_peer_failed = [](int, const std::string&) { return true; };
+    exchange ex(b.t0, o, &events);
     message m(0, message_kind::train, 1);
     CHECK(ex.round(message_kind::train, 1, m.out, b.out).code() == errc::timeout);
   }

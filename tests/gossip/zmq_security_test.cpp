@@ -25,6 +25,7 @@
 #include "gossip/exchange.hpp"
 #include "gossip/zmq/curve_keys.hpp"
 #include "gossip/zmq/transport.hpp"
+#include "tests/gossip/hook_events.hpp"
 #include "tests/gossip/spawn.hpp"
 #include "tests/gossip/test_bytes.hpp"
 
@@ -337,8 +338,9 @@ exchange_stats run_under_attack(zmq_options o0, zmq_options o1,
     eo.neighbours = {1 - who};
     eo.run_id = 42;
     eo.first_deadline = eo.round_deadline = 10000ms;
-    if (who == 0) eo.log = [&](const std::string& line) { log0.push_back(line); };
-    exchange ex(who == 0 ? static_cast<transport&>(t0) : t1, eo);
+    testing::hook_events events;
+    if (who == 0) events.on_log = [&](const std::string& line) { log0.push_back(line); };
+    exchange ex(who == 0 ? static_cast<transport&>(t0) : t1, eo, &events);
     std::vector<inbound_message> out;
     for (int it = 0; it < rounds; ++it) {
       if (it == 1 && who == 1) attack_done.wait();

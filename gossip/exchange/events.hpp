@@ -1,0 +1,56 @@
+#pragma once
+// What the exchange tells the node, and asks of it, while it receives (gossip/exchange.hpp): one
+// typed interface, given at construction. node/run implements it (node/run/link_events.hpp); tests
+// implement what they watch. Every method has a default that does what a node without an opinion
+// wants, so an implementation overrides only what it handles. Called from inside the exchange's
+// calls, on their thread, never later.
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "core/status.hpp"
+#include "gossip/wire.hpp"
+
+namespace qgossip {
+
+class exchange_events {
+ public:
+  virtual ~exchange_events() = default;
+
+  // One line per rejected, duplicate or expired message, and the transport's lines about refused
+  // connections. Rejections are rate-limited per reason (a few lines per 10 s, then one line
+  // counting the rest), so a flood of garbage cannot flood the log. Default: dropped.
+  virtual void log(const std::string& line) {}
+  // Polled while the exchange waits (every kStopCheckInterval): true ends the wait with
+  // errc::cancelled. The node passes its SIGINT/SIGTERM flag here. Default: never.
+  virtual bool stop_requested() { return false; }
+
+  // A train message that passed every check of the wire: the node decodes and keeps it (its inbox)
+  // or refuses it (then it is rejected, reason payload, and is a failure of its sender: peer_failed).
+  // This is where a node's train messages go. Default: accepted (the caller collects them).
+  virtual status train_message(const wire_header& header, std::span<const std::byte> payload) {
+    return status::ok();
+  }
+  // A failed or misbehaving neighbour (docs/failures.md): its link was lost (the transport's
+  // heartbeats or a closed connection: transport::take_lost_peers), a train message of it was
+  // refused (it cannot send that round's message again), or max_rejected of the messages on its
+  // link were rejected; why says which ("its link closed ..."). True drops it (exchange::drop) and
+  // the round goes on without it; false ends the round with errc::peer_lost naming it
+  // (network.on_peer_failure: stop). Default: false.
+  virtual bool peer_failed(int peer, const std::string& why) { return false; }
+  // A valid notice (message_kind::notice) as it arrives, with its sender: errc::corrupt rejects it
+  // (reason notice), another error ends the round with it. Default: ok (dropped, counted delivered).
+  virtual status notice(int from, std::span<const std::byte> payload) { return status::ok(); }
+  // Rejoining (docs/failures.md, "Rejoining"): a valid join message (message_kind::join) as it
+  // arrives, also from a neighbour this node dropped, with its header (count: the sender's model
+  // size) and payload (notice-format items). Errors as notice(). Default: ok (dropped).
+  virtual status join(int from, const wire_header& header, std::span<const std::byte> payload) {
+    return status::ok();
+  }
+  // A neighbour's join message of another run (run id `run_id`; the message itself is rejected,
+  // reason run_id): the node may answer it with exchange::send_join(..., run_id), which the joiner
+  // can read. Default: nothing.
+  virtual void foreign_join(int from, std::uint64_t run_id) {}
+};
+
+}  // namespace qgossip

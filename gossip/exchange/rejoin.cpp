@@ -1,0 +1,78 @@
+#include "gossip/exchange/rejoin.hpp"
+
+#include <array>
+#include <string>
+#include <utility>
+
+namespace qgossip {
+
+rejoin_messages::rejoin_messages(exchange_core& core) : core_(core) {
+  states_.resize(core_.size());
+  core_.handle_kind(message_kind::join, *this, /*even_dropped=*/true);
+  core_.handle_kind(message_kind::join_state, *this, /*even_dropped=*/true);
+}
+
+void rejoin_messages::on_message(std::size_t k, const wire_header& h, std::vector<std::byte>& payload) {
+  core_.stats().notice_bytes_received += kWireHeaderBytes + h.payload_bytes;
+  ++core_.stats().messages_delivered;
+  if (h.kind == message_kind::join_state) {
+    if (states_[k]) ++core_.stats().duplicates;  // superseded before anyone took it
+    inbound_message& held = states_[k].emplace();
+    held.header = h;
+    std::swap(held.payload, payload);
+    return;
+  }
+  if (status s = core_.events().join(static_cast<int>(h.sender), h, payload); !s) {
+    if (s.code() == errc::corrupt) {
+      core_.reject(reject_reason::notice, static_cast<int>(h.sender), s.message());
+      return;
+    }
+    core_.set_pending(s);
+  }
+}
+
+status rejoin_messages::send_to(int peer, const wire_header& h, std::span<const std::byte> payload) {
+  std::array<std::byte, kWireHeaderBytes> header{};
+  encode_header(h, payload, header);
+  const int to[1] = {peer};
+  return core_.send_outside_rounds(to, header, payload);
+}
+
+status rejoin_messages::send_join(int peer, std::uint32_t model_size, std::span<const std::byte> payload,
+                                  std::optional<std::uint64_t> run_id) {
+  if (!core_.index_of(peer))
+    return status::error(errc::invalid, "rank " + std::to_string(peer) + " is not a neighbour");
+  if (payload.size() > core_.options().max_payload_bytes)
+    return status::error(errc::invalid, "join message of " + std::to_string(payload.size()) + " bytes");
+  wire_header h = core_.header_for(message_kind::join, core_.base, {.count = model_size, .payload = payload});
+  if (run_id) h.run_id = *run_id;
+  return send_to(peer, h, payload);
+}
+
+status rejoin_messages::send_state(int peer, std::uint64_t iteration, std::uint32_t model_size,
+                                   std::span<const float> values) {
+  if (!core_.index_of(peer))
+    return status::error(errc::invalid, "rank " + std::to_string(peer) + " is not a neighbour");
+  const auto payload = std::as_bytes(values);
+  if (payload.size() > core_.options().max_payload_bytes)
+    return status::error(errc::invalid, "a state of " + std::to_string(payload.size()) +
+                                            " bytes exceeds max_payload_bytes (network.max_message_mib)");
+  return send_to(
+      peer, core_.header_for(message_kind::join_state, iteration, {.count = model_size, .payload = payload}),
+      payload);
+}
+
+bool rejoin_messages::take_state(int peer, std::uint64_t iteration, inbound_message& out) {
+  const std::optional<std::size_t> k = core_.index_of(peer);
+  if (!k || !states_[*k]) return false;
+  std::optional<inbound_message>& held = states_[*k];
+  if (held->header.iteration != iteration) {
+    if (held->header.iteration < iteration) held.reset();  // an earlier attempt's
+    return false;
+  }
+  out = std::move(*held);
+  held.reset();
+  return true;
+}
+
+}  // namespace qgossip

@@ -1,0 +1,36 @@
+#pragma once
+// The exchange's part in rejoining (docs/failures.md, "Rejoining"): join messages, which come even
+// from a neighbour this node dropped (they go to exchange_events::join), and the join_state
+// messages that re-create the copies on an edge, held until the node takes them. Who offers, who
+// accepts and which state goes where is the node's: node/run/rejoining.hpp.
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "gossip/exchange/core.hpp"
+
+namespace qgossip {
+
+class rejoin_messages final : public exchange_protocol {
+ public:
+  // Registers for join and join_state messages, from dropped neighbours too.
+  explicit rejoin_messages(exchange_core& core);
+
+  // exchange::send_join, send_state and take_state.
+  status send_join(int peer, std::uint32_t model_size, std::span<const std::byte> payload,
+                   std::optional<std::uint64_t> run_id);
+  status send_state(int peer, std::uint64_t iteration, std::uint32_t model_size,
+                    std::span<const float> values);
+  [[nodiscard]] bool take_state(int peer, std::uint64_t iteration, inbound_message& out);
+
+  void on_message(std::size_t k, const wire_header& h, std::vector<std::byte>& payload) override;
+
+ private:
+  status send_to(int peer, const wire_header& h, std::span<const std::byte> payload);
+
+  exchange_core& core_;
+  std::vector<std::optional<inbound_message>> states_;  // per neighbour: its latest join_state
+};
+
+}  // namespace qgossip

@@ -1,0 +1,71 @@
+#pragma once
+// The exchange's vocabulary (gossip/exchange.hpp): its options, what a round sends and to whom, and
+// what it delivers.
+#include <chrono>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "gossip/wire.hpp"
+
+namespace qgossip {
+
+struct exchange_options {
+  int rank = -1;
+  std::vector<int> neighbours;  // sorted ascending, unique, without rank
+  std::uint64_t run_id = 0;     // hash of the resolved config
+  // Deadline of the first round, which also waits for the neighbours to start.
+  std::chrono::milliseconds first_deadline{60000};
+  // Deadline of every later round, counted from the start of round().
+  std::chrono::milliseconds round_deadline{30000};
+  // How many iterations ahead of the current one a peer's message is buffered (1: plain gossip).
+  std::uint64_t lookahead = 1;
+  // Largest payload sent or accepted (match zmq_options::max_payload_bytes).
+  std::uint32_t max_payload_bytes = 256u << 20;
+  // A neighbour whose link brought this many rejected messages misbehaves (exchange_events::
+  // peer_failed); 0: never.
+  std::uint32_t max_rejected = 16;
+  // A neighbour silent at a round's deadline is a failure (exchange_events::peer_failed may drop it
+  // and the round goes on) rather than the round's time-out, unless every peer of the round was silent
+  // (then this node is the one cut off). Off: the round fails with errc::timeout.
+  bool drop_silent = false;
+  // Asynchronous gossip (train.max_staleness > 0): train messages are delivered by gather(), each
+  // peer's in its order (iteration = the previous one + 1; a gap is rejected), as they arrive, never
+  // held for a round; round() is then for probes only.
+  bool asynchronous = false;
+};
+
+inline constexpr std::chrono::milliseconds kStopCheckInterval{100};
+// How often an asynchronous round waiting on flow control looks at its links' queues again.
+inline constexpr std::chrono::milliseconds kBacklogPoll{2};
+// How often exchange::finish looks whether a neighbour still running its rounds was heard from.
+inline constexpr std::chrono::milliseconds kHeardPoll{500};
+
+// What this node sends in a round. The payload must stay valid during round().
+struct outgoing_message {
+  std::uint16_t codec = 0;
+  std::uint32_t codec_tag = 0;
+  std::uint32_t count = 0;
+  std::span<const std::byte> payload;
+};
+
+// Asynchronous gossip (exchange::gather): what a round sends on one link, to neighbour `peer`. The
+// payload must stay valid during gather().
+struct link_message {
+  int peer = -1;
+  std::span<const std::byte> payload;
+};
+
+// Who a directed round talks to: sorted, unique subsets of the exchange's neighbours.
+struct round_peers {
+  std::span<const int> send_to;
+  std::span<const int> receive_from;
+};
+
+// A validated message from one neighbour, for a caller that collects its round's messages.
+struct inbound_message {
+  wire_header header;
+  std::vector<std::byte> payload;  // reused across rounds: pass the same vector to round() each time
+};
+
+}  // namespace qgossip

@@ -1,0 +1,33 @@
+#include "node/run/link_events.hpp"
+
+#include "node/run/run_control.hpp"
+
+namespace qgossip {
+
+void link_events::log(const std::string& line) { say(rank_, line); }
+
+bool link_events::stop_requested() { return qgossip::stop_requested(); }
+
+status link_events::train_message(const wire_header& header, std::span<const std::byte> payload) {
+  return inbox_ ? inbox_->accept(header, payload) : status::ok();
+}
+
+// Every pattern tells its peers why it stops, so that they stop naming the node that failed first
+// (the centralized algorithms need every node: the config allows them only `stop`).
+bool link_events::peer_failed(int peer, const std::string& why) {
+  return failures_.on_peer_failure(peer, why);
+}
+
+status link_events::notice(int from, std::span<const std::byte> payload) {
+  return failures_.on_notice(from, payload);
+}
+
+status link_events::join(int from, const wire_header& header, std::span<const std::byte> payload) {
+  return rejoin_ ? rejoin_->on_join(from, header, payload) : status::ok();
+}
+
+void link_events::foreign_join(int from, std::uint64_t run_id) {
+  if (rejoin_) rejoin_->on_foreign_join(from, run_id);
+}
+
+}  // namespace qgossip
