@@ -19,7 +19,7 @@ import os
 import re
 import sys
 
-SOURCE_DIRS = ("core", "kernels", "algorithms", "topology", "gossip", "node")
+SOURCE_DIRS = ("core", "kernels", "algorithms", "topology", "gossip", "node", "python")
 SUFFIXES = (".hpp", ".cpp", ".cu", ".cuh", ".h")
 # Lowest first. Generated headers (build/.../qgossip/...) sit below everything.
 LAYERS = [
@@ -36,6 +36,7 @@ LAYERS = [
     ["node/run"],
     ["node/launch"],
     ["node/cli"],
+    ["python"],
 ]
 # node/run's own rooms, lowest first (docs/design.md, "A node, and the round as a table of
 # contents"): an include inside node/run stays in its room or runs down to a lower one. Every file
@@ -46,7 +47,7 @@ RUN_ROOMS = [
                "rejoining", "local_training", "link_events"]),
     ("patterns", ["round_pattern", "gossip_round", "ring_round", "edge_messages", "async_gossip_round"]),
     ("set-up", ["links", "node_setup", "consensus_probe"]),
-    ("loop", ["round_steps", "round_checkpoint", "node_runner"]),
+    ("loop", ["round_steps", "round_checkpoint", "node_runner", "node_session"]),
 ]
 LENGTH_LIMIT = 80
 LENGTH_DIRS = SOURCE_DIRS

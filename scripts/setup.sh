@@ -2,7 +2,8 @@
 # Installs the Debian packages qgossip needs, only those missing. Idempotent; silent when nothing is missing.
 # libtorch-dev is the libtorch model backend (LeNet-5, ResNet-20, TorchScript; CPU), with OpenBLAS as the
 # BLAS it loads (libopenblas0-pthread takes the libblas.so.3 alternative); python3-torch writes the
-# TorchScript files the tests train and is the peer baseline. slurm-wlm (slurmctld, slurmd, the client
+# TorchScript files the tests train and is the peer baseline; pybind11-dev and python3-dev build the Python
+# module (python/, docs/python.md), python3-pytest runs its tests. slurm-wlm (slurmctld, slurmd, the client
 # commands) and munge are the one-machine Slurm of scripts/slurm-local.sh and tests/integration/slurm_test.sh;
 # where systemd runs, installing them starts a system munged, and Debian's slurmctld/slurmd units wait
 # for an /etc/slurm/slurm.conf that nothing here writes (docs/slurm.md).
@@ -13,6 +14,7 @@ pkgs=(build-essential cmake ninja-build pkg-config git
       libcli11-dev libbenchmark-dev libsodium-dev nlohmann-json3-dev python3 python3-matplotlib python3-yaml dataset-fashion-mnist
       iproute2 iputils-ping
       libtorch-dev libopenblas0-pthread python3-torch
+      pybind11-dev python3-dev python3-pytest
       clang libclang-rt-14-dev
       slurm-wlm munge)
 missing=()

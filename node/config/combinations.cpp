@@ -34,9 +34,29 @@ void check_codec(yaml_reader& r, const run_config& c) {
                          "allgather for sparsifiers and sign)");
 }
 
+// model.kind external: the node only mixes what another program's loop trains (docs/python.md);
+// what needs the node's own data, evaluation or step-by-step state is not there yet.
+void check_external(yaml_reader& r, const run_config& c) {
+  const std::string why = "model.kind external (a program's own model, docs/python.md): ";
+  if (c.compressor.name == "isgq")
+    throw r.error(why + "compressor: isgq needs the node's own gradient factors; use another codec");
+  if (c.train.consensus_every > 0)
+    throw r.error(why + "train.consensus_every evaluates the average model on the node's test data, which the "
+                        "program keeps; set it to 0");
+  if (c.train.max_staleness == kUnboundedStaleness)
+    throw r.error(why + "train.max_staleness: unbounded needs a run length the node knows; give a bound");
+  if (c.train.checkpoint_every > 0)
+    throw r.error(why + "train.checkpoint_every: the node's checkpoints hold its own training state; a program's "
+                        "run is not checkpointed by the node yet; set it to 0");
+  if (c.network.on_peer_failure == peer_failure_policy::train_on)
+    throw r.error(why + "network.on_peer_failure: continue (and rejoining) is not yet available to a program's "
+                        "loop; use stop");
+}
+
 void check_model(yaml_reader& r, const run_config& c) {
   const model_spec& m = c.model;
   const std::string kind(name_of(m.kind));
+  if (m.kind == model_kind::external) check_external(r, c);
   if (!is_torch(m.kind)) {
     if (c.device == device_kind::cuda)
       throw r.error("device: cuda trains the libtorch models (lenet5, resnet20, torchscript); " + kind +

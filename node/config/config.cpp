@@ -166,7 +166,7 @@ std::vector<std::string> config_key_paths() {
 }
 
 std::uint64_t eigen_model_params(const model_spec& m, std::uint64_t dim, std::uint64_t classes) {
-  if (is_torch(m.kind)) return 0;
+  if (is_torch(m.kind) || m.kind == model_kind::external) return 0;
   constexpr std::uint64_t kMax = std::numeric_limits<std::uint64_t>::max();
   auto add = [](std::uint64_t a, std::uint64_t b) { return a > kMax - b ? kMax : a + b; };
   auto mul = [](std::uint64_t a, std::uint64_t b) { return b != 0 && a > kMax / b ? kMax : a * b; };

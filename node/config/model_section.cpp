@@ -22,7 +22,7 @@ void read_hidden(yaml_reader& m, model_spec& spec) {
     throw m.error("model.hidden: softmax regression has no hidden layers (use kind: mlp)");
   if (spec.kind == model_kind::mlp && spec.hidden.empty())
     throw m.error("model.hidden: an mlp needs at least one hidden layer (use kind: softmax for none)");
-  if (is_torch(spec.kind) && !spec.hidden.empty())
+  if (spec.kind != model_kind::mlp && !spec.hidden.empty())
     throw m.error("model.hidden: only mlp has configurable hidden layers; " + kind + " has a fixed architecture");
 }
 
@@ -53,7 +53,7 @@ YAML::Node read_model(yaml_reader& r, run_config& c) {
   read_path(*m, spec, c.file);
   const std::string kind(name_of(spec.kind));
   spec.init = get_choice(*m, "init", spec.init);
-  if (is_torch(spec.kind) && m->has("init"))
+  if (spec.kind != model_kind::mlp && spec.kind != model_kind::softmax && m->has("init"))
     throw m->error("model.init is for the Eigen models (mlp, softmax); " + kind + " uses torch's own initialization");
   spec.threads = get_int_in(*m, "threads", spec.threads, 1, 256);
   spec.buffers = get_choice(*m, "buffers", spec.buffers);

@@ -94,6 +94,9 @@ std::unique_ptr<model> make_model(const model_spec& spec, std::size_t dim, std::
     return std::make_unique<softmax_regression>(dim, classes, spec.init);
   }
   if (spec.kind == model_kind::mlp) return std::make_unique<mlp>(dim, spec.hidden, classes, spec.init);
+  if (spec.kind == model_kind::external)
+    throw config_error("model: kind external is a model another program trains and attaches (qgossip.Node.attach, "
+                       "docs/python.md); qgossip run cannot build it");
   return make_torch_model(spec, dim, classes, shape);
 }
 

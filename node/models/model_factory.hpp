@@ -11,16 +11,19 @@
 namespace qgossip {
 
 // The model kinds: mlp and softmax (Eigen, always built); lenet5, resnet20 and torchscript
-// (libtorch; built when CMake finds Torch, see node/models/torch/).
-enum class model_kind { mlp, softmax, lenet5, resnet20, torchscript };
+// (libtorch; built when CMake finds Torch, see node/models/torch/); external, a model another
+// program trains and attaches (node/models/external_model.hpp; the Python module, docs/python.md).
+enum class model_kind { mlp, softmax, lenet5, resnet20, torchscript, external };
 inline constexpr named<model_kind> kModelNames[] = {
     {model_kind::mlp, "mlp"},           {model_kind::softmax, "softmax"},
     {model_kind::lenet5, "lenet5"},     {model_kind::resnet20, "resnet20"},
-    {model_kind::torchscript, "torchscript"},
+    {model_kind::torchscript, "torchscript"}, {model_kind::external, "external"},
 };
 constexpr std::span<const named<model_kind>> names_of(model_kind) { return kModelNames; }
 // True for the kinds the libtorch backend builds.
-[[nodiscard]] constexpr bool is_torch(model_kind k) { return k != model_kind::mlp && k != model_kind::softmax; }
+[[nodiscard]] constexpr bool is_torch(model_kind k) {
+  return k != model_kind::mlp && k != model_kind::softmax && k != model_kind::external;
+}
 
 // Where a libtorch model computes (the run YAML's `device:`): automatic = a GPU when this libtorch
 // has CUDA and one is visible, else the CPU.

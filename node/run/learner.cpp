@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "node/models/external_model.hpp"
 #include "node/models/model_factory.hpp"
 #include "node/run/start_up.hpp"
 #include "topology/topology.hpp"
@@ -10,7 +11,17 @@ namespace qgossip {
 
 namespace {
 
-std::unique_ptr<model> build_model(const run_config& c, const data_split& data, std::vector<float>& x0) {
+std::unique_ptr<model> build_model(const run_config& c, const data_split& data, std::vector<float>& x0,
+                                   std::span<const float> program_params) {
+  if (c.model.kind == model_kind::external) {
+    if (program_params.empty())
+      throw config_error(c.file, 0, 0,
+                         "model.kind external is a model a program attaches (qgossip.Node.attach, "
+                         "docs/python.md); qgossip run cannot train it");
+    auto m = std::make_unique<external_model>(program_params);
+    x0.assign(program_params.begin(), program_params.end());
+    return m;
+  }
   model_spec spec = c.model;
   spec.device = resolve_device(c.device, spec.kind);  // the launcher set CUDA_VISIBLE_DEVICES: GPU 0 here
   // The config checked the size where the data's shape was known; npy data are known only now.
@@ -22,7 +33,8 @@ std::unique_ptr<model> build_model(const run_config& c, const data_split& data, 
   const std::uint64_t planned = eigen_model_params(spec, data.train.dim, data.train.classes);
   auto building = [&] {
     return "building the model (" + std::string(name_of(spec.kind)) +
-           (planned ? ", " + std::to_string(planned) + " parameters, " + mib(planned) + " per copy" : std::string()) +
+           (planned ? ", " + std::to_string(planned) + " parameters, " + mib(planned) + " per copy"
+                    : std::string()) +
            ")";
   };
   return allocating(building, [&] {
@@ -47,21 +59,26 @@ mixing_row starting_row(const run_config& c, const topology& topo, int rank) {
   return row;
 }
 
-node_learner build_learner(const run_config& c, const data_split& data, const mixing_row& row) {
+node_learner build_learner(const run_config& c, const data_split& data, const mixing_row& row,
+                           std::span<float> program_params) {
   node_learner l;
+  l.program = program_params;
   start_up_step("building the model");
   std::vector<float> x0;  // the same x_1 on every node (the same seed)
-  l.model = build_model(c, data, x0);
+  l.model = build_model(c, data, x0, program_params);
   start_up_step("building the compressor and the algorithm");
   const std::size_t params = l.model->num_params();
   l.codec = allocating(
-      [&] { return "building the compressor " + c.compressor.name + " for " + std::to_string(params) + " parameters"; },
+      [&] {
+        return "building the compressor " + c.compressor.name + " for " + std::to_string(params) +
+               " parameters";
+      },
       [&] { return make_message_codec(c.compressor, *l.model, static_cast<std::size_t>(c.train.batch)); });
   l.alg = allocating(
       [&] {
-        return "allocating the state of " + std::string(name_of(c.algorithm)) + " (" + std::to_string(params) + " parameters, " +
-               mib(params) + " per vector, with copies for up to " + std::to_string(row.neighbours.size()) +
-               " neighbours)";
+        return "allocating the state of " + std::string(name_of(c.algorithm)) + " (" +
+               std::to_string(params) + " parameters, " + mib(params) +
+               " per vector, with copies for up to " + std::to_string(row.neighbours.size()) + " neighbours)";
       },
       [&] {
         algorithm_options options = c.algorithm_params;

@@ -26,11 +26,11 @@ local_training::local_training(const run_config& c, int rank, node_learner& lear
       plan_(plan),
       shard_(shard),
       local_(learner.model->num_params(), c.train.momentum, c.train.weight_decay),
-      local_rounds_(plan.local_steps > 1 || !c.train.outer.is_identity()),
+      local_rounds_(plan.local_steps > 1 || !c.train.outer.is_identity() || !learner.program.empty()),
       work_(local_rounds_ ? learner.model->num_params() : 0),
       outer_(local_rounds_ ? learner.model->num_params() : 0, c.train.outer),
-      outer_after_round_(local_rounds_ && !c.train.outer.is_identity() && !learner.alg->adjustable_model().empty() &&
-                         c.train.max_staleness == 0),
+      outer_after_round_(local_rounds_ && !c.train.outer.is_identity() &&
+                         !learner.alg->adjustable_model().empty() && c.train.max_staleness == 0),
       delta_(outer_after_round_ ? learner.model->num_params() : 0),
       grad_(learner.model->num_params()) {
   const augment_spec& a = c.data.augment;
@@ -55,7 +55,8 @@ std::span<const std::size_t> local_training::next_batch(std::uint64_t step) {
 
 // Optimizer step `step` (1-based over the run; round t's steps are (t−1)·H+1 .. t·H): sets lr_, the
 // loss and grad_ at x, or says the node diverged.
-local_training::outcome local_training::gradient(std::uint64_t t, std::uint64_t step, std::span<const float> x) {
+local_training::outcome local_training::gradient(std::uint64_t t, std::uint64_t step,
+                                                 std::span<const float> x) {
   lr_ = plan_.schedule.lr_at(plan_.epoch_after(step - 1));
   const auto batch = next_batch(step);
   model& m = *learner_.model;
@@ -76,10 +77,14 @@ local_training::outcome local_training::gradient(std::uint64_t t, std::uint64_t 
 local_training::outcome local_training::local_steps(std::uint64_t t, std::span<const float>& outgoing) {
   algorithm& alg = *learner_.alg;
   const std::span<const float> start = alg.model();
-  std::copy(start.begin(), start.end(), work_.begin());
-  for (std::uint64_t k = 1; k <= plan_.local_steps; ++k) {
-    if (outcome e = gradient(t, (t - 1) * plan_.local_steps + k, work_); !e) return e;
-    mixing::axpy(work_, -static_cast<float>(lr_), local_.apply(grad_, work_));
+  if (!learner_.program.empty()) {  // the program took the round's steps on its copy
+    std::copy(learner_.program.begin(), learner_.program.end(), work_.begin());
+  } else {
+    std::copy(start.begin(), start.end(), work_.begin());
+    for (std::uint64_t k = 1; k <= plan_.local_steps; ++k) {
+      if (outcome e = gradient(t, (t - 1) * plan_.local_steps + k, work_); !e) return e;
+      mixing::axpy(work_, -static_cast<float>(lr_), local_.apply(grad_, work_));
+    }
   }
   if (!outer_after_round_) {
     outgoing = alg.outgoing(outer_.apply(start, work_), 1.0f, t);
@@ -113,9 +118,18 @@ void local_training::restart() {
 }
 
 void local_training::finish_round() {
-  if (!outer_after_round_) return;
-  const std::span<float> x = learner_.alg->adjustable_model();
-  mixing::sub(x, work_, outer_.apply(work_, x));
+  if (outer_after_round_) {
+    const std::span<float> x = learner_.alg->adjustable_model();
+    mixing::sub(x, work_, outer_.apply(work_, x));
+  }
+  if (learner_.program.empty()) return;
+  const std::span<const float> x = learner_.alg->model();
+  std::copy(x.begin(), x.end(), learner_.program.begin());  // the program's next steps start from x_{t+1}
+}
+
+void local_training::add_loss(double loss) {
+  loss_sum_ += loss;
+  ++loss_count_;
 }
 
 double local_training::take_mean_loss(double previous) {

@@ -6,6 +6,9 @@
 //              step size: the papers' rules, bit for bit;
 //   local steps (H > 1 or an outer optimizer; DiLoCo's inner loop): H steps on a copy of x_t, each
 //              on its own batch, then the outer step (node/optim/outer_step.hpp) of the change.
+//              A node driven by a program (model.kind external, node/run/node_session.hpp) always
+//              takes this form: the program took the H steps on its own parameters (learner.program)
+//              with its own loss and optimizer; the node takes the change from them.
 //              Where the algorithm lets the node adjust its model after the round
 //              (algorithm::adjustable_model: choco, dpsgd, naive, the centralized ones) it gets the
 //              plain change and finish_round() applies the outer step to the whole round's change
@@ -47,8 +50,11 @@ class local_training {
   // mixing_only (asynchronous gossip catching up with finished neighbours): no step at all, the
   // algorithm's rule with a zero gradient, so the round only mixes.
   [[nodiscard]] outcome round(std::uint64_t t, std::span<const float>& outgoing, bool mixing_only = false);
-  // After the algorithm's finish(t): the outer step on the whole round's change, where it goes.
+  // After the algorithm's finish(t): the outer step on the whole round's change, where it goes; with
+  // a program's model (learner.program), the round's model written back into its parameters.
   void finish_round();
+  // A training loss the program reports (its loss is its own): counted in the next row's mean.
+  void add_loss(double loss);
   // A node that rejoins (algorithm::restart): the optimizer's and the outer step's momentum start
   // over at zero.
   void restart();

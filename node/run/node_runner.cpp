@@ -137,15 +137,9 @@ node_exit run_node(const run_config& config, int rank, const node_run_options& o
       end = {node_exit::interrupted, "interrupted by a signal at round " + std::to_string(t)};
       break;
     }
-    ++t;
     // Stopped, or rejoined (t then is the round before the one the node restarts at): the loop's
     // condition decides.
-    if (!(end = step.compute(t)) || end.rejoined) continue;
-    step.encode(t);
-    if (!(end = step.exchange(t)) || end.rejoined) continue;
-    step.absorb(t);
-    if (!(end = step.log(t))) break;
-    end = step.checkpoint(t);
+    if (!(end = step.run_round(t)) || end.rejoined) continue;
     if (step.peers_done()) break;
   }
   return step.finish(end, t);

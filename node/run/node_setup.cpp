@@ -6,6 +6,7 @@
 #include "core/errors.hpp"
 #include "node/checkpoint/checkpoint_store.hpp"
 #include "node/config/topology_builder.hpp"
+#include "node/models/model_factory.hpp"
 #include "node/run/resume.hpp"
 
 namespace qgossip {
@@ -25,6 +26,7 @@ topology topology_of(const run_config& c) {
 }
 
 data_split data_of(const run_config& c, int rank) {
+  if (c.model.kind == model_kind::external) return {};  // the program that drives the node has the data
   start_up_step("loading the data");
   return allocating(
       [&] {
@@ -86,7 +88,7 @@ node_setup::node_setup(const run_config& c, int r, const node_run_options& optio
       topo(topology_of(c)),
       report(analyze(topo)),
       data(data_of(c, rank)),
-      learner(build_learner(c, data, starting_row(c, topo, rank))),
+      learner(build_learner(c, data, starting_row(c, topo, rank), options.program_params)),
       plan(plan_of(c, data, rank)),
       checkpoints(checkpoints_of(c, rank, topo, plan.rounds, options)) {
   const std::optional<std::uint64_t> csv_at =
@@ -101,6 +103,7 @@ node_setup::node_setup(const run_config& c, int r, const node_run_options& optio
 }
 
 std::string node_setup::describe_data() const {
+  if (config.model.kind == model_kind::external) return "the program's own (model.kind external)";
   std::ostringstream os;
   const dataset& d = data.train;
   os << config.data.dataset << ": " << data.total_train << " training examples, " << data.test.size << " test, ";
@@ -126,15 +129,21 @@ std::string node_setup::describe() const {
   // `bits: 3` is described by what it means, levels=3: say what was written too.
   for (const auto& [key, value] : config.compressor.params)
     if (key == "bits") os << " (bits=" << value << ")";
-  os << ", " << m.describe() << " (" << m.num_params()
-     << " parameters), shard of " << data.train.size << " examples, " << links.pattern->describe() << "; "
-     << plan.rounds << " rounds (" << plan.rounds_per_epoch() << " per epoch";
-  if (plan.local_steps > 1) os << ", " << plan.local_steps << " local steps each";
-  // train.epochs: 10 that runs 10.1197 epochs: say why.
-  const double reached = plan.epoch_after(plan.rounds * plan.local_steps);
-  if (std::abs(reached - config.train.epochs) > 1e-9)
-    os << "; whole rounds, so it ends at epoch " << reached << " for train.epochs " << config.train.epochs;
-  os << "); listening on " << bind_endpoint(config, rank);
+  os << ", " << m.describe() << " (" << m.num_params() << " parameters), ";
+  if (config.model.kind == model_kind::external) {
+    os << links.pattern->describe() << "; a round every " << plan.local_steps
+       << " step(s) of the program's loop, for as long as it runs";
+  } else {
+    os << "shard of " << data.train.size << " examples, " << links.pattern->describe() << "; " << plan.rounds
+       << " rounds (" << plan.rounds_per_epoch() << " per epoch";
+    if (plan.local_steps > 1) os << ", " << plan.local_steps << " local steps each";
+    // train.epochs: 10 that runs 10.1197 epochs: say why.
+    const double reached = plan.epoch_after(plan.rounds * plan.local_steps);
+    if (std::abs(reached - config.train.epochs) > 1e-9)
+      os << "; whole rounds, so it ends at epoch " << reached << " for train.epochs " << config.train.epochs;
+    os << ")";
+  }
+  os << "; listening on " << bind_endpoint(config, rank);
   if (rank == 0 && learner.alg->compresses() && config.algorithm == algorithm_kind::dcd) {
     const double alpha2 = learner.codec->relative_error_bound();
     os << "\nDCD-PSGD condition (1-rho)^2 - 4 mu^2 alpha^2 > 0: rho=" << report.rho << " mu=" << report.mu

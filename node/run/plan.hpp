@@ -14,17 +14,22 @@
 
 namespace qgossip {
 
+// The rounds of a node driven by a program (model.kind external): as many as its loop runs; this
+// bound only keeps arithmetic on round numbers finite.
+inline constexpr std::uint64_t kProgramRounds = std::uint64_t{1} << 48;
+
 struct node_plan {
-  std::uint64_t steps_per_epoch = 0;  // batches of the smallest shard
+  std::uint64_t steps_per_epoch = 0;  // batches of the smallest shard (0: model.kind external, no shard)
   std::uint64_t local_steps = 1;      // H: optimizer steps per round
   std::uint64_t rounds = 0;
-  std::uint64_t eval_period = 0;      // rounds between evaluations (UINT64_MAX: only at the end)
+  std::uint64_t eval_period = 0;  // rounds between evaluations (UINT64_MAX: only at the end)
   lr_schedule schedule;
   std::unique_ptr<batch_sampler> sampler;
 
   // The epoch reached after `steps` optimizer steps (round t ends at step t·H).
+  // (0 when the node has no shard: model.kind external.)
   [[nodiscard]] double epoch_after(std::uint64_t steps) const {
-    return static_cast<double>(steps) / static_cast<double>(steps_per_epoch);
+    return steps_per_epoch ? static_cast<double>(steps) / static_cast<double>(steps_per_epoch) : 0.0;
   }
   [[nodiscard]] double rounds_per_epoch() const {
     return static_cast<double>(steps_per_epoch) / static_cast<double>(local_steps);

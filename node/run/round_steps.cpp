@@ -96,6 +96,7 @@ void round_steps::absorb(std::uint64_t t) {
 }
 
 void round_steps::evaluate(std::size_t max_examples) {
+  if (s_.data.test.size == 0) return;  // model.kind external: the program evaluates, with its data
   const eval_result r = s_.learner.model->evaluate(s_.learner.alg->model(), s_.data.test,
                                                    max_examples == 0 ? model::kAllExamples : max_examples);
   rec_.test_loss = r.loss;
@@ -155,13 +156,24 @@ step_end round_steps::rejoin(std::uint64_t& t) {
   // The model is the donor's from round restart_at on; the optimizer's and the outer step's
   // momentum start over at zero (docs/failures.md), the batch order at that round's place.
   training_.restart();
-  s_.plan.sampler->seek((restart_at - 1) * s_.plan.local_steps);
+  if (s_.plan.sampler) s_.plan.sampler->seek((restart_at - 1) * s_.plan.local_steps);
   t = restart_at - 1;
   completed_ = t;
   return {};
 }
 
 bool round_steps::peers_done() const { return s_.links.pattern->peers_done(); }
+
+step_end round_steps::run_round(std::uint64_t& t) {
+  ++t;
+  step_end end = compute(t);
+  if (!end || end.rejoined) return end;
+  encode(t);
+  if (!(end = exchange(t)) || end.rejoined) return end;
+  absorb(t);
+  if (!(end = log(t))) return end;
+  return checkpoint(t);
+}
 
 step_end round_steps::log(std::uint64_t t) {
   const auto& train = s_.config.train;
@@ -250,8 +262,9 @@ void round_steps::write_summary(const step_end& end) {
   s_.log->finish(summary);
   if (!end) return;
   std::ostringstream os;
-  os << "done: " << summary.rounds << " rounds in " << summary.wall_s << " s, test accuracy "
-     << (rec_.test_acc ? *rec_.test_acc : 0.0) << ", sent " << rec_.bytes_sent / 1e6 << " MB ("
+  os << "done: " << summary.rounds << " rounds in " << summary.wall_s << " s, ";
+  if (rec_.test_acc) os << "test accuracy " << *rec_.test_acc << ", ";  // none: the program evaluates
+  os << "sent " << rec_.bytes_sent / 1e6 << " MB ("
      << summary.mean_round_bytes_sent << " B/round), time compute " << rec_.compute_s << " s, codec " << rec_.codec_s
      << " s, comm " << rec_.comm_s << " s, host-device copies " << rec_.transfer_s << " s";
   say(s_.rank, os.str());

@@ -53,6 +53,13 @@ class round_steps {
   [[nodiscard]] step_end checkpoint(std::uint64_t t);
   [[nodiscard]] node_exit finish(const step_end& end, std::uint64_t t);
 
+  // The next round, t + 1, step by step (compute .. checkpoint): on return t is that round, or the
+  // round before the one a rejoining node restarts at (rejoined). Stops at the first step that
+  // fails.
+  [[nodiscard]] step_end run_round(std::uint64_t& t);
+  // A training loss the program driving the node reports (model.kind external), for the CSV.
+  void add_loss(double loss) { training_.add_loss(loss); }
+
 
   // True once the round pattern says no peer will send anything more (asynchronous gossip: every
   // neighbour finished): the loop ends after this round, which is then the node's last.

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 
 namespace qgossip {
@@ -28,6 +29,10 @@ struct node_run_options {
   // Test knob (the CLI reads QGOSSIP_TEST_CHECKPOINT_PAUSE_MS): how long a checkpoint write waits
   // between its complete, synced temporary file and the rename, so that a test's kill lands there.
   std::chrono::milliseconds checkpoint_pause_for_testing{0};
+  // model.kind external (a node driven by another program's loop, node/run/node_session.hpp): the
+  // program's parameters, one flat float32 vector it trains in place. The node starts from them
+  // (x_1), takes each round's change from them, and writes its model back into them after the round.
+  std::span<float> program_params;
 };
 
 // Set by the SIGINT/SIGTERM handler that `qgossip run` installs first thing (async-signal-safe: an

@@ -220,3 +220,25 @@ TEST_CASE("train.max_staleness: whole rounds or unbounded; refused where the alg
   CHECK(load_run_config(s.write("e.yaml", base + "unbounded}\n")).canonical.find("max_staleness: unbounded") !=
         std::string::npos);
 }
+
+TEST_CASE("model.kind external: what a program's loop cannot do yet is refused, each by name") {
+  scratch s;
+  const std::string base = "topology: {graph: ring, n: 4}\nmodel: {kind: external}\n";
+  const run_config c = load_run_config(s.write("ok.yaml", base + "train: {local_steps: 8}\n"));
+  CHECK(c.model.kind == model_kind::external);
+  const std::pair<const char*, const char*> refused[] = {
+      {"train: {checkpoint_every: 5}\n", "train.checkpoint_every"},
+      {"train: {consensus_every: 5}\n", "train.consensus_every"},
+      {"train: {max_staleness: unbounded}\n", "train.max_staleness: unbounded"},
+      {"network: {on_peer_failure: continue}\n", "network.on_peer_failure: continue"},
+      {"algorithm: allgather\ncompressor: {name: isgq}\n", "compressor: isgq"},
+  };
+  for (const auto& [extra, named] : refused) {
+    CAPTURE(extra);
+    const std::string error = error_of(s.write("bad.yaml", base + extra));
+    CHECK(error.find("model.kind external") != std::string::npos);
+    CHECK(error.find(named) != std::string::npos);
+  }
+  CHECK(error_of(s.write("hidden.yaml", "topology: {graph: ring, n: 4}\nmodel: {kind: external, hidden: [4]}\n"))
+            .find("only mlp has configurable hidden layers") != std::string::npos);
+}

@@ -10,6 +10,7 @@
 
 #include "core/errors.hpp"
 #include "node/data/batch_sampler.hpp"
+#include "node/models/external_model.hpp"
 #include "node/models/mlp.hpp"
 #include "node/models/model_factory.hpp"
 #include "node/models/softmax_regression.hpp"
@@ -146,13 +147,29 @@ TEST_CASE("layer bounds and names follow the documented layout") {
 
 TEST_CASE("bad model specs are configuration errors") {
   CHECK_FALSE(parse_name<model_kind>("mpl").has_value());  // the config loader names the kinds
-  CHECK(name_list<model_kind>() == "mlp, softmax, lenet5, resnet20, torchscript");
+  CHECK(name_list<model_kind>() == "mlp, softmax, lenet5, resnet20, torchscript, external");
   CHECK_THROWS_AS((void)make_model(spec("softmax", {10}), 5, 3), config_error);
   CHECK_THROWS_AS((void)make_model(spec("mlp", {}), 5, 3), config_error);
   CHECK_THROWS_AS((void)make_model(spec("mlp", {10, 0}), 5, 3), config_error);
   CHECK_THROWS_AS((void)make_model(spec("mlp", {10}), 0, 3), config_error);
   CHECK_THROWS_AS((void)make_model(spec("softmax", {}), 5, 1), config_error);
   CHECK_THROWS_AS((void)make_model(spec("softmax", {}), 5, 257), config_error);
+  CHECK_THROWS_AS((void)make_model(spec("external", {}), 5, 3), config_error);  // a program attaches it
+}
+
+TEST_CASE("an external model is its size and the parameters it was given, and never computes") {
+  const std::vector<float> x1{0.5f, -1.0f, 2.0f};
+  const external_model m(x1);
+  CHECK(m.num_params() == 3);
+  CHECK(m.layer_bounds() == std::vector<std::size_t>{0, 3});
+  std::vector<float> params(3, 0.0f);
+  m.init(params, 42);  // whatever the seed: the program chose them
+  CHECK(params == x1);
+  std::vector<float> grad(3);
+  const dataset none;
+  const std::vector<std::size_t> batch{0};
+  CHECK_THROWS_AS((void)m.loss_and_grad(params, none, batch, grad), invariant_error);
+  CHECK_THROWS_AS((void)m.evaluate(params, none, model::kAllExamples), invariant_error);
 }
 
 TEST_CASE("init he is deterministic, He/Glorot scaled, with zero biases") {

@@ -1,0 +1,86 @@
+#pragma once
+// A node driven by another program's training loop (model.kind external; the Python module,
+// docs/python.md): the program owns the model, the data, the loss and the optimizer and takes the
+// steps; the node owns the rounds. The program attaches its parameters once, as one flat float32
+// vector in its own memory, which it goes on training in place; after each of its optimizer steps
+// it calls step(), and every train.local_steps steps the node runs one round,
+// the same round `qgossip run` runs (node/run/round_steps.hpp): the round's change is the program's
+// parameters minus the model at the round's start, the outer step of train.outer applies to it, and
+// it is encoded, exchanged, mixed and written back into the parameters. close() leaves the run as
+// the last round of `qgossip run` does and writes the node's summary.
+//
+// Every node of the run must attach parameters of the same size and value (the program seeds its
+// model's initialization the same on every node) and call step() the same number of times.
+// Failures are node_failure exceptions carrying the node's own message and exit; the node has then
+// stopped (its neighbours told why, its summary written). Not thread-safe: one thread at a time,
+// which may be a different one for each call.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <stdexcept>
+#include <string>
+
+#include "node/config/config.hpp"
+#include "node/run/run_control.hpp"
+
+namespace qgossip {
+
+struct node_setup;
+class round_steps;
+
+// How a session's node stopped: its exit (failed, refused, diverged, interrupted) and why.
+class node_failure : public std::runtime_error {
+ public:
+  node_failure(node_exit exit, const std::string& what) : std::runtime_error(what), exit_(exit) {}
+  [[nodiscard]] node_exit exit() const { return exit_; }
+
+ private:
+  node_exit exit_;
+};
+
+class node_session {
+ public:
+  // config: a run config whose model.kind is external (config_error otherwise).
+  node_session(run_config config, int rank, node_run_options options = {});
+  ~node_session();  // closes the node if it is open (errors are said, not thrown)
+  node_session(const node_session&) = delete;
+  node_session& operator=(const node_session&) = delete;
+
+  // Builds the node around the program's parameters (their values now are x_1): its links,
+  // exchange and algorithm. `params` must stay valid until close(); the node reads each round's
+  // change from them and writes the round's model back into them. Throws config_error (a port in
+  // use, a host that does not resolve, a second attach, no parameters) and start_up_interrupted
+  // (a stop request meanwhile).
+  void attach(std::span<float> params);
+  [[nodiscard]] std::size_t size() const { return options_.program_params.size(); }
+  // After the program's optimizer step: every train.local_steps calls, one round. Throws
+  // node_failure when the round fails (the node has then stopped), invariant_error before attach
+  // or after close.
+  void step();
+  // A training loss of the program's, for the node's CSV (the mean since the last row).
+  void log_loss(double loss);
+  // Leaves the run after the last round (once the neighbours have finished too) and writes the
+  // summary; returns how the node ended. Closing twice does nothing more.
+  node_exit close();
+
+  [[nodiscard]] int rank() const { return rank_; }
+  [[nodiscard]] std::uint64_t round() const { return round_; }
+  [[nodiscard]] std::uint64_t steps() const { return steps_; }
+  [[nodiscard]] bool attached() const { return setup_ != nullptr; }
+  [[nodiscard]] bool closed() const { return closed_; }
+  [[nodiscard]] const run_config& config() const { return config_; }
+
+ private:
+  run_config config_;
+  int rank_;
+  node_run_options options_;
+  std::unique_ptr<node_setup> setup_;
+  std::unique_ptr<round_steps> rounds_;
+  std::uint64_t round_ = 0;
+  std::uint64_t steps_ = 0;
+  bool closed_ = false;
+  node_exit exit_ = node_exit::ok;
+};
+
+}  // namespace qgossip

@@ -1,0 +1,140 @@
+// qgossip._core: the node for a program's own training loop (node/run/node_session.hpp), seen from
+// Python. It knows nothing of torch: a model is one contiguous, writable float32 buffer (the buffer
+// protocol), so one build serves every torch; the torch side is python/qgossip/torch.py. The GIL is
+// released while a round runs (it waits on the network), and SIGINT stops the node there as it
+// stops `qgossip run` (then KeyboardInterrupt). docs/python.md.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <csignal>
+#include <memory>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "core/errors.hpp"
+#include "node/config/config.hpp"
+#include "node/run/node_session.hpp"
+#include "node/run/run_control.hpp"
+
+namespace py = pybind11;
+using namespace qgossip;
+
+namespace {
+
+// While a round runs without the GIL, SIGINT and SIGTERM raise the node's stop flag (as in `qgossip
+// run`) instead of Python's, which would be seen only once the round returned.
+class stop_on_signals {
+ public:
+  stop_on_signals() {
+    struct sigaction sa {};
+    sa.sa_handler = [](int) { request_stop(); };
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int_);
+    sigaction(SIGTERM, &sa, &old_term_);
+  }
+  ~stop_on_signals() {
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+  }
+
+ private:
+  struct sigaction old_int_ {};
+  struct sigaction old_term_ {};
+};
+
+// A node and the program's buffer it works on (kept alive while the node may write into it).
+class py_node {
+ public:
+  py_node(const std::string& config, int rank, std::vector<std::string> overrides) {
+    overrides.push_back("model.kind=external");  // the program's own model
+    clear_stop_request();
+    run_config c = load_run_config(config, overrides);
+    node_run_options options;
+    options.progress_json = false;
+    session_ = std::make_unique<node_session>(std::move(c), rank, options);
+  }
+
+  void attach(const py::buffer& params) {
+    const py::buffer_info info = params.request(/*writable=*/true);
+    if (info.format != py::format_descriptor<float>::format() || info.itemsize != 4)
+      throw py::type_error("attach: the parameters must be float32, got format '" + info.format + "'");
+    py::ssize_t expected = info.itemsize;
+    for (py::ssize_t d = info.ndim - 1; d >= 0; --d) {
+      if (info.shape[d] > 1 && info.strides[d] != expected)
+        throw py::value_error("attach: the parameters must be one contiguous buffer");
+      expected *= info.shape[d];
+    }
+    buffer_ = params;
+    run([&] { session_->attach({static_cast<float*>(info.ptr), static_cast<std::size_t>(info.size)}); });
+  }
+
+  void step() {
+    run([&] { session_->step(); });
+  }
+  void log(double loss) { session_->log_loss(loss); }
+  int close() {
+    return static_cast<int>(run([&] { return session_->close(); }));
+  }
+  node_session& session() { return *session_; }
+
+ private:
+  template <class F>
+  std::invoke_result_t<F&> run(F&& f) {
+    std::optional<node_exit> stopped;
+    {
+      py::gil_scoped_release free;
+      stop_on_signals signals;
+      try {
+        return f();
+      } catch (const node_failure& e) {
+        if (e.exit() != node_exit::interrupted) throw;
+        stopped = e.exit();
+      }
+    }
+    PyErr_SetNone(PyExc_KeyboardInterrupt);
+    throw py::error_already_set();
+  }
+
+  std::unique_ptr<node_session> session_;
+  py::object buffer_;
+};
+
+}  // namespace
+
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "qgossip's node for a program's own training loop (docs/python.md)";
+  static py::exception<node_failure> node_error(m, "NodeError");
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const node_failure& e) {
+      py::object error = py::reinterpret_borrow<py::object>(node_error.ptr())(e.what());
+      error.attr("exit") = static_cast<int>(e.exit());
+      PyErr_SetObject(node_error.ptr(), error.ptr());
+    } catch (const config_error& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+    } catch (const invariant_error& e) {
+      PyErr_SetString(PyExc_RuntimeError, e.what());
+    }
+  });
+  py::class_<py_node>(m, "Node")
+      .def(py::init<const std::string&, int, std::vector<std::string>>(), py::arg("config"), py::arg("rank"),
+           py::arg("overrides") = std::vector<std::string>{})
+      .def("attach", &py_node::attach, py::arg("params"))
+      .def("step", &py_node::step)
+      .def("log", &py_node::log, py::arg("loss"))
+      .def("close", &py_node::close)
+      .def_property_readonly("rank", [](py_node& n) { return n.session().rank(); })
+      .def_property_readonly("round", [](py_node& n) { return n.session().round(); })
+      .def_property_readonly("steps", [](py_node& n) { return n.session().steps(); })
+      .def_property_readonly("size", [](py_node& n) { return n.session().size(); })
+      .def_property_readonly("attached", [](py_node& n) { return n.session().attached(); })
+      .def_property_readonly("closed", [](py_node& n) { return n.session().closed(); })
+      .def_property_readonly("local_steps", [](py_node& n) { return n.session().config().train.local_steps; })
+      .def_property_readonly("output_dir", [](py_node& n) {
+        const run_config& c = n.session().config();
+        return c.output_dir + "/" + c.name;
+      });
+}

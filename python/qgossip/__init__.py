@@ -1,0 +1,94 @@
+"""qgossip for your own training loop: gossip as a step after your optimizer's (docs/python.md).
+
+    node = qgossip.Node("run.yaml")        # rank from QGOSSIP_RANK or SLURM_PROCID, or rank=
+    node.attach(model)                      # a torch.nn.Module, or any contiguous float32 buffer
+    for batch in data:
+        loss = ...; loss.backward(); opt.step(); opt.zero_grad()
+        node.step()                         # every train.local_steps calls: one gossip round
+    node.close()
+
+The native part, qgossip._core, knows nothing of torch: a model is one float32 buffer. The torch side
+is qgossip.torch. Errors of the node (a neighbour that failed, a config it refuses) are
+qgossip.NodeError (its `exit` is the node's exit code) or ValueError (bad input); Ctrl-C during a round
+stops the node cleanly and raises KeyboardInterrupt.
+"""
+import os
+
+from qgossip._core import NodeError
+
+__all__ = ["Node", "NodeError"]
+
+
+def _rank_from_environment():
+    for name in ("QGOSSIP_RANK", "SLURM_PROCID"):
+        value = os.environ.get(name)
+        if value is not None:
+            try:
+                return int(value)
+            except ValueError:
+                raise ValueError(f"{name}={value!r}: expected the node's rank, an integer") from None
+    raise ValueError("no rank: pass rank=, or set QGOSSIP_RANK (qgossip launch --exec sets it) or SLURM_PROCID")
+
+
+class Node:
+    """One node of a run, driven by this program's loop (the run YAML's model is this program's)."""
+
+    def __init__(self, config=None, rank=None, overrides=()):
+        from qgossip import _core
+
+        config = config if config is not None else os.environ.get("QGOSSIP_CONFIG")
+        if config is None:
+            raise ValueError("no run YAML: pass config=, or set QGOSSIP_CONFIG")
+        rank = _rank_from_environment() if rank is None else int(rank)
+        self._core = _core.Node(str(config), rank, [str(o) for o in overrides])
+        self._attached = None  # what attach() keeps alive: the flat parameters and their device copy
+
+    def attach(self, model):
+        """Makes the node's rounds move `model`'s parameters: a torch.nn.Module (its parameters then
+        live in one flat float32 tensor, each p.data a view of it), or a writable float32 buffer."""
+        if self._core.attached:
+            raise ValueError("attach: this node already has a model (attach once per node)")
+        if hasattr(model, "parameters") and callable(model.parameters):
+            from qgossip import torch as qtorch
+
+            self._attached = qtorch.attach_module(self._core, model)
+        else:
+            self._core.attach(model)
+            self._attached = model
+
+    def step(self):
+        """After your optimizer's step: every train.local_steps calls runs one round."""
+        if self._core.closed:
+            raise ValueError("step: the node is closed")
+        if not self._core.attached:
+            raise ValueError("step: attach a model first (node.attach(model))")
+        sync = getattr(self._attached, "round_sync", None)
+        if sync is not None and (self._core.steps + 1) % self._core.local_steps == 0:
+            sync.to_host()  # a round will read the parameters: the device's copy comes over once
+            self._core.step()
+            sync.to_device()
+        else:
+            self._core.step()
+
+    def log(self, loss):
+        """Your training loss, averaged into the node's CSV rows (train_loss)."""
+        self._core.log(float(loss))
+
+    def close(self):
+        """Leaves the run once the neighbours have finished too; writes the node's summary. Returns the
+        node's exit code (0: ok)."""
+        return self._core.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self._core.attached and not self._core.closed:
+            self.close()
+        return False
+
+    rank = property(lambda self: self._core.rank)
+    round = property(lambda self: self._core.round, doc="the last round run (0: none yet)")
+    steps = property(lambda self: self._core.steps, doc="calls of step() so far")
+    local_steps = property(lambda self: self._core.local_steps)
+    output_dir = property(lambda self: self._core.output_dir, doc="where the node's log, CSV and summary go")

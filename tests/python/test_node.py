@@ -1,0 +1,181 @@
+"""The Python module (docs/python.md, issue 29): real nodes, each its own /usr/bin/python3 process
+with torch, gossiping over ipc:// on this host. Every run is seeded (the models' initialization, the
+data, the quantization), and synchronous gossip's result does not depend on timing, so the checks
+below cannot flake on a loaded machine: only the time-outs are wall-clock, and they are generous."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+import torch  # a machine without python3-torch fails here: these tests do not skip
+
+# A node's program: a small classifier on a seeded synthetic task, its own AdamW, its own loss.
+WORKER = textwrap.dedent('''
+    import json, os, signal, sys, time, torch, qgossip
+    rank, steps, config, out = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
+    die_at = int(os.environ.get("DIE_AT", "0"))
+    torch.manual_seed(0)                       # the same initial model on every node
+    model = torch.nn.Sequential(torch.nn.Linear(20, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
+    node = qgossip.Node(config, rank=rank)
+    node.attach(model)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    if rank % 2: opt = qgossip.torch.wrap(opt, node)   # the wrapper's shape on odd ranks
+    w = torch.randn(20, 4, generator=torch.Generator().manual_seed(7))
+    g = torch.Generator().manual_seed(100 + rank)  # each node its own data
+    losses, result = [], {"rank": rank}
+    try:
+        for step in range(1, steps + 1):
+            if step == die_at:
+                open(out + ".died", "w").write(str(time.time()))
+                os.kill(os.getpid(), signal.SIGKILL)
+            x = torch.randn(64, 20, generator=g)
+            loss = torch.nn.functional.cross_entropy(model(x), (x @ w).argmax(1))
+            opt.zero_grad(); loss.backward(); opt.step()
+            if not rank % 2: node.step()
+            node.log(loss.item()); losses.append(loss.item())
+        result["exit"] = node.close()
+    except qgossip.NodeError as e:
+        result.update(error=str(e), error_exit=e.exit, error_at=time.time())
+    result.update(first=sum(losses[:20]) / 20, last=sum(losses[-20:]) / 20, round=node.round)
+    json.dump(result, open(out, "w"))
+''')
+
+
+def write_config(tmp_path, n, extra=""):
+    path = tmp_path / "run.yaml"
+    path.write_text(textwrap.dedent(f"""\
+        name: py
+        seed: 3
+        topology: {{graph: ring, n: {n}}}
+        algorithm: {{name: choco, consensus_step: 0.8}}
+        compressor: {{name: qsgd, bits: 3, bucket: 128, norm: max}}
+        train: {{local_steps: 4, log_every: 5}}
+        network: {{transport: ipc, security: none, start_timeout_s: 30, round_timeout_s: 30, heartbeat_s: 0.1}}
+        output: {{dir: {tmp_path}/runs}}
+        """) + extra)
+    return path
+
+
+def run_nodes(build, tmp_path, n, steps, env_for=lambda rank: {}):
+    worker = tmp_path / "worker.py"
+    worker.write_text(WORKER)
+    config = write_config(tmp_path, n)
+    procs = []
+    for rank in range(n):
+        env = dict(os.environ, **env_for(rank))
+        out = tmp_path / f"result-{rank}.json"
+        log = open(tmp_path / f"node-{rank}.out", "w")
+        procs.append((subprocess.Popen([sys.executable, str(worker), str(rank), str(steps), str(config), str(out)],
+                                       env=env, stdout=log, stderr=subprocess.STDOUT), out))
+    results = []
+    for rank, (p, out) in enumerate(procs):
+        p.wait(timeout=120)
+        results.append(json.loads(out.read_text()) if out.exists() else {"rank": rank, "killed": p.returncode})
+    return results
+
+
+def node_output(tmp_path, rank):
+    return (tmp_path / f"node-{rank}.out").read_text()
+
+
+def test_four_python_nodes_train_on_a_ring_and_every_copy_is_exact(build, tmp_path):
+    results = run_nodes(build, tmp_path, 4, 200)
+    for r in results:
+        assert r.get("exit") == 0, node_output(tmp_path, r["rank"])
+        assert r["round"] == 50  # 200 steps, a round every 4
+        assert r["last"] < 0.5 * r["first"], r  # the task is learnt (mean loss of the last 20 steps)
+    verify = subprocess.run([os.path.join(build, "qgossip"), "verify", str(tmp_path / "runs" / "py")],
+                            capture_output=True, text=True)
+    assert verify.returncode == 0 and "all equal" in verify.stdout + verify.stderr, verify.stdout + verify.stderr
+    rows = (tmp_path / "runs" / "py" / "node-0.csv").read_text().splitlines()
+    header, last = rows[0].split(","), rows[-1].split(",")
+    assert last[header.index("iteration")] == "50"
+    assert float(last[header.index("train_loss")]) > 0  # the program's loss, from node.log
+
+
+def test_a_killed_neighbour_stops_the_others_within_two_seconds_naming_it(build, tmp_path):
+    results = run_nodes(build, tmp_path, 2, 400, env_for=lambda rank: {"DIE_AT": "120"} if rank == 1 else {})
+    survivor = results[0]
+    assert "error" in survivor, survivor
+    assert "rank 1" in survivor["error"], survivor["error"]
+    assert survivor["error_exit"] == 1
+    died = float((tmp_path / "result-1.json.died").read_text())
+    assert survivor["error_at"] - died < 2.0, survivor
+
+
+def one_node_against_its_twin(tmp_path, outer, twin_round):
+    """40 SGD steps of one node (a round every 4) and of a twin model the test steps by itself,
+    applying twin_round(start, twin) every 4 steps; returns the largest difference."""
+    import qgossip
+
+    config = write_config(tmp_path, 1).read_text().replace("graph: ring", "graph: complete")
+    (tmp_path / "one.yaml").write_text(config)
+    torch.manual_seed(0)
+    model, twin = torch.nn.Linear(5, 2), torch.nn.Linear(5, 2)
+    twin.load_state_dict(model.state_dict())
+    node = qgossip.Node(tmp_path / "one.yaml", rank=0, overrides=outer)
+    node.attach(model)
+    opts = [torch.optim.SGD(m.parameters(), lr=0.1) for m in (model, twin)]
+    g = torch.Generator().manual_seed(1)
+    start = [p.detach().clone() for p in twin.parameters()]
+    for step in range(1, 41):
+        x = torch.randn(8, 5, generator=g)
+        for m, o in zip((model, twin), opts):
+            o.zero_grad()
+            m(x).pow(2).mean().backward()
+            o.step()
+        node.step()
+        if step % 4 == 0:
+            with torch.no_grad():
+                twin_round(start, list(twin.parameters()))
+            start = [p.detach().clone() for p in twin.parameters()]
+    assert node.close() == 0 and node.round == 10
+    return max((a - b).abs().max().item() for a, b in zip(model.parameters(), twin.parameters()))
+
+
+def test_one_node_trains_as_plain_local_sgd(build, tmp_path):
+    # x − (x − x') is x' up to float32 rounding: the node's round gives back the program's own steps.
+    worst = one_node_against_its_twin(tmp_path, [], lambda start, twin: None)
+    assert worst < 1e-6, worst
+
+
+def test_one_node_applies_the_outer_nesterov_step_to_each_rounds_change(build, tmp_path):
+    lr, mu = 0.7, 0.9
+    momentum = {}
+
+    def diloco(start, twin):  # DiLoCo's outer step: Δ = x_t − x_{t,H}; m = μm + Δ; x = x_t − η(Δ + μm)
+        for i, (s, p) in enumerate(zip(start, twin)):
+            delta = s - p
+            m = momentum[i] = mu * momentum.get(i, torch.zeros_like(delta)) + delta
+            p.copy_(s - lr * (delta + mu * m))
+
+    outer = [f"train.outer.lr={lr}", f"train.outer.momentum={mu}", "train.outer.nesterov=true"]
+    worst = one_node_against_its_twin(tmp_path, outer, diloco)
+    assert worst < 1e-5, worst
+
+
+def test_bad_inputs_each_give_their_error(build, tmp_path):
+    import qgossip
+
+    one = write_config(tmp_path, 1).read_text().replace("graph: ring", "graph: complete")
+    (tmp_path / "one.yaml").write_text(one)
+    node = qgossip.Node(tmp_path / "one.yaml", rank=0)
+    with pytest.raises(ValueError, match="attach a model first"):
+        node.step()
+    with pytest.raises(TypeError, match="float32"):
+        node.attach(torch.nn.Linear(3, 2).double())
+    node.attach(torch.nn.Linear(3, 2))
+    with pytest.raises(ValueError, match="already has a model"):
+        node.attach(torch.nn.Linear(3, 2))
+    node.close()
+    with pytest.raises(ValueError, match="closed"):
+        node.step()
+    (tmp_path / "ckpt.yaml").write_text(one.replace("log_every: 5}", "log_every: 5, checkpoint_every: 5}"))
+    with pytest.raises(ValueError, match="checkpoint_every"):
+        qgossip.Node(tmp_path / "ckpt.yaml", rank=0)
+    with pytest.raises(ValueError, match="QGOSSIP_RANK"):
+        qgossip.Node(tmp_path / "one.yaml")
