@@ -39,24 +39,6 @@ std::unique_ptr<algorithm> make_algorithm(std::string_view name, const mixing_ro
   return make_algorithm(*kind, row, x0, options);
 }
 
-std::span<const float> algorithm::outgoing_to(int) {
-  QG_ENFORCE(false, name() << " sends the same message to every neighbour: outgoing(), not outgoing_to()");
-  return {};
-}
-
-void algorithm::absorb_own_to(int, std::span<const float>) {
-  QG_ENFORCE(false,
-             name() << " sends the same message to every neighbour: absorb_own(), not absorb_own_to()");
-}
-
-void algorithm::restart(std::span<const float>) {
-  QG_ENFORCE(false, name() << " cannot rejoin a run: every node takes part in every centralized round");
-}
-
-void algorithm::admit(const mixing_row&, int, std::span<const float>) {
-  QG_ENFORCE(false, name() << " cannot admit a node: every node takes part in every centralized round");
-}
-
 mixing_row complete_mixing_row(int rank, int n) {
   mixing_row row;
   row.rank = rank;

@@ -21,6 +21,10 @@
 // node loop calls remix() with the node's row over the surviving graph (metropolis.hpp builds one),
 // and the algorithm forgets the leaver. The saved state records the row in use, so a node that
 // lost a neighbour resumes from its checkpoint with the row it had.
+//
+// Optional abilities are interfaces of their own beside this one (algorithms/capabilities.hpp):
+// asynchronous gossip (async_mixing), a message per edge (per_edge_messages) and rejoining
+// (rejoinable); the node looks each up once, where it builds the part that uses it.
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -86,24 +90,6 @@ class algorithm {
   // neighbour, called once per neighbour per round (asynchronous: in the neighbour's order).
   virtual void absorb(int from, std::span<const float> decoded, std::uint64_t t) = 0;
   virtual void finish(std::uint64_t t) = 0;
-  // Asynchronous gossip: neighbour `from` has finished and all its messages were absorbed. Its copy
-  // is final and counts in every later mix, as if it had just sent (it mixes with this node no more,
-  // so there is no pull of its to balance: docs/algorithms.md, "Asynchronous gossip"). REQUIRES:
-  // from is a neighbour, between absorbs and finish. The centralized algorithms ignore it.
-  virtual void neighbour_finished(int /*from*/) {}
-  // Asynchronous gossip on a busy uplink (docs/algorithms.md, "A busy uplink"): true when a round may
-  // send nothing to a neighbour whose link is busy, as if its message there were zero (CHOCO-SGD:
-  // the public copy of that edge stays where it is) or the last one again (D-PSGD and naive: the
-  // neighbour keeps the newest x it holds). False where the node's own state moves only with its
-  // message (DCD-PSGD's x, ECD-PSGD's estimate) and for the centralized algorithms.
-  virtual bool may_skip_message() const { return false; }
-  // True when the message differs per neighbour (CHOCO-SGD built with per_edge_copies): after
-  // outgoing(t), which then returns the model, the round calls outgoing_to(j) for each neighbour j
-  // it sends to, encodes it, and hands back what j will decode (absorb_own_to(j)), in place of
-  // absorb_own. The other algorithms throw invariant_error from both.
-  virtual bool per_edge_messages() const { return false; }
-  virtual std::span<const float> outgoing_to(int peer);
-  virtual void absorb_own_to(int peer, std::span<const float> decoded);
 
   // What "copies" means for this algorithm ("replica", "estimate") or "" when it holds none.
   virtual std::string_view copies_kind() const = 0;
@@ -128,23 +114,6 @@ class algorithm {
   // The row in use now: the one built with until the first remix (or a load_state that adopts a
   // saved row), the last remix's after.
   virtual const mixing_row& row() const = 0;
-
-  // Rejoining (docs/failures.md, "Rejoining"): what this node's neighbours hold an exact copy of
-  // (CHOCO-SGD's own public copy x^_i, DCD-PSGD's x, ECD-PSGD's own estimate); empty when they hold
-  // none (D-PSGD and naive receive x afresh every round). A neighbour that (re)joins receives it.
-  virtual std::span<const float> public_state() const { return {}; }
-  // This node (re)joins a running graph: it starts over from model (a neighbour's x), its own public
-  // state equal to it, holding no copies, its row itself alone (self weight 1) until admit() adds
-  // its neighbours back. REQUIRES: between rounds; model of this node's size. The centralized
-  // algorithms throw invariant_error (every node takes part in every round).
-  virtual void restart(std::span<const float> model);
-  // A neighbour (re)joins the run at this node: next is the current row plus peer, with weights for
-  // all, and this node's copy of peer becomes `state`, peer's public_state() (ignored where
-  // public_state() is empty). Both ends call it before the same round, between rounds, so the
-  // copies on their edge are exact again. Throws invariant_error for a row that is not the current
-  // one plus peer (remix.hpp admit_problem), a state of the wrong size, and in the centralized
-  // algorithms.
-  virtual void admit(const mixing_row& next, int peer, std::span<const float> state);
 
   // The state between rounds (see the top of this file). The saved state holds the row in use
   // (neighbours, weights, self weight). load_state into an object built with the topology's row

@@ -1,5 +1,6 @@
 add_library(qgossip_algorithms STATIC
   algorithm.cpp
+  capabilities.cpp
   centralized_sgd.cpp
   choco_sgd.cpp
   dpsgd.cpp

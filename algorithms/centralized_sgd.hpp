@@ -10,7 +10,8 @@
 //     hands back through absorb_own(); x_{t+1} = x_t − (γ/n) Σ_ℓ g_ℓ.
 // Neither uses the topology's mixing weights; their mixing_row lists every other rank. Their
 // copies_kind() is "same_model": qgossip verify checks that every node's model hash is equal. They
-// cannot go on without a node (remix throws): network.on_peer_failure: continue is for gossip.
+// cannot go on without a node (remix throws): network.on_peer_failure: continue is for gossip. So
+// they have none of the capabilities of algorithms/capabilities.hpp (asynchronous gossip, rejoining).
 #include <vector>
 
 #include "algorithms/algorithm.hpp"

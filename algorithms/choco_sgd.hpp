@@ -23,12 +23,13 @@
 #include <vector>
 
 #include "algorithms/algorithm.hpp"
+#include "algorithms/capabilities.hpp"
 #include "algorithms/neighbour_index.hpp"
 #include "algorithms/receipts.hpp"
 
 namespace qgossip {
 
-class choco_sgd final : public algorithm {
+class choco_sgd final : public algorithm, public async_mixing, public per_edge_messages, public rejoinable {
  public:
   // REQUIRES: 0 < options.consensus_step <= 1.
   choco_sgd(const mixing_row& row, std::span<const float> x0, const algorithm_options& options);
@@ -39,24 +40,27 @@ class choco_sgd final : public algorithm {
   std::span<float> adjustable_model() override { return x_; }
   std::span<const float> outgoing(std::span<const float> grad, float lr, std::uint64_t t) override;
   void absorb_own(std::span<const float> decoded, std::uint64_t t) override;
-  bool may_skip_message() const override { return true; }
-  bool per_edge_messages() const override { return per_edge_; }
-  std::span<const float> outgoing_to(int peer) override;
-  void absorb_own_to(int peer, std::span<const float> decoded) override;
   void absorb(int from, std::span<const float> decoded, std::uint64_t t) override;
   void finish(std::uint64_t t) override;
-  void neighbour_finished(int from) override { received_.mark_final(neighbour_index(row_, from)); }
   std::string_view copies_kind() const override { return "public_copy"; }
   std::vector<held_copy> held_copies() const override;
   void remix(const mixing_row& next) override;
-  // With a copy per edge, the model: a neighbour that (re)joins gets x, and this node's copy for
-  // its edge becomes x (admit).
-  std::span<const float> public_state() const override { return per_edge_ ? x_ : own_copy_; }
-  void restart(std::span<const float> model) override;
-  void admit(const mixing_row& next, int peer, std::span<const float> state) override;
   const mixing_row& row() const override { return row_; }
   void save_state(state_writer& out) const override;
   void load_state(state_reader& in) override;
+
+  // async_mixing
+  void neighbour_finished(int from) override { received_.mark_final(neighbour_index(row_, from)); }
+  bool may_skip_message() const override { return true; }
+  // per_edge_messages: built with options.per_edge_copies (and asynchronous)
+  bool sends_per_edge() const override { return per_edge_; }
+  std::span<const float> outgoing_to(int peer) override;
+  void absorb_own_to(int peer, std::span<const float> decoded) override;
+  // rejoinable. With a copy per edge, public_state is the model: a neighbour that (re)joins gets x,
+  // and this node's copy for its edge becomes x (admit).
+  std::span<const float> public_state() const override { return per_edge_ ? x_ : own_copy_; }
+  void restart(std::span<const float> model) override;
+  void admit(const mixing_row& next, int peer, std::span<const float> state) override;
 
  private:
   // Neighbour k's edge: the copy of this node that k holds, and whether this round sent on it.

@@ -9,12 +9,13 @@
 #include <vector>
 
 #include "algorithms/algorithm.hpp"
+#include "algorithms/capabilities.hpp"
 #include "algorithms/neighbour_index.hpp"
 #include "algorithms/receipts.hpp"
 
 namespace qgossip {
 
-class dcd_psgd final : public algorithm {
+class dcd_psgd final : public algorithm, public async_mixing, public rejoinable {
  public:
   dcd_psgd(const mixing_row& row, std::span<const float> x0, bool asynchronous = false);
 
@@ -25,16 +26,20 @@ class dcd_psgd final : public algorithm {
   void absorb_own(std::span<const float> decoded, std::uint64_t t) override;
   void absorb(int from, std::span<const float> decoded, std::uint64_t t) override;
   void finish(std::uint64_t t) override;
-  void neighbour_finished(int from) override { received_.mark_final(neighbour_index(row_, from)); }
   std::string_view copies_kind() const override { return "replica"; }
   std::vector<held_copy> held_copies() const override;
   void remix(const mixing_row& next) override;
-  std::span<const float> public_state() const override { return x_; }
-  void restart(std::span<const float> model) override;
-  void admit(const mixing_row& next, int peer, std::span<const float> state) override;
   const mixing_row& row() const override { return row_; }
   void save_state(state_writer& out) const override;
   void load_state(state_reader& in) override;
+
+  // async_mixing: x moves only with the node's message, so every round sends it
+  void neighbour_finished(int from) override { received_.mark_final(neighbour_index(row_, from)); }
+  bool may_skip_message() const override { return false; }
+  // rejoinable: neighbours hold a replica of x
+  std::span<const float> public_state() const override { return x_; }
+  void restart(std::span<const float> model) override;
+  void admit(const mixing_row& next, int peer, std::span<const float> state) override;
 
  private:
   mixing_row row_;

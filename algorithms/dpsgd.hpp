@@ -6,12 +6,13 @@
 #include <vector>
 
 #include "algorithms/algorithm.hpp"
+#include "algorithms/capabilities.hpp"
 #include "algorithms/neighbour_index.hpp"
 #include "algorithms/receipts.hpp"
 
 namespace qgossip {
 
-class dpsgd final : public algorithm {
+class dpsgd final : public algorithm, public async_mixing, public rejoinable {
  public:
   // compressed = false: D-PSGD; true: naive compressed D-PSGD.
   dpsgd(const mixing_row& row, std::span<const float> x0, bool compressed, bool asynchronous = false);
@@ -22,18 +23,22 @@ class dpsgd final : public algorithm {
   std::span<float> adjustable_model() override { return x_; }
   std::span<const float> outgoing(std::span<const float> grad, float lr, std::uint64_t t) override;
   void absorb_own(std::span<const float>, std::uint64_t) override {}
-  bool may_skip_message() const override { return true; }
   void absorb(int from, std::span<const float> decoded, std::uint64_t t) override;
   void finish(std::uint64_t t) override;
-  void neighbour_finished(int from) override { received_.mark_final(neighbour_index(row_, from)); }
   std::string_view copies_kind() const override { return ""; }
   std::vector<held_copy> held_copies() const override { return {}; }
   void remix(const mixing_row& next) override;
-  void restart(std::span<const float> model) override;
-  void admit(const mixing_row& next, int peer, std::span<const float> state) override;
   const mixing_row& row() const override { return row_; }
   void save_state(state_writer& out) const override;
   void load_state(state_reader& in) override;
+
+  // async_mixing
+  void neighbour_finished(int from) override { received_.mark_final(neighbour_index(row_, from)); }
+  bool may_skip_message() const override { return true; }
+  // rejoinable: neighbours hold no copy (x goes afresh every round)
+  std::span<const float> public_state() const override { return {}; }
+  void restart(std::span<const float> model) override;
+  void admit(const mixing_row& next, int peer, std::span<const float> state) override;
 
  private:
   mixing_row row_;

@@ -1,9 +1,10 @@
 #pragma once
-// The one implementation of the bookkeeping of algorithm::remix and algorithm::admit (algorithm.hpp):
-// checking a new row against the current one, and keeping, in every per-neighbour vector an
-// algorithm holds (copies, inboxes, received flags), the entries of the neighbours that stay, in
-// row order, or inserting the admitted neighbour's. Used by remix(), admit(), restart(), and by
-// load_state() when a checkpoint carries a row with fewer neighbours than the topology's.
+// The one implementation of the bookkeeping of algorithm::remix (algorithm.hpp) and rejoinable::admit
+// (capabilities.hpp): checking a new row against the current one, and keeping, in every
+// per-neighbour vector an algorithm holds (copies, inboxes, received flags), the entries of the
+// neighbours that stay, in row order, or inserting the admitted neighbour's. Used by remix(),
+// admit(), restart(), and by load_state() when a checkpoint carries a row with fewer neighbours
+// than the topology's.
 #include <cstddef>
 #include <span>
 #include <string>
@@ -59,14 +60,14 @@ void remix_row(mixing_row& row, const mixing_row& next, PerNeighbour&... per_nei
   row = next;
 }
 
-// algorithm::restart: drops every per-neighbour entry; the row becomes the node alone.
+// rejoinable::restart: drops every per-neighbour entry; the row becomes the node alone.
 template <class... PerNeighbour>
 void restart_row(mixing_row& row, PerNeighbour&... per_neighbour) {
   (per_neighbour.clear(), ...);
   row = alone(row.rank);
 }
 
-// algorithm::restart's model: `into` (x, and a public state equal to it) becomes model. Throws
+// rejoinable::restart's model: `into` (x, and a public state equal to it) becomes model. Throws
 // invariant_error for a model of another size.
 template <class... Vectors>
 void restart_from(std::span<const float> model, Vectors&... into) {
@@ -74,7 +75,7 @@ void restart_from(std::span<const float> model, Vectors&... into) {
   (into.assign(model.begin(), model.end()), ...);
 }
 
-// algorithm::admit of an algorithm that holds a copy of each neighbour (copies, indexed like row):
+// rejoinable::admit of an algorithm that holds a copy of each neighbour (copies, indexed like row):
 // peer's copy is its state, its receipt entry new, and each of `more` (entry_for pairs: other
 // per-neighbour vectors) gets its given entry. Throws invariant_error for a state whose size is not
 // model_size, or a row that is not the current one plus peer.
@@ -93,7 +94,7 @@ std::pair<Vector&, typename Vector::value_type> entry_for(Vector& v, typename Ve
   return {v, std::move(value)};
 }
 
-// algorithm::admit: validates next as row plus peer, inserts `value` at peer's position in each
+// rejoinable::admit: validates next as row plus peer, inserts `value` at peer's position in each
 // (vector, value) pair, then adopts next. Nothing changes when it throws.
 template <class... Pairs>
 void admit_row(mixing_row& row, const mixing_row& next, int peer, Pairs&&... vector_and_value) {

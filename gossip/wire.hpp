@@ -37,7 +37,7 @@ enum class message_kind : std::uint16_t {
   join = 6,  // rejoining (docs/failures.md): a request, an offer, an acceptance or a refusal, as
              // notice-format text (node/membership/notice.hpp); count = the sender's model size;
              // accepted from a neighbour that was dropped (it is how one comes back)
-  join_state = 7,  // rejoining: the sender's model, then its public state (algorithm::public_state,
+  join_state = 7,  // rejoining: the sender's model, then its public state (rejoinable::public_state,
                    // when it has one), float32 little-endian; count = the model size, iteration =
                    // the round the edge (re)starts at
 };

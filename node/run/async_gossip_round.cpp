@@ -8,16 +8,19 @@
 
 namespace qgossip {
 
-async_gossip_round::async_gossip_round(const round_pattern_parts& p, std::uint64_t max_staleness)
+async_gossip_round::async_gossip_round(const round_pattern_parts& p, async_mixing& mixing,
+                                       per_edge_messages* per_edge, std::uint64_t max_staleness)
     : own_(p),
-      edges_(p),
       alg_(p.alg),
+      mixing_(mixing),
       ex_(p.ex),
       inbox_(*p.inbox),
       peers_(p.train_peers),
       max_staleness_(max_staleness),
       last_round_(p.rounds),
-      may_skip_(max_staleness == kUnboundedStaleness && p.alg.may_skip_message()) {}
+      may_skip_(max_staleness == kUnboundedStaleness && mixing.may_skip_message()) {
+  if (per_edge != nullptr) edges_.emplace(p, *per_edge);
+}
 
 // A bounded τ makes neighbours wait for this node's messages: skipping them would hold them back.
 // The last round sends on every link: a neighbour still running mixes with this node's final copy
@@ -36,7 +39,7 @@ void async_gossip_round::encode(std::span<const float> outgoing, std::uint64_t t
   }
   messages_unsent_ += live - open_.size();
   if (open_.empty() && live > 0) ++unsent_;
-  if (alg_.per_edge_messages()) return edges_.encode(open_, t, sends_);
+  if (edges_) return edges_->encode(open_, t, sends_);
   sends_.clear();
   if (open_.empty()) return;
   own_.encode(outgoing, t);
@@ -68,7 +71,7 @@ void async_gossip_round::absorb(std::uint64_t t) {
   for (int j : alg_.row().neighbours) {
     const bool told = std::find(told_finished_.begin(), told_finished_.end(), j) != told_finished_.end();
     if (ex_.finished(j) && !told) {
-      alg_.neighbour_finished(j);
+      mixing_.neighbour_finished(j);
       told_finished_.push_back(j);
     }
   }

@@ -11,18 +11,23 @@
 // training step: mixing_only) and stops: a slow node stops with the others, its model pulled to
 // theirs. At the end, the messages still on their way from slower neighbours are absorbed too
 // (leave), so every copy equals its owner once every node has left.
+// The algorithm's async_mixing (algorithms/capabilities.hpp) is told of finished neighbours, and says
+// whether a round may skip its message.
 // A busy uplink (docs/algorithms.md, "A busy uplink"): with τ unbounded and an algorithm that may
 // skip its message (CHOCO-SGD, D-PSGD, naive), a round sends nothing on a link that still holds
 // more than a quarter of its last message on this host (exchange::link_busy), and goes on training
 // and mixing rather than wait for it: a node keeps its neighbours' pace, and sends on each link as
-// often as that link carries. CHOCO-SGD keeps a public copy per edge (edge_messages), which moves
+// often as that link carries. CHOCO-SGD keeps a public copy per edge (edge_messages, over its
+// per_edge_messages), which moves
 // only with what the edge carries, so every copy stays exact and a slow link holds back no other.
 // Not thread-safe: the node's one thread.
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "algorithms/capabilities.hpp"
 #include "gossip/exchange.hpp"
 #include "node/run/edge_messages.hpp"
 #include "node/run/gossip_round.hpp"
@@ -30,14 +35,16 @@
 
 namespace qgossip {
 
-class async_gossip_round final : public round_pattern {
+class async_gossip_round final : public round_pattern, public async_progress {
  public:
   // Rounds of mixing alone after every neighbour has finished: each moves the node a fraction
   // γ(1 − W_ii) of the way to its neighbours' final copies (CHOCO γ_c = 0.8 on a ring: 0.53, on the
   // hypercube 0.6), so four leave 3–5 % of the distance (docs/algorithms.md, "Asynchronous gossip").
   static constexpr std::uint64_t kCatchUpRounds = 4;
 
-  async_gossip_round(const round_pattern_parts& parts, std::uint64_t max_staleness);
+  // mixing: parts.alg's; per_edge: its per_edge_messages where it sends per edge, else nullptr.
+  async_gossip_round(const round_pattern_parts& parts, async_mixing& mixing, per_edge_messages* per_edge,
+                     std::uint64_t max_staleness);
 
   void encode(std::span<const float> outgoing, std::uint64_t t) override;
   [[nodiscard]] status exchange(std::uint64_t t) override;
@@ -55,8 +62,9 @@ class async_gossip_round final : public round_pattern {
   [[nodiscard]] std::uint64_t need(std::uint64_t t) const;
 
   own_message own_;
-  edge_messages edges_;
+  std::optional<edge_messages> edges_;  // an algorithm that sends per edge
   algorithm& alg_;
+  async_mixing& mixing_;
   class exchange& ex_;
   message_inbox& inbox_;
   std::vector<int> peers_;

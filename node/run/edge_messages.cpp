@@ -1,12 +1,11 @@
 #include "node/run/edge_messages.hpp"
 
-#include "algorithms/algorithm.hpp"
 #include "node/run/message_codec.hpp"
 
 namespace qgossip {
 
-edge_messages::edge_messages(const round_pattern_parts& p)
-    : alg_(p.alg), codec_(p.codec), rank_(p.rank), seed_(p.seed), decoded_(p.alg.model().size()) {}
+edge_messages::edge_messages(const round_pattern_parts& p, per_edge_messages& per_edge)
+    : alg_(per_edge), codec_(p.codec), rank_(p.rank), seed_(p.seed), decoded_(p.alg.model().size()) {}
 
 void edge_messages::encode(std::span<const int> peers, std::uint64_t t, std::vector<link_message>& sends) {
   if (encoded_.size() < peers.size()) encoded_.resize(peers.size());

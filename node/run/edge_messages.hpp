@@ -1,6 +1,7 @@
 #pragma once
 // A message per edge (asynchronous gossip that skips busy links, with an algorithm whose message
-// differs per neighbour: CHOCO-SGD's public copy per edge; algorithm::per_edge_messages): for each
+// differs per neighbour: CHOCO-SGD's public copy per edge; per_edge_messages in
+// algorithms/capabilities.hpp): for each
 // neighbour a round sends to, the algorithm's vector for that edge (outgoing_to), encoded with the
 // learner's codec, and what the neighbour will decode applied back (absorb_own_to), so that the
 // edge's copies stay exact. Each message is encoded with the same context as the node's one
@@ -10,6 +11,7 @@
 #include <span>
 #include <vector>
 
+#include "algorithms/capabilities.hpp"
 #include "core/aligned.hpp"
 #include "gossip/exchange.hpp"
 #include "node/run/round_pattern.hpp"
@@ -18,13 +20,14 @@ namespace qgossip {
 
 class edge_messages {
  public:
-  explicit edge_messages(const round_pattern_parts& parts);
+  // per_edge: parts.alg's per_edge_messages.
+  edge_messages(const round_pattern_parts& parts, per_edge_messages& per_edge);
   // Round t's message to each of peers (neighbours in the algorithm's row), into `sends` (cleared
   // first), whose payloads stay valid until the next call.
   void encode(std::span<const int> peers, std::uint64_t t, std::vector<link_message>& sends);
 
  private:
-  algorithm& alg_;
+  per_edge_messages& alg_;
   message_codec& codec_;
   int rank_;
   std::uint64_t seed_;

@@ -55,7 +55,7 @@ class local_training {
   void finish_round();
   // A training loss the program reports (its loss is its own): counted in the next row's mean.
   void add_loss(double loss);
-  // A node that rejoins (algorithm::restart): the optimizer's and the outer step's momentum start
+  // A node that rejoins (rejoinable::restart): the optimizer's and the outer step's momentum start
   // over at zero.
   void restart();
 

@@ -6,7 +6,9 @@
 #include <cstring>
 
 #include "algorithms/algorithm.hpp"
+#include "algorithms/capabilities.hpp"
 #include "algorithms/remix.hpp"
+#include "core/errors.hpp"
 #include "core/hash.hpp"
 #include "gossip/exchange.hpp"
 #include "node/log/run_log.hpp"
@@ -51,6 +53,8 @@ rejoining::rejoining(int rank, std::uint64_t rounds, std::uint32_t model_size, s
 void rejoining::attach(exchange& ex, algorithm& alg, peer_failures& failures, run_log& log) {
   ex_ = &ex;
   alg_ = &alg;
+  rejoin_ = rejoinable_of(alg);
+  QG_ENFORCE(rejoin_ != nullptr, alg.name() << " cannot rejoin a run: every node takes part in every round");
   failures_ = &failures;
   log_ = &log;
 }
@@ -174,7 +178,7 @@ status rejoining::on_accept(int from, const notice_item& accept) {
 
 std::vector<float> rejoining::own_state() const {
   const auto x = alg_->model();
-  const auto pub = alg_->public_state();
+  const auto pub = rejoin_->public_state();
   std::vector<float> out(x.begin(), x.end());
   if (!pub.empty() && pub.data() != x.data()) out.insert(out.end(), pub.begin(), pub.end());
   return out;
@@ -201,7 +205,7 @@ status rejoining::install(int peer, std::uint64_t t, const inbound_message& thei
   const mixing_row full = failures_->row_for(t);
   std::vector<int> keep(alg_->row().neighbours);
   keep.insert(std::lower_bound(keep.begin(), keep.end(), peer), peer);
-  alg_->admit(restricted_row(full, keep), peer, pub);
+  rejoin_->admit(restricted_row(full, keep), peer, pub);
   return status::ok();
 }
 
@@ -295,7 +299,7 @@ status rejoining::exchange_states(std::uint64_t T, const std::vector<int>& accep
   if (status s = parse_join_state(donor_state.header.count, donor_state.payload, model_size_, from_donor); !s)
     return status::error(errc::corrupt, "rank " + std::to_string(donor) + "'s state: " + s.message());
   const std::vector<float>& model = from_donor.model;
-  alg_->restart(model);
+  rejoin_->restart(model);
   std::vector<std::pair<int, int>> admitted;
   for (const auto& [j, state] : states) admitted.emplace_back(j, offers_[j].degree);
   failures_->joined_at(T, admitted);

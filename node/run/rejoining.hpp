@@ -15,9 +15,9 @@
 //   j, on accept                  joined R T and its new degree to its other neighbours (forwarded
 //                                 hop by hop); the exchange expects R's messages from round T on
 //   j, at the start of round T    sends its model and public state (join_state), waits for R's,
-//                                 admits R (algorithm::admit) with the row of round T
+//                                 admits R (rejoinable::admit) with the row of round T
 //   R                             waits for the state of its donor (the lowest-ranked j), restarts
-//                                 from its model (algorithm::restart; optimizer and outer momentum
+//                                 from its model (rejoinable::restart; optimizer and outer momentum
 //                                 start at zero, the batch order at round T's position), sends its
 //                                 own state to each j, admits each, and runs round T
 // So both ends of every edge re-create their copies of each other from a full-state message and
@@ -44,6 +44,7 @@ namespace qgossip {
 
 class algorithm;
 class exchange;
+class rejoinable;
 class peer_failures;
 class run_log;
 struct inbound_message;
@@ -102,6 +103,7 @@ class rejoining {
   std::vector<int> neighbours_;
   exchange* ex_ = nullptr;
   algorithm* alg_ = nullptr;
+  rejoinable* rejoin_ = nullptr;  // alg_'s (algorithms/capabilities.hpp)
   peer_failures* failures_ = nullptr;
   run_log* log_ = nullptr;
   std::uint64_t round_ = 0;                   // the latest round this node began

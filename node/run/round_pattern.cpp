@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "algorithms/capabilities.hpp"
+#include "core/errors.hpp"
 #include "gossip/ring_allreduce.hpp"
 #include "node/run/async_gossip_round.hpp"
 #include "node/run/gossip_round.hpp"
@@ -32,8 +34,17 @@ pattern_shape shape_of(communication pattern, int rank, int n, const std::vector
 
 std::unique_ptr<round_pattern> make_round_pattern(const pattern_shape& shape, const round_pattern_parts& parts) {
   if (!shape.gossip) return std::make_unique<ring_round>(parts);
-  if (shape.max_staleness > 0) return std::make_unique<async_gossip_round>(parts, shape.max_staleness);
+  if (shape.max_staleness > 0) {
+    async_mixing* mixing = async_mixing_of(parts.alg);
+    QG_ENFORCE(mixing != nullptr, parts.alg.name() << " cannot gossip asynchronously (no async_mixing)");
+    return std::make_unique<async_gossip_round>(parts, *mixing, per_edge_messages_of(parts.alg),
+                                                shape.max_staleness);
+  }
   return std::make_unique<gossip_round>(parts);
+}
+
+const async_progress* async_progress_of(const round_pattern& pattern) {
+  return dynamic_cast<const async_progress*>(&pattern);
 }
 
 }  // namespace qgossip

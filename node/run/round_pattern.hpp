@@ -5,6 +5,8 @@
 //                  complete): node/run/gossip_round.hpp
 //   ring_round     the outgoing vectors summed by a ring all-reduce of raw floats (allreduce):
 //                  node/run/ring_round.hpp
+//   async_gossip_round  asynchronous gossip (train.max_staleness > 0), which also says how its
+//                  rounds went (async_progress): node/run/async_gossip_round.hpp
 // A pattern owns the buffers of its steps. Round t calls encode, exchange, absorb, in that order,
 // between the algorithm's outgoing(t) and finish(t). Not thread-safe: the node's one thread.
 #include <cstdint>
@@ -36,23 +38,33 @@ class round_pattern {
   virtual void absorb(std::uint64_t t) = 0;
   // Whom the node's messages go to, for its start-up line: "sends to 1 7".
   [[nodiscard]] virtual std::string describe() const = 0;
-  // True when no peer will send anything more (every one finished) and the node has caught up with
-  // them: it stops (asynchronous gossip; a synchronous round never gets there early).
-  [[nodiscard]] virtual bool peers_done() const { return false; }
-  // True when the next round is to take no training step, only mix (asynchronous gossip: every
-  // neighbour has finished, and the node catches up with their final models before it stops).
-  [[nodiscard]] virtual bool mixing_only() const { return false; }
-  // The staleness the latest round mixed with: its round minus the oldest newest message of a
-  // neighbour (0 for synchronous rounds).
-  [[nodiscard]] virtual std::uint64_t staleness() const { return 0; }
-  // Rounds that sent no message so far (asynchronous gossip on a busy uplink; 0 otherwise).
-  [[nodiscard]] virtual std::uint64_t rounds_unsent() const { return 0; }
-  // Messages not sent so far: one per round and neighbour whose link was busy (0 otherwise).
-  [[nodiscard]] virtual std::uint64_t messages_unsent() const { return 0; }
   // After the node's last round t: tell the peers and wait until they have finished too
   // (exchange::finish), absorbing what slower ones still send where the pattern needs it.
   [[nodiscard]] virtual status leave(std::uint64_t t, transport_clock::time_point deadline) = 0;
 };
+
+// How an asynchronous pattern's rounds went, beside round_pattern (async_gossip_round has it; a
+// synchronous round waits for every peer, so none of this can happen there). The round steps look
+// it up once (async_progress_of) and read it for the loop's end, the log and the summary.
+class async_progress {
+ public:
+  virtual ~async_progress() = default;
+  // True when no peer will send anything more (every one finished) and the node has caught up with
+  // them: it stops.
+  [[nodiscard]] virtual bool peers_done() const = 0;
+  // True when the next round is to take no training step, only mix (every neighbour has finished,
+  // and the node catches up with their final models before it stops).
+  [[nodiscard]] virtual bool mixing_only() const = 0;
+  // The staleness the latest round mixed with: its round minus the oldest newest message of a
+  // neighbour.
+  [[nodiscard]] virtual std::uint64_t staleness() const = 0;
+  // Rounds that sent no message so far (on a busy uplink).
+  [[nodiscard]] virtual std::uint64_t rounds_unsent() const = 0;
+  // Messages not sent so far: one per round and neighbour whose link was busy.
+  [[nodiscard]] virtual std::uint64_t messages_unsent() const = 0;
+};
+// The pattern's async_progress, or nullptr for a synchronous one.
+[[nodiscard]] const async_progress* async_progress_of(const round_pattern& pattern);
 
 // What a pattern needs of the links, known before they are built: whom train messages go to and
 // come from, how many exchange iterations a round takes (probes are numbered after them), and how
@@ -85,7 +97,9 @@ struct round_pattern_parts {
   const codec_spec* ring_codec = nullptr;
 };
 
-// The pattern of `shape` (gossip: parts.inbox set).
+// The pattern of `shape` (gossip: parts.inbox set). Asynchronous gossip needs the algorithm's
+// async_mixing (algorithms/capabilities.hpp): invariant_error without it (the config refuses
+// max_staleness for the centralized algorithms, which have none).
 [[nodiscard]] std::unique_ptr<round_pattern> make_round_pattern(const pattern_shape& shape,
                                                                 const round_pattern_parts& parts);
 

@@ -37,7 +37,8 @@ step_end failure(const status& st, const std::string& what) {
 }  // namespace
 
 round_steps::round_steps(node_setup& s)
-    : s_(s), training_(s.config, s.rank, s.learner, s.plan, s.data.train), probe_(s) {}
+    : s_(s), training_(s.config, s.rank, s.learner, s.plan, s.data.train), probe_(s),
+      async_(async_progress_of(*s.links.pattern)) {}
 
 step_end round_steps::compute(std::uint64_t& t) {
   round_start_ = clock::now();
@@ -46,7 +47,7 @@ step_end round_steps::compute(std::uint64_t& t) {
   s_.links.failures->begin_round(t);
   const model& m = *s_.learner.model;
   const double transfer_before = m.transfers().seconds;
-  const bool mixing_only = s_.links.pattern->mixing_only();
+  const bool mixing_only = async_ && async_->mixing_only();
   if (mixing_only && catch_up_rounds_++ == 0)
     say(s_.rank, "every neighbour has finished: from round " + std::to_string(t) +
                      " this node only mixes with their final models (no training step), then stops");
@@ -75,7 +76,7 @@ step_end round_steps::exchange(std::uint64_t& t) {
   round_sent_ = sent_now() - sent;
   round_recv_ = received_now() - received;
   if (!exchanged) return back_or_end(failure(exchanged, "round " + std::to_string(t) + ": "), t);
-  staleness_ = std::max(staleness_, s_.links.pattern->staleness());
+  if (async_) staleness_ = std::max(staleness_, async_->staleness());
   s_.links.failures->after_exchange(t);
   // An emulated link hands messages over only while the node calls the transport: after the last
   // round nothing would, and the neighbours would wait through the final evaluation for them.
@@ -162,7 +163,7 @@ step_end round_steps::rejoin(std::uint64_t& t) {
   return {};
 }
 
-bool round_steps::peers_done() const { return s_.links.pattern->peers_done(); }
+bool round_steps::peers_done() const { return async_ && async_->peers_done(); }
 
 step_end round_steps::run_round(std::uint64_t& t) {
   ++t;
@@ -241,8 +242,8 @@ void round_steps::write_summary(const step_end& end) {
   summary.rounds = completed_;
   summary.stopped_with_peers = end && completed_ < s_.plan.rounds;
   summary.catch_up_rounds = catch_up_rounds_;
-  summary.rounds_unsent = s_.links.pattern->rounds_unsent();
-  summary.messages_unsent = s_.links.pattern->messages_unsent();
+  summary.rounds_unsent = async_ ? async_->rounds_unsent() : 0;
+  summary.messages_unsent = async_ ? async_->messages_unsent() : 0;
   const exchange_stats st = traffic();
   summary.mean_round_bytes_sent =
       completed_ ? static_cast<double>(st.bytes_sent - st.probe_bytes_sent - st.notice_bytes_sent) /

@@ -22,6 +22,7 @@
 #include "node/log/run_log.hpp"
 #include "node/run/consensus_probe.hpp"
 #include "node/run/local_training.hpp"
+#include "node/run/round_pattern.hpp"
 #include "node/run/run_control.hpp"
 
 namespace qgossip {
@@ -90,6 +91,7 @@ class round_steps {
   node_setup& s_;
   local_training training_;
   consensus_probe probe_;
+  const async_progress* async_;  // the pattern's (asynchronous gossip), or nullptr
   std::span<const float> outgoing_;  // the algorithm's vector of the round under way
   // What the log records.
   round_record rec_;

@@ -9,9 +9,11 @@
 #include <cstring>
 #include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "algorithms/algorithm.hpp"
+#include "algorithms/capabilities.hpp"
 #include "core/errors.hpp"
 #include "tests/algorithms/test_rows.hpp"
 
@@ -190,6 +192,34 @@ TEST_CASE("make_algorithm rejects unknown names and absorb rejects strangers") {
   a->absorb(1, g, 1);
   CHECK_THROWS_AS(a->absorb(1, g, 1), invariant_error);  // twice in one round
   CHECK_THROWS_AS(a->finish(1), invariant_error);        // rank 3 never arrived
+}
+
+// Which algorithm has which capability (the table at the top of algorithms/capabilities.hpp): the
+// decentralized ones gossip asynchronously and rejoin, the centralized ones neither; only CHOCO-SGD
+// built asynchronous with per_edge_copies sends a message per edge.
+TEST_CASE("capabilities: each algorithm kind has the ones it implements, and no other") {
+  const std::vector<float> x0(kDim, 0.0f);
+  const algorithm_options synchronous{0.8, false}, asynchronous{0.8, true};
+  algorithm_options per_edge{0.8, true};
+  per_edge.per_edge_copies = true;
+  for (const auto& [kind, name] : kAlgorithmNames) {
+    const std::string algorithm_name(name);
+    CAPTURE(algorithm_name);
+    const bool centralized = is_centralized(kind);
+    const mixing_row row = centralized ? complete_mixing_row(0, 4) : ring_row(0, 4);
+    for (const algorithm_options& options : {synchronous, asynchronous, per_edge}) {
+      auto alg = make_algorithm(kind, row, x0, options);
+      CHECK((async_mixing_of(*alg) != nullptr) == !centralized);
+      CHECK((rejoinable_of(*alg) != nullptr) == !centralized);
+      const bool edges = kind == algorithm_kind::choco && options.asynchronous && options.per_edge_copies;
+      CHECK((per_edge_messages_of(*alg) != nullptr) == edges);
+    }
+  }
+  // D-PSGD and naive rejoin with no public state (x goes afresh every round); DCD with x itself.
+  auto dpsgd = make_algorithm("dpsgd", ring_row(0, 4), x0);
+  CHECK(rejoinable_of(*dpsgd)->public_state().empty());
+  auto dcd = make_algorithm("dcd", ring_row(0, 4), x0);
+  CHECK(rejoinable_of(*dcd)->public_state().data() == dcd->model().data());
 }
 
 TEST_CASE("CHOCO-SGD: every node's public copy equals its neighbours' copy of it, every round") {
@@ -405,7 +435,7 @@ TEST_CASE("asynchronous mixing: a CHOCO round that sent nothing mixes with x, no
   const std::vector<float> x0{1.0f, -2.0f, 0.5f}, g{0.5f, 1.0f, -1.0f}, m{0.2f, 0.1f, -0.3f};
   const std::vector<float> a{1.0f, 2.0f, 3.0f};
   auto node = make_algorithm("choco", ring_row(0, 4), x0, {gamma, true});
-  REQUIRE(node->may_skip_message());
+  REQUIRE(async_mixing_of(*node)->may_skip_message());
   (void)node->outgoing(g, lr, 1);
   node->absorb_own(m, 1);
   node->absorb(1, m, 1);
@@ -426,9 +456,9 @@ TEST_CASE("asynchronous mixing: a CHOCO round that sent nothing mixes with x, no
   // Its public copy never moved after round 1: what its neighbours hold of it is still exact.
   check_near(node->held_copies()[0].values, combine(1, x0, 1, m));
   for (const char* name : {"dpsgd", "naive"})
-    CHECK(make_algorithm(name, ring_row(0, 4), x0, {1.0, true})->may_skip_message());
+    CHECK(async_mixing_of(*make_algorithm(name, ring_row(0, 4), x0, {1.0, true}))->may_skip_message());
   for (const char* name : {"dcd", "ecd"})
-    CHECK_FALSE(make_algorithm(name, ring_row(0, 4), x0, {1.0, true})->may_skip_message());
+    CHECK_FALSE(async_mixing_of(*make_algorithm(name, ring_row(0, 4), x0, {1.0, true}))->may_skip_message());
 }
 
 // A public copy per edge (algorithm_options::per_edge_copies; docs/algorithms.md, "A busy uplink"):
@@ -442,13 +472,14 @@ TEST_CASE("asynchronous mixing: CHOCO with a public copy per edge mixes each edg
   algorithm_options per_edge{gamma, true};
   per_edge.per_edge_copies = true;
   auto node = make_algorithm("choco", ring_row(0, 4), x0, per_edge);
-  REQUIRE(node->per_edge_messages());
+  per_edge_messages* edges = per_edge_messages_of(*node);
+  REQUIRE(edges != nullptr);
   const std::vector<float> half1 = combine(1, x0, -lr, g);
   check_near(node->outgoing(g, lr, 1), half1);  // the model: the messages are per edge
-  check_near(node->outgoing_to(1), combine(1, half1, -1, x0));
-  node->absorb_own_to(1, m1);
-  check_near(node->outgoing_to(3), combine(1, half1, -1, x0));
-  node->absorb_own_to(3, m3);
+  check_near(edges->outgoing_to(1), combine(1, half1, -1, x0));
+  edges->absorb_own_to(1, m1);
+  check_near(edges->outgoing_to(3), combine(1, half1, -1, x0));
+  edges->absorb_own_to(3, m3);
   node->absorb(1, a, 1);
   node->absorb(3, b, 1);
   node->finish(1);
@@ -458,8 +489,8 @@ TEST_CASE("asynchronous mixing: CHOCO with a public copy per edge mixes each edg
   check_near(node->model(), x1);
   const std::vector<float> half2 = combine(1, x1, -lr, g);
   (void)node->outgoing(g, lr, 2);
-  check_near(node->outgoing_to(1), combine(1, half2, -1, e1));
-  node->absorb_own_to(1, m3);  // edge 3 sends nothing
+  check_near(edges->outgoing_to(1), combine(1, half2, -1, e1));
+  edges->absorb_own_to(1, m3);  // edge 3 sends nothing
   node->absorb(1, b, 2);
   node->absorb(3, a, 2);
   node->finish(2);
@@ -472,20 +503,19 @@ TEST_CASE("asynchronous mixing: CHOCO with a public copy per edge mixes each edg
   CHECK((held[0].rank == 0 && held[0].holder == 1 && held[1].rank == 0 && held[1].holder == 3));
   check_near(held[0].values, e1);
   check_near(held[1].values, e3);
-  check_near(node->public_state(), std::vector<float>(node->model().begin(), node->model().end()));
+  const std::span<const float> x = node->model();
+  check_near(rejoinable_of(*node)->public_state(), std::vector<float>(x.begin(), x.end()));
   std::vector<float> zero(3, 0.0f);
   CHECK_THROWS_AS(node->absorb_own(zero, 2), invariant_error);
   // One public copy (synchronous, or per_edge_copies off) and the other algorithms: one message.
   auto shared = make_algorithm("choco", ring_row(0, 4), x0, {gamma, true});
-  CHECK_FALSE(shared->per_edge_messages());
+  CHECK(per_edge_messages_of(*shared) == nullptr);
   (void)shared->outgoing(g, lr, 1);
-  CHECK_THROWS_AS(shared->outgoing_to(1), invariant_error);
+  CHECK_THROWS_AS(dynamic_cast<per_edge_messages&>(*shared).outgoing_to(1), invariant_error);
   algorithm_options synchronous{gamma, false};
   synchronous.per_edge_copies = true;
-  CHECK_FALSE(make_algorithm("choco", ring_row(0, 4), x0, synchronous)->per_edge_messages());
-  auto dpsgd = make_algorithm("dpsgd", ring_row(0, 4), x0, per_edge);
-  CHECK_FALSE(dpsgd->per_edge_messages());
-  CHECK_THROWS_AS(dpsgd->absorb_own_to(1, zero), invariant_error);
+  CHECK(per_edge_messages_of(*make_algorithm("choco", ring_row(0, 4), x0, synchronous)) == nullptr);
+  CHECK(per_edge_messages_of(*make_algorithm("dpsgd", ring_row(0, 4), x0, per_edge)) == nullptr);
 }
 
 // Property: with a public copy per edge and links skipped at random (each edge of each round with
@@ -513,9 +543,10 @@ TEST_CASE("CHOCO-SGD with a public copy per edge: copies stay exact and it conve
       (void)sim.nodes[i]->outgoing(grad, decaying(t), t);
       for (int j : ring_row(i, n).neighbours) {
         if (t > 1 && skip(rng)) continue;
-        const auto v = sim.nodes[i]->outgoing_to(j);
+        per_edge_messages& edges = *per_edge_messages_of(*sim.nodes[i]);
+        const auto v = edges.outgoing_to(j);
         sent[i].emplace_back(j, std::vector<float>(v.begin(), v.end()));
-        sim.nodes[i]->absorb_own_to(j, sent[i].back().second);
+        edges.absorb_own_to(j, sent[i].back().second);
       }
     }
     for (int i = 0; i < n; ++i)
@@ -550,7 +581,7 @@ TEST_CASE("asynchronous mixing: a finished neighbour's final copy counts in ever
     node->finish(1);
     std::vector<float> x(node->model().begin(), node->model().end());
     std::vector<float> own = combine(1, x0, 1, m), copy3 = combine(1, x0, 1, a);
-    node->neighbour_finished(3);
+    async_mixing_of(*node)->neighbour_finished(3);
     for (std::uint64_t t = 2; t <= 3; ++t) {
       const std::vector<float> q = combine(1, x, -1, own);  // x − x̂_0 at a zero gradient
       check_near(node->outgoing(std::vector<float>(3, 0.0f), 0.0f, t), q);
@@ -576,7 +607,7 @@ TEST_CASE("asynchronous mixing: a finished neighbour's final copy counts in ever
         node->absorb(1, m, 1);
         node->absorb(3, a, 1);
         node->finish(1);
-        if (node == told.get()) node->neighbour_finished(3);
+        if (node == told.get()) async_mixing_of(*node)->neighbour_finished(3);
         (void)node->outgoing(zero, 0.0f, 2);
         node->finish(2);
         const std::span<const float> o = node->outgoing(zero, 0.0f, 3);

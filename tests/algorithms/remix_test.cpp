@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "algorithms/algorithm.hpp"
+#include "algorithms/capabilities.hpp"
 #include "algorithms/metropolis.hpp"
 #include "algorithms/remix.hpp"
 #include "core/errors.hpp"
@@ -121,13 +122,15 @@ struct cluster {
   void rejoin(int j, int donor) {
     alive[j] = true;
     const std::vector<float> model(nodes[donor]->model().begin(), nodes[donor]->model().end());
-    nodes[j]->restart(model);
+    rejoinable& joiner = *rejoinable_of(*nodes[j]);
+    joiner.restart(model);
     const mixing_row full = surviving_row(j);
     std::vector<int> admitted;
     for (int k : full.neighbours) {
-      nodes[k]->admit(surviving_row(k), j, nodes[j]->public_state());
+      rejoinable& neighbour = *rejoinable_of(*nodes[k]);
+      neighbour.admit(surviving_row(k), j, joiner.public_state());
       admitted.push_back(k);
-      nodes[j]->admit(restricted_row(full, admitted), k, nodes[k]->public_state());
+      joiner.admit(restricted_row(full, admitted), k, neighbour.public_state());
     }
     for (int i = 0; i < kNodes; ++i)
       if (alive[i] && i != j && !std::binary_search(full.neighbours.begin(), full.neighbours.end(), i))
@@ -511,25 +514,26 @@ TEST_CASE("admit and restart refuse what breaks their contracts") {
   for (const char* name : kGossip) {
     const std::string algorithm_name = name;
     CAPTURE(algorithm_name);
-    auto a = make_algorithm(name, ring_row(0, kNodes), x0, {0.5});  // neighbours 1 and 4
+    auto alg = make_algorithm(name, ring_row(0, kNodes), x0, {0.5});  // neighbours 1 and 4
+    algorithm* const a = alg.get();
+    rejoinable* const r = rejoinable_of(*alg);
+    REQUIRE(r != nullptr);
     mixing_row path = restricted_row(ring_row(0, kNodes), std::vector<int>{1});
     a->remix(path);
     const mixing_row back = ring_row(0, kNodes);
-    CHECK_THROWS_AS(a->admit(back, 1, x0), invariant_error);         // 1 is already a neighbour
-    CHECK_THROWS_AS(a->admit(back, 3, x0), invariant_error);         // the row does not add 3
+    CHECK_THROWS_AS(r->admit(back, 1, x0), invariant_error);         // 1 is already a neighbour
+    CHECK_THROWS_AS(r->admit(back, 3, x0), invariant_error);         // the row does not add 3
     mixing_row heavy = back;
     heavy.self_weight = 0.5;                                          // sums to 7/6
-    CHECK_THROWS_AS(a->admit(heavy, 4, x0), invariant_error);
-    if (!a->public_state().empty())
-      CHECK_THROWS_AS(a->admit(back, 4, std::vector<float>(kDim - 1)), invariant_error);
+    CHECK_THROWS_AS(r->admit(heavy, 4, x0), invariant_error);
+    if (!r->public_state().empty())
+      CHECK_THROWS_AS(r->admit(back, 4, std::vector<float>(kDim - 1)), invariant_error);
     CHECK(a->row().neighbours == std::vector<int>{1});                // nothing changed
-    CHECK_THROWS_AS(a->restart(std::vector<float>(kDim + 1)), invariant_error);
-    a->admit(back, 4, x0);
+    CHECK_THROWS_AS(r->restart(std::vector<float>(kDim + 1)), invariant_error);
+    r->admit(back, 4, x0);
     CHECK(a->row().neighbours == std::vector<int>{1, 4});
   }
-  for (const char* centralized : {"allreduce", "allgather"}) {
-    auto a = make_algorithm(centralized, complete_mixing_row(0, kNodes), x0);
-    CHECK_THROWS_AS(a->restart(x0), invariant_error);
-    CHECK_THROWS_AS(a->admit(a->row(), 1, x0), invariant_error);
-  }
+  // The centralized algorithms cannot rejoin at all: every node takes part in every round.
+  for (const char* centralized : {"allreduce", "allgather"})
+    CHECK(rejoinable_of(*make_algorithm(centralized, complete_mixing_row(0, kNodes), x0)) == nullptr);
 }

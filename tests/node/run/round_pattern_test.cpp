@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "algorithms/algorithm.hpp"
+#include "core/errors.hpp"
 #include "core/hash.hpp"
 #include "gossip/exchange.hpp"
 #include "gossip/faulty_transport.hpp"
@@ -102,6 +103,7 @@ node_result run_node(inproc_transport& t, const std::string& name, int rank, int
   exchange ex(t, options(rank, shape), &events);
   auto pattern = make_round_pattern(shape, {.alg = *alg, .codec = codec, .ex = ex, .inbox = inbox.get(), .rank = rank,
                                             .n = n, .seed = 1, .train_peers = shape.train_peers});
+  CHECK(async_progress_of(*pattern) == nullptr);  // synchronous rounds: nothing to say of them
   std::vector<float> grad(x0.size());
   for (int t = 1; t <= rounds; ++t) {
     for (std::size_t i = 0; i < grad.size(); ++i) grad[i] = std::sin(float(rank * 31 + t * 7 + int(i)));
@@ -147,6 +149,23 @@ TEST_CASE("ring_round: every node ends with the same model") {
   for (int r = 0; r < n; ++r) ends.push_back(net.endpoint(r));
   const auto results = test::spawn(n, [&](int rank) { return run_node(ends[static_cast<std::size_t>(rank)], "allreduce", rank, n, 6); });
   for (int r = 1; r < n; ++r) CHECK(results[static_cast<std::size_t>(r)].model == results[0].model);
+}
+
+// Asynchronous gossip needs the algorithm's async_mixing (algorithms/capabilities.hpp): a centralized
+// algorithm, which has none (the config refuses the combination first), is an invariant error.
+TEST_CASE("make_round_pattern: asynchronous rounds refuse an algorithm without async_mixing") {
+  constexpr int n = 3;
+  inproc_network net(n);
+  inproc_transport end0 = net.endpoint(0);
+  const std::vector<float> x0(truncating_codec::kValues, 0.5f);
+  auto alg = make_algorithm("allgather", complete_mixing_row(0, n), x0);
+  truncating_codec codec;
+  const pattern_shape shape = shape_of(alg->pattern(), 0, n, alg->row().neighbours, 2);
+  message_inbox inbox(codec, 1, shape.train_peers, x0.size());
+  exchange ex(end0, options(0, shape, &inbox));
+  const round_pattern_parts parts{.alg = *alg, .codec = codec, .ex = ex, .inbox = &inbox, .rank = 0,
+                                  .n = n, .seed = 1, .train_peers = shape.train_peers};
+  CHECK_THROWS_AS((void)make_round_pattern(shape, parts), invariant_error);
 }
 
 namespace {
@@ -269,12 +288,14 @@ async_run run_async_node(inproc_transport& t, int rank, int rounds, std::chrono:
   const round_pattern_parts parts{.alg = *alg, .codec = codec, .ex = ex, .inbox = inbox.get(), .rank = rank,
                                   .n = n, .seed = 1, .train_peers = shape.train_peers};
   auto pattern = make_round_pattern(shape, parts);
+  const async_progress* progress = async_progress_of(*pattern);
+  REQUIRE(progress != nullptr);
   std::this_thread::sleep_for(delay);
   async_run r;
   std::vector<float> grad(x0.size());
   for (int k = 1; k <= rounds; ++k) {
     const auto round = static_cast<std::uint64_t>(k);
-    r.mixing_only.push_back(pattern->mixing_only());
+    r.mixing_only.push_back(progress->mixing_only());
     for (std::size_t i = 0; i < grad.size(); ++i)
       grad[i] = r.mixing_only.back() ? 0.0f : std::sin(float(rank * 31 + k * 7 + int(i)));
     pattern->encode(alg->outgoing(grad, 0.1f, round), round);
@@ -283,7 +304,7 @@ async_run run_async_node(inproc_transport& t, int rank, int rounds, std::chrono:
     alg->finish(round);
     r.rounds_run = k;
     if (k == 1) r.distance_after_round_1 = distance_to_neighbours(*alg);
-    if (pattern->peers_done()) break;
+    if (progress->peers_done()) break;
   }
   REQUIRE(pattern->leave(static_cast<std::uint64_t>(r.rounds_run),
                          transport_clock::now() + std::chrono::seconds(10)).is_ok());
@@ -378,8 +399,8 @@ TEST_CASE(
     pattern->absorb(t);
     alg->finish(t);
   }
-  CHECK(pattern->messages_unsent() == 2);
-  CHECK(pattern->rounds_unsent() == 0);
+  CHECK(async_progress_of(*pattern)->messages_unsent() == 2);
+  CHECK(async_progress_of(*pattern)->rounds_unsent() == 0);
   CHECK(test::received_train(end1, 7, 0) ==
         std::vector<std::pair<std::uint64_t, std::uint16_t>>{{1, 0}, {2, 0}, {3, 0}, {4, 0}});
   CHECK(test::received_train(end2, 7, 0) ==
@@ -428,8 +449,8 @@ TEST_CASE("async_gossip_round: a dropped peer's link is not sent on, nor counted
     if (t == 1) copy_for_2 = hash64(held[1].values);
     CHECK(hash64(held[1].values) == copy_for_2);
   }
-  CHECK(pattern->messages_unsent() == 0);
-  CHECK(pattern->rounds_unsent() == 0);
+  CHECK(async_progress_of(*pattern)->messages_unsent() == 0);
+  CHECK(async_progress_of(*pattern)->rounds_unsent() == 0);
   CHECK(test::received_train(end1, 7, 0) ==
         std::vector<std::pair<std::uint64_t, std::uint16_t>>{{1, 0}, {2, 0}, {3, 0}});
   CHECK(test::received_train(end2, 7, 0) == std::vector<std::pair<std::uint64_t, std::uint16_t>>{{1, 0}});

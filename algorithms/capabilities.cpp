@@ -1,0 +1,14 @@
+#include "algorithms/capabilities.hpp"
+
+namespace qgossip {
+
+async_mixing* async_mixing_of(algorithm& alg) { return dynamic_cast<async_mixing*>(&alg); }
+
+per_edge_messages* per_edge_messages_of(algorithm& alg) {
+  auto* edges = dynamic_cast<per_edge_messages*>(&alg);
+  return edges != nullptr && edges->sends_per_edge() ? edges : nullptr;
+}
+
+rejoinable* rejoinable_of(algorithm& alg) { return dynamic_cast<rejoinable*>(&alg); }
+
+}  // namespace qgossip
