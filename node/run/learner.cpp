@@ -73,7 +73,10 @@ node_learner build_learner(const run_config& c, const data_split& data, const mi
         return "building the compressor " + c.compressor.name + " for " + std::to_string(params) +
                " parameters";
       },
-      [&] { return make_message_codec(c.compressor, *l.model, static_cast<std::size_t>(c.train.batch)); });
+      [&] {
+        const bool ring = c.algorithm == algorithm_kind::allreduce;  // it codes chunks
+        return make_message_codec(c.compressor, *l.model, static_cast<std::size_t>(c.train.batch), ring);
+      });
   l.alg = allocating(
       [&] {
         return "allocating the state of " + std::string(name_of(c.algorithm)) + " (" +

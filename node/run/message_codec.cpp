@@ -78,8 +78,11 @@ double message_codec::loss_and_grad(const model& m, std::span<const float> x, co
   return m.loss_and_grad(x, d, batch, grad);
 }
 
-std::unique_ptr<message_codec> make_message_codec(const codec_spec& spec, const model& m, std::size_t batch) {
-  if (spec.name != "isgq") return std::make_unique<vector_codec>(make_compressor(spec, m.layer_bounds()), m.num_params());
+std::unique_ptr<message_codec> make_message_codec(const codec_spec& spec, const model& m, std::size_t batch,
+                                                  bool chunks) {
+  if (spec.name != "isgq")
+    return std::make_unique<vector_codec>(make_compressor(spec, chunks ? layer_bounds{} : m.layer_bounds()),
+                                          m.num_params());
   const auto* factored = dynamic_cast<const factored_model*>(&m);
   if (!factored)
     throw config_error("compressor: isgq needs the gradient factors of a fully connected Eigen model (mlp or "

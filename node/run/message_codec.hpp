@@ -53,10 +53,12 @@ class message_codec {
   virtual void load_state(state_reader& in) = 0;
 };
 
-// The codec of `spec` for model m and batches of `batch` examples. Throws config_error for a factor
-// codec on a model without factors (a libtorch model; the config refuses it first).
+// The codec of `spec` for model m and batches of `batch` examples. chunks: the messages are chunks
+// of the vector (the ring all-reduce, node/run/ring_round.hpp), so a layer-aware codec (dither) is
+// built without the model's layers, which do not fall on chunk bounds. Throws config_error for a
+// factor codec on a model without factors (a libtorch model; the config refuses it first).
 [[nodiscard]] std::unique_ptr<message_codec> make_message_codec(const codec_spec& spec, const model& m,
-                                                                std::size_t batch);
+                                                                std::size_t batch, bool chunks = false);
 
 // Node `rank`'s own message of round t as its receivers will decode it (node/run/message_inbox.hpp:
 // the context of the run's seed, the sender, round t, stream 0): v encoded into `bytes` (cleared

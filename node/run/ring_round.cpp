@@ -3,29 +3,30 @@
 #include <algorithm>
 
 #include "algorithms/algorithm.hpp"
+#include "node/run/message_codec.hpp"
 
 namespace qgossip {
 
 namespace {
 
-// A compressor (algorithms/compress/) on the ring's chunks: the chunk's index is the codec's stream.
-class compressor_ring_codec final : public ring_codec {
+// The learner's codec (node/run/message_codec.hpp) on the ring's chunks: the context of the run's
+// seed, the encoder's rank, the iteration, and the chunk's index as the stream.
+class chunk_codec final : public ring_codec {
  public:
-  compressor_ring_codec(const codec_spec& spec, std::uint64_t seed) : c_(make_compressor(spec)), seed_(seed) {}
-  std::uint16_t id() const override { return static_cast<std::uint16_t>(c_->id()); }
-  std::uint32_t tag() const override { return c_->params_tag(); }
+  chunk_codec(message_codec& codec, std::uint64_t seed) : codec_(codec), seed_(seed) {}
+  std::uint16_t id() const override { return codec_.id(); }
+  std::uint32_t tag() const override { return codec_.tag(); }
   void encode(std::span<const float> v, std::uint32_t rank, std::uint64_t iteration, std::uint32_t chunk,
               std::vector<std::byte>& out) const override {
-    c_->encode(v, {.seed = seed_, .rank = rank, .iteration = iteration, .stream = chunk}, out);
+    codec_.encode(v, {.seed = seed_, .rank = rank, .iteration = iteration, .stream = chunk}, out);
   }
   status decode(std::span<const std::byte> in, std::uint32_t rank, std::uint64_t iteration, std::uint32_t chunk,
                 std::span<float> out) const override {
-    return c_->decode(in, {.seed = seed_, .rank = rank, .iteration = iteration, .stream = chunk}, out);
+    return codec_.decode(in, {.seed = seed_, .rank = rank, .iteration = iteration, .stream = chunk}, out);
   }
-  std::string describe() const { return c_->describe(); }
 
  private:
-  std::unique_ptr<compressor> c_;
+  message_codec& codec_;  // the learner's, which the ring's hops alone use (allreduce sends nothing else)
   std::uint64_t seed_;
 };
 
@@ -33,10 +34,9 @@ class compressor_ring_codec final : public ring_codec {
 
 ring_round::ring_round(const round_pattern_parts& p)
     : alg_(p.alg), ex_(p.ex), peers_(p.train_peers), steps_(ring_allreduce_steps(p.n)), sum_(p.alg.model().size()) {
-  if (p.ring_codec && p.ring_codec->name != "identity") {
-    auto c = std::make_unique<compressor_ring_codec>(*p.ring_codec, p.seed);
-    coding_ = " (each hop " + c->describe() + ")";
-    codec_ = std::move(c);
+  if (p.codec.id() != static_cast<std::uint16_t>(codec_id::identity)) {
+    codec_ = std::make_unique<chunk_codec>(p.codec, p.seed);
+    coding_ = " (each hop " + p.codec.describe() + ")";
   }
   if (p.n > 1) reducer_ = std::make_unique<ring_allreduce>(p.ex, p.rank, p.n, codec_.get());
 }

@@ -2,8 +2,9 @@
 // The ring all-reduce (node/run/round_pattern.hpp): round t sums every node's outgoing vector with
 // gossip/ring_allreduce.hpp over 2(n−1) exchange iterations (left and right neighbours on the ring
 // of ranks), and hands the sum to the algorithm (absorb_own): allreduce, the centralized baseline.
-// The hops carry raw float32, or with a compressor the code of each partial sum (a quantized ring
-// all-reduce; with train.outer: DiLoCo with quantized pseudo-gradients). Not thread-safe.
+// The hops carry raw float32 (the identity codec), or the code of each partial sum in the learner's
+// codec, each chunk its own stream (a quantized ring all-reduce; with train.outer: DiLoCo with
+// quantized pseudo-gradients). Not thread-safe.
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -33,7 +34,7 @@ class ring_round final : public round_pattern {
   class exchange& ex_;
   std::vector<int> peers_;
   std::uint64_t steps_;
-  std::unique_ptr<ring_codec> codec_;        // none: raw float32
+  std::unique_ptr<ring_codec> codec_;        // the learner's codec on chunks; none: raw float32
   std::string coding_;                       // for describe()
   std::unique_ptr<ring_allreduce> reducer_;  // none for a single node
   float_vector sum_;

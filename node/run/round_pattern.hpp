@@ -3,8 +3,8 @@
 //   gossip_round   the algorithm's message, encoded by the learner's codec, to the graph's neighbours
 //                  and theirs back (every decentralized algorithm, and allgather, whose graph is
 //                  complete): node/run/gossip_round.hpp
-//   ring_round     the outgoing vectors summed by a ring all-reduce of raw floats (allreduce):
-//                  node/run/ring_round.hpp
+//   ring_round     the outgoing vectors summed by a ring all-reduce (allreduce), raw floats or coded
+//                  by the learner's codec: node/run/ring_round.hpp
 //   async_gossip_round  asynchronous gossip (train.max_staleness > 0), which also says how its
 //                  rounds went (async_progress): node/run/async_gossip_round.hpp
 // A pattern owns the buffers of its steps. Round t calls encode, exchange, absorb, in that order,
@@ -93,7 +93,8 @@ struct round_pattern_parts {
   std::vector<int> train_peers;
   // The plan's rounds (0: not known): asynchronous gossip sends the last one on every link.
   std::uint64_t rounds = 0;
-  // The ring: the codec of its hops (the run's compressor; nullptr or identity: raw float32).
+  // Not read: the ring codes its hops with `codec` (ring_round.hpp). Kept only while
+  // node/run/links.cpp, which is being rewritten, still sets it; to be removed with that rewrite.
   const codec_spec* ring_codec = nullptr;
 };
 

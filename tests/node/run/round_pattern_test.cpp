@@ -5,6 +5,7 @@
 // message_codec alone (docs/design.md, "Where things go"): this file is the whole of the double.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <algorithm>
@@ -31,15 +32,19 @@ using namespace qgossip;
 
 namespace {
 
-// float32 with the low 12 bits of the mantissa cleared: deterministic and lossy.
+// float32 with the low 12 bits of the mantissa cleared: deterministic and lossy. Under the identity
+// codec's id (1) by default, which a ring sends as raw float32; under another id a ring codes its
+// hops with it. It records the stream of every encode.
 class truncating_codec final : public message_codec {
  public:
-  std::uint16_t id() const override { return 1; }
+  explicit truncating_codec(std::uint16_t id = 1) : id_(id) {}
+  std::uint16_t id() const override { return id_; }
   std::uint32_t tag() const override { return 0x4a1fu; }
   std::size_t max_encoded_bytes() const override { return 4 * kValues; }
   std::string describe() const override { return "truncating (a test double)"; }
   double relative_error_bound() const override { return 0; }
-  void encode(std::span<const float> v, const codec_context&, std::vector<std::byte>& out) override {
+  void encode(std::span<const float> v, const codec_context& ctx, std::vector<std::byte>& out) override {
+    streams.push_back(ctx.stream);
     for (float x : v) {
       std::uint32_t bits;
       std::memcpy(&bits, &x, 4);
@@ -56,6 +61,10 @@ class truncating_codec final : public message_codec {
   void save_state(state_writer&) const override {}
   void load_state(state_reader&) override {}
   static constexpr std::size_t kValues = 24;
+  std::vector<std::uint32_t> streams;
+
+ private:
+  std::uint16_t id_;
 };
 
 mixing_row ring_row(int rank, int n) {
@@ -89,14 +98,16 @@ struct inbox_events final : exchange_events {
 struct node_result {
   std::uint64_t model = 0;
   std::vector<std::pair<int, std::uint64_t>> copies;
+  std::vector<std::uint32_t> streams;  // the codec's, of each encode
 };
 
-node_result run_node(inproc_transport& t, const std::string& name, int rank, int n, int rounds) {
+node_result run_node(inproc_transport& t, const std::string& name, int rank, int n, int rounds,
+                     std::uint16_t codec_id = 1) {
   std::vector<float> x0(truncating_codec::kValues, 0.5f);
   const bool ring = name == "allreduce";
   const mixing_row row = ring ? complete_mixing_row(rank, n) : ring_row(rank, n);
   auto alg = make_algorithm(name, row, x0);
-  truncating_codec codec;
+  truncating_codec codec(codec_id);
   const pattern_shape shape = shape_of(alg->pattern(), rank, n, alg->row().neighbours);
   auto inbox = shape.gossip ? std::make_unique<message_inbox>(codec, 1, shape.train_peers, x0.size()) : nullptr;
   inbox_events events(inbox.get());
@@ -112,7 +123,7 @@ node_result run_node(inproc_transport& t, const std::string& name, int rank, int
     pattern->absorb(static_cast<std::uint64_t>(t));
     alg->finish(static_cast<std::uint64_t>(t));
   }
-  node_result r{.model = hash64(alg->model()), .copies = {}};
+  node_result r{.model = hash64(alg->model()), .copies = {}, .streams = codec.streams};
   for (const auto& c : alg->held_copies()) r.copies.emplace_back(c.rank, hash64(c.values));
   return r;
 }
@@ -149,6 +160,35 @@ TEST_CASE("ring_round: every node ends with the same model") {
   for (int r = 0; r < n; ++r) ends.push_back(net.endpoint(r));
   const auto results = test::spawn(n, [&](int rank) { return run_node(ends[static_cast<std::size_t>(rank)], "allreduce", rank, n, 6); });
   for (int r = 1; r < n; ++r) CHECK(results[static_cast<std::size_t>(r)].model == results[0].model);
+  for (const node_result& r : results) CHECK(r.streams.empty());  // the identity's id: raw float32
+}
+
+// The ring codes its hops with the learner's codec (a codec under another id than the identity's),
+// each chunk its own stream: a rank encodes the partial sum of chunks rank, rank − 1, ... (n − 1
+// reduce-scatter hops) and the full sum of chunk rank + 1 once, so each of the n streams comes up.
+TEST_CASE("ring_round: the hops are coded with the learner's codec, the chunk as the stream") {
+  constexpr int n = 4;
+  constexpr int rounds = 3;
+  auto run = [](std::uint16_t codec_id) {
+    inproc_network net(n);
+    std::vector<inproc_transport> ends;
+    for (int r = 0; r < n; ++r) ends.push_back(net.endpoint(r));
+    return test::spawn(n, [&](int rank) {
+      return run_node(ends[static_cast<std::size_t>(rank)], "allreduce", rank, n, rounds, codec_id);
+    });
+  };
+  const auto raw = run(1);
+  const auto coded = run(static_cast<std::uint16_t>(codec_id::qsgd));
+  for (int r = 0; r < n; ++r) {
+    CAPTURE(r);
+    const node_result& c = coded[static_cast<std::size_t>(r)];
+    CHECK(c.model == coded[0].model);
+    CHECK(c.model != raw[0].model);  // lossy: the truncation shows in the sum
+    REQUIRE(c.streams.size() == static_cast<std::size_t>(n * rounds));
+    std::vector<std::uint32_t> first(c.streams.begin(), c.streams.begin() + n);
+    std::sort(first.begin(), first.end());
+    CHECK(first == std::vector<std::uint32_t>{0, 1, 2, 3});
+  }
 }
 
 // Asynchronous gossip needs the algorithm's async_mixing (algorithms/capabilities.hpp): a centralized
