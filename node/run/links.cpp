@@ -100,8 +100,7 @@ node_links open_links(const run_config& c, int rank, const topology& topo, node_
                                                  .n = c.topology.n,
                                                  .seed = c.seed,
                                                  .train_peers = l.shape.train_peers,
-                                                 .rounds = rounds,
-                                                 .ring_codec = &c.compressor});
+                                                 .rounds = rounds});
       });
   return l;
 }

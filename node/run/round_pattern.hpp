@@ -93,9 +93,6 @@ struct round_pattern_parts {
   std::vector<int> train_peers;
   // The plan's rounds (0: not known): asynchronous gossip sends the last one on every link.
   std::uint64_t rounds = 0;
-  // Not read: the ring codes its hops with `codec` (ring_round.hpp). Kept only while
-  // node/run/links.cpp, which is being rewritten, still sets it; to be removed with that rewrite.
-  const codec_spec* ring_codec = nullptr;
 };
 
 // The pattern of `shape` (gossip: parts.inbox set). Asynchronous gossip needs the algorithm's

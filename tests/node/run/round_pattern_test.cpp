@@ -202,7 +202,8 @@ TEST_CASE("make_round_pattern: asynchronous rounds refuse an algorithm without a
   truncating_codec codec;
   const pattern_shape shape = shape_of(alg->pattern(), 0, n, alg->row().neighbours, 2);
   message_inbox inbox(codec, 1, shape.train_peers, x0.size());
-  exchange ex(end0, options(0, shape, &inbox));
+  inbox_events events(&inbox);
+  exchange ex(end0, options(0, shape), &events);
   const round_pattern_parts parts{.alg = *alg, .codec = codec, .ex = ex, .inbox = &inbox, .rank = 0,
                                   .n = n, .seed = 1, .train_peers = shape.train_peers};
   CHECK_THROWS_AS((void)make_round_pattern(shape, parts), invariant_error);
