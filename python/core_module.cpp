@@ -47,12 +47,12 @@ class stop_on_signals {
 // A node and the program's buffer it works on (kept alive while the node may write into it).
 class py_node {
  public:
-  py_node(const std::string& config, int rank, std::vector<std::string> overrides) {
+  py_node(const std::string& config, int rank, std::vector<std::string> overrides, bool progress) {
     overrides.push_back("model.kind=external");  // the program's own model
     clear_stop_request();
     run_config c = load_run_config(config, overrides);
     node_run_options options;
-    options.progress_json = false;
+    options.progress_json = progress;  // the launcher's protocol on stdout (qgossip launch --exec)
     session_ = std::make_unique<node_session>(std::move(c), rank, options);
   }
 
@@ -120,8 +120,8 @@ PYBIND11_MODULE(_core, m) {
     }
   });
   py::class_<py_node>(m, "Node")
-      .def(py::init<const std::string&, int, std::vector<std::string>>(), py::arg("config"), py::arg("rank"),
-           py::arg("overrides") = std::vector<std::string>{})
+      .def(py::init<const std::string&, int, std::vector<std::string>, bool>(), py::arg("config"), py::arg("rank"),
+           py::arg("overrides") = std::vector<std::string>{}, py::arg("progress") = false)
       .def("attach", &py_node::attach, py::arg("params"))
       .def("step", &py_node::step)
       .def("log", &py_node::log, py::arg("loss"))

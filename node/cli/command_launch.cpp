@@ -1,4 +1,5 @@
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -22,8 +23,9 @@ namespace qgossip {
 
 namespace {
 
-// The words of --exec-prefix for one node: split at whitespace (no quoting), {rank} replaced.
-std::vector<std::string> exec_prefix_words(const std::string& prefix, int rank) {
+// The words of --exec-prefix or --exec (`option`) for one node: split at whitespace (no quoting),
+// {rank} replaced.
+std::vector<std::string> command_words(const std::string& option, const std::string& prefix, int rank) {
   std::vector<std::string> words;
   std::string word;
   auto finish = [&] {
@@ -38,7 +40,7 @@ std::vector<std::string> exec_prefix_words(const std::string& prefix, int rank) 
       const auto close = prefix.find('}', i);
       const std::string name = prefix.substr(i, close == std::string::npos ? std::string::npos : close - i + 1);
       if (name != "{rank}")
-        throw config_error("--exec-prefix '" + prefix + "': unknown placeholder '" + name + "' (only {rank})");
+        throw config_error(option + " '" + prefix + "': unknown placeholder '" + name + "' (only {rank})");
       word += std::to_string(rank);
       i = close;
     } else {
@@ -100,6 +102,7 @@ struct launch_request {
   bool no_plot = false;
   bool plain = false;
   std::string exec_prefix;
+  std::string exec;  // a program of the user's in place of `qgossip run` (model.kind external)
   bool resume = false;
   std::string churn;
 };
@@ -137,10 +140,25 @@ std::vector<node_process> node_processes(const launch_request& opt, const run_co
   for (int r = 0; r < c.topology.n; ++r) {
     node_process p;
     p.rank = r;
-    p.argv = exec_prefix_words(opt.exec_prefix, r);
-    p.argv.insert(p.argv.end(), {self_executable(), "run", "--config", opt.config, "--rank", std::to_string(r)});
-    for (const auto& s : opt.sets) p.argv.insert(p.argv.end(), {"--set", s});
-    p.argv.insert(p.argv.end(), resume_args.begin(), resume_args.end());
+    p.argv = command_words("--exec-prefix", opt.exec_prefix, r);
+    if (opt.exec.empty()) {
+      p.argv.insert(p.argv.end(), {self_executable(), "run", "--config", opt.config, "--rank", std::to_string(r)});
+      for (const auto& s : opt.sets) p.argv.insert(p.argv.end(), {"--set", s});
+      p.argv.insert(p.argv.end(), resume_args.begin(), resume_args.end());
+    } else {  // the program's qgossip.Node reads these (docs/python.md)
+      const std::vector<std::string> program = command_words("--exec", opt.exec, r);
+      p.argv.insert(p.argv.end(), program.begin(), program.end());
+      std::string sets;
+      for (const auto& s : opt.sets) sets += (sets.empty() ? "" : "\n") + s;
+      // The module built beside this qgossip (build/python), ahead of any other.
+      const std::string module = (std::filesystem::path(self_executable()).parent_path() / "python").string();
+      const char* path = std::getenv("PYTHONPATH");
+      p.env.insert(p.env.end(), {{"QGOSSIP_RANK", std::to_string(r)},
+                                 {"QGOSSIP_CONFIG", std::filesystem::absolute(opt.config).string()},
+                                 {"QGOSSIP_SETS", sets},
+                                 {"QGOSSIP_PROGRESS", "1"},
+                                 {"PYTHONPATH", path && *path ? module + ":" + path : module}});
+    }
     const int gpu = c.topology.nodes[static_cast<std::size_t>(r)].gpu;
     if (gpus > 0) p.env.emplace_back("CUDA_VISIBLE_DEVICES", std::to_string(gpu >= 0 ? gpu : r % gpus));
     p.stderr_log = (dir / ("node-" + std::to_string(r) + ".log")).string();
@@ -152,10 +170,16 @@ std::vector<node_process> node_processes(const launch_request& opt, const run_co
 // The launch: everything that can be checked before any process starts, the nodes, then the
 // replicas checked (qgossip verify) and the figures drawn. Returns the exit code.
 int launch_run(const launch_request& opt) {
-  run_config c = load_run_config(opt.config, opt.sets);
+  if (!opt.exec.empty()) {
+    if (opt.resume) throw config_error("--resume: a program's run (--exec) is not checkpointed by its nodes");
+    if (command_words("--exec", opt.exec, 0).empty()) throw config_error("--exec: no program given");
+  }
+  std::vector<std::string> sets = opt.sets;
+  if (!opt.exec.empty()) sets.push_back("model.kind=external");  // as the program's nodes will read it
+  run_config c = load_run_config(opt.config, sets);
   (void)build_topology(c.topology);
-  (void)exec_prefix_words(opt.exec_prefix, 0);  // an unknown placeholder
-  check_data_files(c.data);                      // before any node starts, not once every node has
+  (void)command_words("--exec-prefix", opt.exec_prefix, 0);  // an unknown placeholder
+  if (opt.exec.empty()) check_data_files(c.data);  // before any node starts, not once every node has
   if (c.network.transport == transport_kind::tcp) check_hosts(c.topology, opt.exec_prefix);
   const std::vector<churn_event> churn = launch_churn(opt, c);
   const std::filesystem::path dir = prepare_run_dir(c, opt.resume);
@@ -207,7 +231,11 @@ void add_launch_command(CLI::App& app, int* exit_code) {
       "--exec-prefix runs each node's command line behind a prefix, split at spaces (no quoting) with\n"
       "{rank} replaced by the node's rank: --exec-prefix 'ip netns exec qg{rank}' starts node r in network\n"
       "namespace qg<r> (scripts/cluster.sh; docs/cluster.md), 'taskset -c {rank}' pins node r to core r.\n"
-      "The prefix must exec the node (not fork and wait), so that signals and exit codes reach it.");
+      "The prefix must exec the node (not fork and wait), so that signals and exit codes reach it.\n"
+      "--exec 'python3 train.py ...' starts your own program for each rank instead of `qgossip run`, split\n"
+      "at spaces with {rank} replaced; its qgossip.Node reads its rank, the run YAML and the --set options\n"
+      "from QGOSSIP_RANK, QGOSSIP_CONFIG and QGOSSIP_SETS, and reports progress to the launcher\n"
+      "(docs/python.md). The rest is as for `qgossip run` nodes: progress, failures, verify, figures.");
   auto opt = std::make_shared<launch_request>();
   cmd->add_option("RUN_YAML", opt->config, "Run YAML (e.g. configs/demo.yaml)")->required();
   cmd->add_option("--set", opt->sets, "Override a config value for every node, e.g. --set train.epochs=1");
@@ -218,6 +246,9 @@ void add_launch_command(CLI::App& app, int* exit_code) {
                 "(train.checkpoint_every; the same config and --set options as the stopped launch)");
   cmd->add_option("--exec-prefix", opt->exec_prefix,
                   "Words to put before each node's command, {rank} replaced, e.g. 'ip netns exec qg{rank}'");
+  cmd->add_option("--exec", opt->exec,
+                  "Your program in place of `qgossip run` for each rank, e.g. 'python3 train.py' (a qgossip.Node "
+                  "inside; docs/python.md)");
   cmd->add_option("--churn", opt->churn,
                   "A scenario file whose churn: list ({rank, at_s, down_s, how: kill|stop}) disturbs the nodes "
                   "while they run: killed and started again, or stopped and continued (docs/failures.md, "

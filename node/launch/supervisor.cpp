@@ -270,17 +270,23 @@ void supervisor::announce(child& c, const node_event& ev) {
   }
   if (!options_.live && !c.announced) {
     std::string text = who + ": started";
-    if (ev.kind == event_kind::start)
+    if (ev.kind == event_kind::start && ev.rounds > 0)
       text += " (n=" + std::to_string(ev.n) + ", " + std::to_string(ev.rounds) + " rounds, " +
               format_seconds(ev.epochs, "") + " epochs)";
+    else if (ev.kind == event_kind::start)  // a program's loop (docs/python.md): as long as it runs
+      text += " (n=" + std::to_string(ev.n) + ", rounds as the program runs them)";
     print_text(text);
   }
   c.announced = true;
   if (ev.kind == event_kind::done && !options_.live) {
     const final_metrics& m = board_.node(c.end.slot);
     char buf[160];
-    std::snprintf(buf, sizeof buf, ": done at round %lld, epoch %.2f in %.1f s",
-                  static_cast<long long>(m.iteration), m.epoch, m.wall_s);
+    if (m.rounds > 0)
+      std::snprintf(buf, sizeof buf, ": done at round %lld, epoch %.2f in %.1f s",
+                    static_cast<long long>(m.iteration), m.epoch, m.wall_s);
+    else
+      std::snprintf(buf, sizeof buf, ": done at round %lld in %.1f s", static_cast<long long>(m.iteration),
+                    m.wall_s);
     print_text(who + buf);
   }
 }

@@ -36,7 +36,7 @@ void node_session::attach(std::span<float> params) {
   setup_ = std::make_unique<node_setup>(config_, rank_, options_);
   say(rank_, setup_->describe());
   rounds_ = std::make_unique<round_steps>(*setup_);
-  setup_->log->start(setup_->n, setup_->plan.rounds, 0.0);
+  setup_->log->start(setup_->n, setup_->plan.shown_rounds(), 0.0);
 }
 
 void node_session::step() {

@@ -31,6 +31,8 @@ struct node_plan {
   [[nodiscard]] double epoch_after(std::uint64_t steps) const {
     return steps_per_epoch ? static_cast<double>(steps) / static_cast<double>(steps_per_epoch) : 0.0;
   }
+  // The rounds as the log and the launcher show them: 0 (not known) for a program's open-ended run.
+  [[nodiscard]] std::uint64_t shown_rounds() const { return rounds == kProgramRounds ? 0 : rounds; }
   [[nodiscard]] double rounds_per_epoch() const {
     return static_cast<double>(steps_per_epoch) / static_cast<double>(local_steps);
   }

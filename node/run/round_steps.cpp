@@ -196,7 +196,7 @@ step_end round_steps::log(std::uint64_t t) {
   if (last) evaluate(0);
   fill_record(t);
   s_.log->row(rec_);
-  s_.log->progress(rec_, s_.plan.rounds);
+  s_.log->progress(rec_, s_.plan.shown_rounds());
   return {};
 }
 

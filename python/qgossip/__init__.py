@@ -40,7 +40,10 @@ class Node:
         if config is None:
             raise ValueError("no run YAML: pass config=, or set QGOSSIP_CONFIG")
         rank = _rank_from_environment() if rank is None else int(rank)
-        self._core = _core.Node(str(config), rank, [str(o) for o in overrides])
+        # qgossip launch --exec: its --set options, and its progress protocol on stdout.
+        launched = [s for s in os.environ.get("QGOSSIP_SETS", "").split("\n") if s]
+        progress = os.environ.get("QGOSSIP_PROGRESS") == "1"
+        self._core = _core.Node(str(config), rank, launched + [str(o) for o in overrides], progress)
         self._attached = None  # what attach() keeps alive: the flat parameters and their device copy
 
     def attach(self, model):

@@ -1,0 +1,117 @@
+#!/usr/bin/python3
+"""A byte-level transformer language model trained by qgossip nodes inside this program's own loop:
+its own loss (next-byte cross-entropy), AdamW, a linear warm-up and gradient clipping, on any text
+file. What the CLI cannot do: the model, the data and the optimizer are this program's (docs/python.md).
+
+One node per rank, started by the launcher (it sets the rank and the run YAML):
+    build/qgossip launch examples/python/lm.yaml --exec 'python3 examples/python/lm.py --text FILE'
+or by hand, one process per rank r:
+    QGOSSIP_RANK=r QGOSSIP_CONFIG=examples/python/lm.yaml python3 examples/python/lm.py --text FILE
+The same model alone on the same number of tokens (the comparison the test makes):
+    python3 examples/python/lm.py --text FILE --alone NODES
+Each run writes what it measured as JSON (--out, default: next to the node's log).
+"""
+import argparse
+import json
+import math
+import os
+import sys
+import time
+
+import torch
+
+
+class ByteLM(torch.nn.Module):
+    """A small causal transformer over bytes (vocabulary 256)."""
+
+    def __init__(self, context, width=64, layers=2, heads=4):
+        super().__init__()
+        self.embed = torch.nn.Embedding(256, width)
+        self.position = torch.nn.Parameter(torch.zeros(context, width))
+        layer = torch.nn.TransformerEncoderLayer(width, heads, 4 * width, dropout=0.0, batch_first=True,
+                                                 norm_first=True)
+        self.blocks = torch.nn.TransformerEncoder(layer, layers)
+        self.out = torch.nn.Linear(width, 256)
+        self.register_buffer("mask", torch.triu(torch.full((context, context), float("-inf")), diagonal=1))
+
+    def forward(self, x):
+        h = self.embed(x) + self.position[: x.shape[1]]
+        return self.out(self.blocks(h, mask=self.mask[: x.shape[1], : x.shape[1]]))
+
+
+def loss_of(model, batch):
+    logits = model(batch[:, :-1])
+    return torch.nn.functional.cross_entropy(logits.reshape(-1, 256), batch[:, 1:].reshape(-1))
+
+
+def windows(data, count, context, generator):
+    starts = torch.randint(0, len(data) - context - 1, (count,), generator=generator)
+    return torch.stack([data[s: s + context + 1] for s in starts.tolist()])
+
+
+def read_text(path):
+    data = torch.tensor(list(open(path, "rb").read()), dtype=torch.long)
+    if len(data) < 4096:
+        sys.exit(f"{path}: {len(data)} bytes; the example wants at least 4096")
+    cut = int(0.9 * len(data))
+    return data[:cut], data[cut:]  # the last tenth is the validation text, the same for everyone
+
+
+@torch.no_grad()
+def validation_loss(model, val, context):
+    g = torch.Generator().manual_seed(12345)  # the same validation windows for every node and run
+    return loss_of(model, windows(val, 64, context, g)).item()
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--text", required=True, help="any text file (bytes)")
+    p.add_argument("--steps", type=int, default=320, help="optimizer steps of each node")
+    p.add_argument("--batch", type=int, default=16, help="windows per step of each node")
+    p.add_argument("--context", type=int, default=64, help="bytes per window")
+    p.add_argument("--lr", type=float, default=3e-3)
+    p.add_argument("--warmup", type=int, default=20, help="steps of linear warm-up")
+    p.add_argument("--clip", type=float, default=1.0, help="gradient norm clipping")
+    p.add_argument("--alone", type=int, default=0, metavar="NODES",
+                   help="no node: one process, batch × NODES, the tokens of NODES nodes")
+    p.add_argument("--out", help="where to write the JSON of what was measured")
+    args = p.parse_args()
+    torch.set_num_threads(1)
+    train, val = read_text(args.text)
+    torch.manual_seed(0)  # the same initial model on every node
+    model = ByteLM(args.context)
+    node = None
+    if not args.alone:
+        import qgossip
+
+        node = qgossip.Node()  # rank and run YAML from the launcher's environment
+        node.attach(model)
+    opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
+    warmup = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / args.warmup))
+    g = torch.Generator().manual_seed(1000 + (node.rank if node else 0))
+    batch = args.batch * (args.alone or 1)
+    first_val, start = validation_loss(model, val, args.context), time.time()
+    for step in range(1, args.steps + 1):
+        loss = loss_of(model, windows(train, batch, args.context, g))
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip)
+        opt.step()
+        warmup.step()
+        if node:
+            node.step()
+            node.log(loss.item())
+    result = {"rank": node.rank if node else None, "alone": args.alone, "steps": args.steps, "batch": batch,
+              "tokens": args.steps * batch * args.context, "first_val_loss": first_val,
+              "val_loss": validation_loss(model, val, args.context), "train_s": time.time() - start,
+              "rounds": node.round if node else 0}
+    if node:
+        result["exit"] = node.close()
+    out = args.out or (os.path.join(node.output_dir, f"lm-{node.rank}.json") if node else "lm-alone.json")
+    json.dump(result, open(out, "w"))
+    print(json.dumps(result), file=sys.stderr)
+    return result.get("exit", 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
