@@ -48,9 +48,6 @@ void check_external(yaml_reader& r, const run_config& c) {
   if (c.train.checkpoint_every > 0)
     throw r.error(why + "train.checkpoint_every: the node's checkpoints hold its own training state; a program's "
                         "run is not checkpointed by the node yet; set it to 0");
-  if (c.network.on_peer_failure == peer_failure_policy::train_on)
-    throw r.error(why + "network.on_peer_failure: continue (and rejoining) is not yet available to a program's "
-                        "loop; use stop");
 }
 
 void check_model(yaml_reader& r, const run_config& c) {

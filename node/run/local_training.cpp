@@ -115,6 +115,9 @@ local_training::outcome local_training::round(std::uint64_t t, std::span<const f
 void local_training::restart() {
   local_ = local_step(learner_.model->num_params(), config_.train.momentum, config_.train.weight_decay);
   outer_ = outer_step(local_rounds_ ? learner_.model->num_params() : 0, config_.train.outer);
+  if (learner_.program.empty()) return;
+  const std::span<const float> x = learner_.alg->model();  // the donor's: the program goes on from it
+  std::copy(x.begin(), x.end(), learner_.program.begin());
 }
 
 void local_training::finish_round() {

@@ -56,7 +56,7 @@ class local_training {
   // A training loss the program reports (its loss is its own): counted in the next row's mean.
   void add_loss(double loss);
   // A node that rejoins (rejoinable::restart): the optimizer's and the outer step's momentum start
-  // over at zero.
+  // over at zero; a program's parameters become the model the node restarts from.
   void restart();
 
   // The step size of the latest step, and the mean training loss since the last take (0 steps: the

@@ -37,6 +37,7 @@ void node_session::attach(std::span<float> params) {
   say(rank_, setup_->describe());
   rounds_ = std::make_unique<round_steps>(*setup_);
   setup_->log->start(setup_->n, setup_->plan.shown_rounds(), 0.0);
+  if (setup_->links.rejoin) setup_->links.rejoin->announce(round_);  // a restarted node asks to be admitted
 }
 
 void node_session::step() {

@@ -18,6 +18,7 @@ WORKER = textwrap.dedent('''
     import json, os, signal, sys, time, torch, qgossip
     rank, steps, config, out = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
     die_at = int(os.environ.get("DIE_AT", "0"))
+    pause = float(os.environ.get("STEP_PAUSE_S", "0"))  # a slower loop, so that a restart lands mid-run
     torch.manual_seed(0)                       # the same initial model on every node
     model = torch.nn.Sequential(torch.nn.Linear(20, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
     node = qgossip.Node(config, rank=rank)
@@ -28,10 +29,13 @@ WORKER = textwrap.dedent('''
     g = torch.Generator().manual_seed(100 + rank)  # each node its own data
     losses, result = [], {"rank": rank}
     try:
-        for step in range(1, steps + 1):
+        step = 0
+        while node.round < steps // node.local_steps:  # a restarted node goes on from the round it rejoins at
+            step += 1
             if step == die_at:
                 open(out + ".died", "w").write(str(time.time()))
                 os.kill(os.getpid(), signal.SIGKILL)
+            time.sleep(pause)
             x = torch.randn(64, 20, generator=g)
             loss = torch.nn.functional.cross_entropy(model(x), (x @ w).argmax(1))
             opt.zero_grad(); loss.backward(); opt.step()
@@ -45,7 +49,7 @@ WORKER = textwrap.dedent('''
 ''')
 
 
-def write_config(tmp_path, n, extra=""):
+def write_config(tmp_path, n, extra="", network=""):
     path = tmp_path / "run.yaml"
     path.write_text(textwrap.dedent(f"""\
         name: py
@@ -54,23 +58,24 @@ def write_config(tmp_path, n, extra=""):
         algorithm: {{name: choco, consensus_step: 0.8}}
         compressor: {{name: qsgd, bits: 3, bucket: 128, norm: max}}
         train: {{local_steps: 4, log_every: 5}}
-        network: {{transport: ipc, security: none, start_timeout_s: 30, round_timeout_s: 30, heartbeat_s: 0.1}}
+        network: {{transport: ipc, security: none, start_timeout_s: 30, round_timeout_s: 30, heartbeat_s: 0.1{network}}}
         output: {{dir: {tmp_path}/runs}}
         """) + extra)
     return path
 
 
-def run_nodes(build, tmp_path, n, steps, env_for=lambda rank: {}):
+def start_node(tmp_path, config, rank, steps, env):
     worker = tmp_path / "worker.py"
     worker.write_text(WORKER)
-    config = write_config(tmp_path, n)
-    procs = []
-    for rank in range(n):
-        env = dict(os.environ, **env_for(rank))
-        out = tmp_path / f"result-{rank}.json"
-        log = open(tmp_path / f"node-{rank}.out", "w")
-        procs.append((subprocess.Popen([sys.executable, str(worker), str(rank), str(steps), str(config), str(out)],
-                                       env=env, stdout=log, stderr=subprocess.STDOUT), out))
+    out = tmp_path / f"result-{rank}.json"
+    log = open(tmp_path / f"node-{rank}.out", "a")
+    return subprocess.Popen([sys.executable, str(worker), str(rank), str(steps), str(config), str(out)],
+                            env=dict(os.environ, **env), stdout=log, stderr=subprocess.STDOUT), out
+
+
+def run_nodes(build, tmp_path, n, steps, env_for=lambda rank: {}, network=""):
+    config = write_config(tmp_path, n, network=network)
+    procs = [start_node(tmp_path, config, rank, steps, env_for(rank)) for rank in range(n)]
     results = []
     for rank, (p, out) in enumerate(procs):
         p.wait(timeout=120)
@@ -105,6 +110,22 @@ def test_a_killed_neighbour_stops_the_others_within_two_seconds_naming_it(build,
     assert survivor["error_exit"] == 1
     died = float((tmp_path / "result-1.json.died").read_text())
     assert survivor["error_at"] - died < 2.0, survivor
+
+
+def test_under_continue_the_others_train_on_past_a_killed_node(build, tmp_path):
+    config = write_config(tmp_path, 4, network=", on_peer_failure: continue")
+    procs = {r: start_node(tmp_path, config, r, 400, {"DIE_AT": "60"} if r == 1 else {}) for r in range(4)}
+    for rank, (p, out) in procs.items():
+        p.wait(timeout=120)
+        if rank == 1:
+            assert p.returncode == -9  # SIGKILLed at its step 60 (round 15)
+            continue
+        result = json.loads(out.read_text())
+        assert result.get("exit") == 0 and result["round"] == 100, node_output(tmp_path, rank)
+    assert "rank 1 left the run" in node_output(tmp_path, 0)
+    verify = subprocess.run([os.path.join(build, "qgossip"), "verify", str(tmp_path / "runs" / "py")],
+                            capture_output=True, text=True)
+    assert verify.returncode == 0 and "all equal" in verify.stdout + verify.stderr, verify.stdout + verify.stderr
 
 
 def one_node_against_its_twin(tmp_path, outer, twin_round):

@@ -230,7 +230,6 @@ TEST_CASE("model.kind external: what a program's loop cannot do yet is refused, 
       {"train: {checkpoint_every: 5}\n", "train.checkpoint_every"},
       {"train: {consensus_every: 5}\n", "train.consensus_every"},
       {"train: {max_staleness: unbounded}\n", "train.max_staleness: unbounded"},
-      {"network: {on_peer_failure: continue}\n", "network.on_peer_failure: continue"},
       {"algorithm: allgather\ncompressor: {name: isgq}\n", "compressor: isgq"},
   };
   for (const auto& [extra, named] : refused) {
