@@ -165,6 +165,9 @@ bool exchange_core::accept(std::size_t k, const wire_header& h, std::span<const 
   wire_check c = wire_check::ok;
   if (status s = check_codec(h, codec, &c); !s) {
     reject(reason_of(c), static_cast<int>(h.sender), describe(h.kind, h.iteration) + ": " + s.message());
+    if (c == wire_check::count && h.kind == message_kind::train)  // it will never send this node's size
+      peer_failed(k, "sends train messages of " + std::to_string(h.count) + " values where this node's have " +
+                         std::to_string(codec.count) + ": its model is not the same as this node's");
     return false;
   }
   if (h.kind != message_kind::train) return true;

@@ -120,7 +120,8 @@ class exchange_core {
   [[nodiscard]] const status& failed() const { return failed_; }
 
   // The codec check and the node's train_message of a message to deliver: false when it was
-  // rejected (counted, its sender's failure when the node refused it).
+  // rejected (counted; its sender's failure when the node refused it, or when a train message
+  // counts other than this node's values: its model differs, and it will never send one that fits).
   [[nodiscard]] bool accept(std::size_t k, const wire_header& h, std::span<const std::byte> payload,
                             const codec_expectation& codec);
 

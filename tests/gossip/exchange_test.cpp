@@ -244,14 +244,15 @@ TEST_CASE("exchange: strangers and impostors are rejected") {
   CHECK(h.logged("the header names sender 1 but the link is from rank 2"));
 }
 
-TEST_CASE("exchange: a codec, tag or count other than ours is rejected, buffered or not") {
+// (A count other than ours is also its sender's failure: see "a train message of another size".)
+TEST_CASE("exchange: a codec or tag other than ours is rejected, buffered or not") {
   by_hand h;
   wire_header bad_codec = header_of(1, message_kind::train, 0);
   bad_codec.codec = 9;
   inject(h.t1, bad_codec, message(1, message_kind::train, 0).payload);
-  wire_header bad_count = header_of(3, message_kind::train, 1);  // early, checked when its round comes
-  bad_count.count = 99;
-  inject(h.t3, bad_count, message(3, message_kind::train, 1).payload);
+  wire_header bad_tag = header_of(3, message_kind::train, 1);  // early, checked when its round comes
+  bad_tag.codec_tag = 99;
+  inject(h.t3, bad_tag, message(3, message_kind::train, 1).payload);
   send_as(h.t1, 1, message_kind::train, 0);
   send_as(h.t3, 3, message_kind::train, 0);
   REQUIRE(h.round(message_kind::train, 0).is_ok());
@@ -260,8 +261,8 @@ TEST_CASE("exchange: a codec, tag or count other than ours is rejected, buffered
   send_as(h.t3, 3, message_kind::train, 1);
   REQUIRE(h.round(message_kind::train, 1).is_ok());
   CHECK(check_delivery({1, 3}, message_kind::train, 1, h.out) == "");
-  CHECK(h.ex.stats().rejected_for(reject_reason::count) == 1);
-  CHECK(h.logged("count: expected " + std::to_string(train_bytes(1)) + ", received 99"));
+  CHECK(h.ex.stats().rejected_for(reject_reason::codec_tag) == 1);
+  CHECK(h.logged("codec_tag: expected "));
 }
 
 TEST_CASE("exchange: a round past its deadline names every silent neighbour, then the exchange is spent") {
@@ -642,6 +643,24 @@ TEST_CASE("exchange: a train message that does not validate is rejected and is i
   REQUIRE(w.failures.size() == 1);
   CHECK(w.failures[0].first == 3);
   CHECK(w.failures[0].second.find("does not decode (cannot decode)") != std::string::npos);
+}
+
+// A train message counting other than this node's values comes from a neighbour with another model:
+// it will never send one that fits, so it is its sender's failure at once, naming both sizes.
+TEST_CASE("exchange: a train message of another size is its sender's failure at once, both sizes named") {
+  with_failures w;
+  send_as(w.t1, 1, message_kind::train, 0);
+  wire_header h = header_of(3, message_kind::train, 0);
+  const std::uint32_t mine = h.count;
+  h.count = mine + 5;
+  inject(w.t3, h, message(3, message_kind::train, 0).payload);
+  REQUIRE(w.round(0).is_ok());  // on_peer_failure said continue: rank 3 is dropped
+  CHECK(check_delivery({1}, message_kind::train, 0, w.out) == "");
+  CHECK(w.ex->stats().rejected_for(reject_reason::count) == 1);
+  REQUIRE(w.failures.size() == 1);
+  CHECK(w.failures[0].first == 3);
+  CHECK(w.failures[0].second == "sends train messages of " + std::to_string(mine + 5) + " values where this node's have " +
+                                    std::to_string(mine) + ": its model is not the same as this node's");
 }
 
 TEST_CASE("exchange: a neighbour whose link brings max_rejected bad messages misbehaves; bad notices count") {
