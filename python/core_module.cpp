@@ -8,7 +8,6 @@
 
 #include <csignal>
 #include <memory>
-#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -82,7 +81,6 @@ class py_node {
  private:
   template <class F>
   std::invoke_result_t<F&> run(F&& f) {
-    std::optional<node_exit> stopped;
     {
       py::gil_scoped_release free;
       stop_on_signals signals;
@@ -90,9 +88,8 @@ class py_node {
         return f();
       } catch (const node_failure& e) {
         if (e.exit() != node_exit::interrupted) throw;
-        stopped = e.exit();
       }
-    }
+    }  // interrupted: the node has stopped, Python hears Ctrl-C as usual
     PyErr_SetNone(PyExc_KeyboardInterrupt);
     throw py::error_already_set();
   }

@@ -111,23 +111,25 @@ local_training::outcome local_training::round(std::uint64_t t, std::span<const f
   return {};
 }
 
-// x_{t+1} = x_t − s(x_t − x'_{t+1}), x' the algorithm's result of the round (outer_after_round_ only).
 void local_training::restart() {
   local_ = local_step(learner_.model->num_params(), config_.train.momentum, config_.train.weight_decay);
   outer_ = outer_step(local_rounds_ ? learner_.model->num_params() : 0, config_.train.outer);
-  if (learner_.program.empty()) return;
-  const std::span<const float> x = learner_.alg->model();  // the donor's: the program goes on from it
-  std::copy(x.begin(), x.end(), learner_.program.begin());
+  write_back();  // the donor's model: the program goes on from it
 }
 
+// x_{t+1} = x_t − s(x_t − x'_{t+1}), x' the algorithm's result of the round (outer_after_round_ only).
 void local_training::finish_round() {
   if (outer_after_round_) {
     const std::span<float> x = learner_.alg->adjustable_model();
     mixing::sub(x, work_, outer_.apply(work_, x));
   }
+  write_back();  // the program's next steps start from x_{t+1}
+}
+
+void local_training::write_back() {
   if (learner_.program.empty()) return;
   const std::span<const float> x = learner_.alg->model();
-  std::copy(x.begin(), x.end(), learner_.program.begin());  // the program's next steps start from x_{t+1}
+  std::copy(x.begin(), x.end(), learner_.program.begin());
 }
 
 void local_training::add_loss(double loss) {

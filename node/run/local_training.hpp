@@ -72,6 +72,8 @@ class local_training {
   void load_counters(state_reader& in);
 
  private:
+  // A program's model (learner.program): the algorithm's model copied into its parameters.
+  void write_back();
   [[nodiscard]] std::span<const std::size_t> next_batch(std::uint64_t step);
   [[nodiscard]] outcome gradient(std::uint64_t t, std::uint64_t step, std::span<const float> x);
   [[nodiscard]] outcome local_steps(std::uint64_t t, std::span<const float>& outgoing);

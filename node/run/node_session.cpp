@@ -29,6 +29,10 @@ node_session::~node_session() {
   }
 }
 
+step_end node_session::interrupted() const {
+  return {node_exit::interrupted, "interrupted by a signal at round " + std::to_string(round_)};
+}
+
 void node_session::attach(std::span<float> params) {
   if (attached()) throw config_error("attach: this node already has a model (attach once per node)");
   if (params.empty()) throw config_error("attach: the model has no parameters");
@@ -44,8 +48,7 @@ void node_session::step() {
   QG_ENFORCE(attached() && !closed_, "step(): " << (closed_ ? "the node is closed" : "attach a model first"));
   if (++steps_ % setup_->plan.local_steps != 0) return;
   step_end end;
-  if (stop_requested())
-    end = {node_exit::interrupted, "interrupted by a signal at round " + std::to_string(round_)};
+  if (stop_requested()) end = interrupted();
   while (end) {
     end = rounds_->run_round(round_);
     if (!end.rejoined) break;  // rejoined: the round it restarts at is still to run
@@ -65,8 +68,7 @@ node_exit node_session::close() {
   if (!attached() || closed_) return exit_;
   closed_ = true;
   step_end end;
-  if (stop_requested())
-    end = {node_exit::interrupted, "interrupted by a signal at round " + std::to_string(round_)};
+  if (stop_requested()) end = interrupted();
   exit_ = rounds_->finish(end, round_);
   return exit_;
 }

@@ -27,6 +27,7 @@
 namespace qgossip {
 
 struct node_setup;
+struct step_end;
 class round_steps;
 
 // How a session's node stopped: its exit (failed, refused, diverged, interrupted) and why.
@@ -72,6 +73,9 @@ class node_session {
   [[nodiscard]] const run_config& config() const { return config_; }
 
  private:
+  // The end of a node stopped by a signal (SIGINT, SIGTERM) after round_.
+  [[nodiscard]] step_end interrupted() const;
+
   run_config config_;
   int rank_;
   node_run_options options_;

@@ -86,6 +86,14 @@ def run_nodes(build, tmp_path, n, steps, env_for=lambda rank: {}, network="", **
     return results
 
 
+def assert_verified(build, tmp_path, says):
+    """`qgossip verify` of the run: exit 0, and its verdict saying `says`."""
+    verify = subprocess.run([os.path.join(build, "qgossip"), "verify", str(tmp_path / "runs" / "py")],
+                            capture_output=True, text=True)
+    said = verify.stdout + verify.stderr
+    assert verify.returncode == 0 and says in said, said
+
+
 def node_output(tmp_path, rank):
     return (tmp_path / f"node-{rank}.out").read_text()
 
@@ -96,9 +104,7 @@ def test_four_python_nodes_train_on_a_ring_and_every_copy_is_exact(build, tmp_pa
         assert r.get("exit") == 0, node_output(tmp_path, r["rank"])
         assert r["round"] == 50  # 200 steps, a round every 4
         assert r["last"] < 0.5 * r["first"], r  # the task is learnt (mean loss of the last 20 steps)
-    verify = subprocess.run([os.path.join(build, "qgossip"), "verify", str(tmp_path / "runs" / "py")],
-                            capture_output=True, text=True)
-    assert verify.returncode == 0 and "all equal" in verify.stdout + verify.stderr, verify.stdout + verify.stderr
+    assert_verified(build, tmp_path, "all equal")
     rows = (tmp_path / "runs" / "py" / "node-0.csv").read_text().splitlines()
     header, last = rows[0].split(","), rows[-1].split(",")
     assert last[header.index("iteration")] == "50"
@@ -119,12 +125,8 @@ def test_every_algorithm_with_local_steps_runs_from_python(build, tmp_path, algo
     for r in results:
         assert r.get("exit") == 0, node_output(tmp_path, r["rank"])
         assert r["last"] < r["first"], r
-    verify = subprocess.run([os.path.join(build, "qgossip"), "verify", str(tmp_path / "runs" / "py")],
-                            capture_output=True, text=True)
-    said = verify.stdout + verify.stderr
-    assert verify.returncode == 0, said
     # D-PSGD sends x afresh every round: it holds no copies, and verify says so.
-    assert ("holds no copies" if algorithm == "dpsgd" else "all equal") in said, said
+    assert_verified(build, tmp_path, "holds no copies" if algorithm == "dpsgd" else "all equal")
 
 
 def test_a_killed_neighbour_stops_the_others_within_two_seconds_naming_it(build, tmp_path):
@@ -160,9 +162,7 @@ def test_under_continue_the_others_train_on_past_a_killed_node(build, tmp_path):
         result = json.loads(out.read_text())
         assert result.get("exit") == 0 and result["round"] == 100, node_output(tmp_path, rank)
     assert "rank 1 left the run" in node_output(tmp_path, 0)
-    verify = subprocess.run([os.path.join(build, "qgossip"), "verify", str(tmp_path / "runs" / "py")],
-                            capture_output=True, text=True)
-    assert verify.returncode == 0 and "all equal" in verify.stdout + verify.stderr, verify.stdout + verify.stderr
+    assert_verified(build, tmp_path, "all equal")
 
 
 # Under CURVE (the default), as a rejoin needs: each connection's routing id is ZeroMQ's own, so the
@@ -184,9 +184,7 @@ def test_under_continue_a_killed_node_started_again_rejoins_and_every_copy_is_ex
         result = json.loads(out.read_text())
         assert result.get("exit") == 0 and result["round"] == 100, node_output(tmp_path, rank)
     assert "rejoined the run at round" in node_output(tmp_path, 1), node_output(tmp_path, 1)
-    verify = subprocess.run([os.path.join(build, "qgossip"), "verify", str(tmp_path / "runs" / "py")],
-                            capture_output=True, text=True)
-    assert verify.returncode == 0 and "all equal" in verify.stdout + verify.stderr, verify.stdout + verify.stderr
+    assert_verified(build, tmp_path, "all equal")
 
 
 def one_node_against_its_twin(tmp_path, outer, twin_round):
