@@ -8,6 +8,8 @@
 
 #include <csignal>
 #include <memory>
+#include <span>
+#include <string_view>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -47,7 +49,9 @@ class stop_on_signals {
 class py_node {
  public:
   py_node(const std::string& config, int rank, std::vector<std::string> overrides, bool progress) {
-    overrides.push_back("model.kind=external");  // the program's own model
+    // The program's own model, whatever the run YAML's model: section says (a CLI run's YAML drives a
+    // Python loop as it is: tests/python/test_cli_parity.py).
+    overrides.push_back(kProgramModelSet);
     clear_stop_request();
     run_config c = load_run_config(config, overrides);
     node_run_options options;
@@ -55,7 +59,7 @@ class py_node {
     session_ = std::make_unique<node_session>(std::move(c), rank, options);
   }
 
-  void attach(const py::buffer& params) {
+  void attach(const py::buffer& params, const py::bytes& state) {
     const py::buffer_info info = params.request(/*writable=*/true);
     if (info.format != py::format_descriptor<float>::format() || info.itemsize != 4)
       throw py::type_error("attach: the parameters must be float32, got format '" + info.format + "'");
@@ -66,13 +70,23 @@ class py_node {
       expected *= info.shape[d];
     }
     buffer_ = params;
-    run([&] { session_->attach({static_cast<float*>(info.ptr), static_cast<std::size_t>(info.size)}); });
+    const std::string_view saved = state;  // the bytes stay alive: `state` holds them
+    run([&] {
+      session_->attach({static_cast<float*>(info.ptr), static_cast<std::size_t>(info.size)},
+                       std::as_bytes(std::span<const char>(saved.data(), saved.size())));
+    });
+  }
+
+  py::bytes state() const {
+    const std::vector<std::byte> bytes = session_->state();
+    return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
   }
 
   void step() {
     run([&] { session_->step(); });
   }
   void log(double loss) { session_->log_loss(loss); }
+  void log_metric(const std::string& name, double value) { session_->log_metric(name, value); }
   int close() {
     return static_cast<int>(run([&] { return session_->close(); }));
   }
@@ -119,9 +133,11 @@ PYBIND11_MODULE(_core, m) {
   py::class_<py_node>(m, "Node")
       .def(py::init<const std::string&, int, std::vector<std::string>, bool>(), py::arg("config"), py::arg("rank"),
            py::arg("overrides") = std::vector<std::string>{}, py::arg("progress") = false)
-      .def("attach", &py_node::attach, py::arg("params"))
+      .def("attach", &py_node::attach, py::arg("params"), py::arg("state") = py::bytes())
+      .def("state", &py_node::state)
       .def("step", &py_node::step)
       .def("log", &py_node::log, py::arg("loss"))
+      .def("log_metric", &py_node::log_metric, py::arg("name"), py::arg("value"))
       .def("close", &py_node::close)
       .def_property_readonly("rank", [](py_node& n) { return n.session().rank(); })
       .def_property_readonly("round", [](py_node& n) { return n.session().round(); })
@@ -129,6 +145,7 @@ PYBIND11_MODULE(_core, m) {
       .def_property_readonly("size", [](py_node& n) { return n.session().size(); })
       .def_property_readonly("attached", [](py_node& n) { return n.session().attached(); })
       .def_property_readonly("closed", [](py_node& n) { return n.session().closed(); })
+      .def_property_readonly("nodes", [](py_node& n) { return n.session().config().topology.n; })
       .def_property_readonly("local_steps", [](py_node& n) { return n.session().config().train.local_steps; })
       .def_property_readonly("output_dir", [](py_node& n) {
         const run_config& c = n.session().config();

@@ -171,11 +171,13 @@ std::vector<node_process> node_processes(const launch_request& opt, const run_co
 // replicas checked (qgossip verify) and the figures drawn. Returns the exit code.
 int launch_run(const launch_request& opt) {
   if (!opt.exec.empty()) {
-    if (opt.resume) throw config_error("--resume: a program's run (--exec) is not checkpointed by its nodes");
+    if (opt.resume)
+      throw config_error("--resume: a program's run (--exec) goes on from the state its program saved "
+                         "(node.state_dict(), docs/python.md), not from its nodes' checkpoints");
     if (command_words("--exec", opt.exec, 0).empty()) throw config_error("--exec: no program given");
   }
   std::vector<std::string> sets = opt.sets;
-  if (!opt.exec.empty()) sets.push_back("model.kind=external");  // as the program's nodes will read it
+  if (!opt.exec.empty()) sets.push_back(kProgramModelSet);  // as the program's nodes will read it
   run_config c = load_run_config(opt.config, sets);
   (void)build_topology(c.topology);
   (void)command_words("--exec-prefix", opt.exec_prefix, 0);  // an unknown placeholder

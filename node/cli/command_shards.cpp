@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <span>
 #include <numeric>
 #include <string>
 #include <string_view>
@@ -19,35 +20,16 @@
 #include "node/config/config.hpp"
 #include "node/data/batch_sampler.hpp"
 #include "node/data/load.hpp"
+#include "node/data/npy.hpp"
 #include "node/data/standardize.hpp"
 
 namespace qgossip {
 
 namespace {
 
-// A C-order little-endian int64 array in NumPy's .npy format 1.0 (what numpy.save writes).
 void write_npy_i64(const std::filesystem::path& path, const std::vector<std::int64_t>& values,
                    const std::vector<std::uint64_t>& shape) {
-  std::string dims;  // NumPy's spelling: (3,) and (2, 5)
-  for (std::size_t i = 0; i < shape.size(); ++i) dims += (i ? ", " : "") + std::to_string(shape[i]);
-  if (shape.size() == 1) dims += ",";
-  std::string header = "{'descr': '<i8', 'fortran_order': False, 'shape': (" + dims + "), }";
-  const std::size_t preamble = 10;  // magic (6), version (2), header length (2)
-  header.append((64 - (preamble + header.size() + 1) % 64) % 64, ' ');
-  header += '\n';
-  std::ofstream f(path, std::ios::binary);
-  if (!f) throw config_error(path.string() + ": cannot create the file");
-  const std::uint16_t len = static_cast<std::uint16_t>(header.size());
-  f.write("\x93NUMPY\x01\x00", 8);
-  const char len_bytes[2] = {static_cast<char>(len & 0xff), static_cast<char>(len >> 8)};
-  f.write(len_bytes, 2);
-  f << header;
-  for (std::int64_t v : values) {
-    char b[8];
-    for (int i = 0; i < 8; ++i) b[i] = static_cast<char>((static_cast<std::uint64_t>(v) >> (8 * i)) & 0xff);
-    f.write(b, 8);
-  }
-  if (!f) throw config_error(path.string() + ": write failed (disk full?)");
+  write_npy(path.string(), "<i8", shape, std::as_bytes(std::span<const std::int64_t>(values)));
 }
 
 struct shards_options {

@@ -46,8 +46,8 @@ void check_external(yaml_reader& r, const run_config& c) {
   if (c.train.max_staleness == kUnboundedStaleness)
     throw r.error(why + "train.max_staleness: unbounded needs a run length the node knows; give a bound");
   if (c.train.checkpoint_every > 0)
-    throw r.error(why + "train.checkpoint_every: the node's checkpoints hold its own training state; a program's "
-                        "run is not checkpointed by the node yet; set it to 0");
+    throw r.error(why + "train.checkpoint_every: the program saves its own checkpoints, with the node's state in "
+                        "them (node.state_dict(), docs/python.md); set it to 0");
 }
 
 void check_model(yaml_reader& r, const run_config& c) {

@@ -162,10 +162,19 @@ struct run_config {
   train_config train;
   network_config network;
   std::string output_dir = "runs";  // the run writes into <output_dir>/<name>/
+  // output.model: each node also writes its final model, model-<rank>.npy (float32, the model's
+  // parameters in its own order), beside its summary. Not part of the canonical config (it changes
+  // what is written, not what is trained).
+  bool save_model = false;
 
   std::string canonical;     // the resolved config as YAML text (what run.json records)
   std::uint64_t run_id = 0;  // hash of `canonical`: messages from another run are rejected
 };
+
+// The --set with which a node driven by a program reads a run YAML (the Python module, `qgossip launch
+// --exec`): the model is the program's, whatever the YAML's model: section says, so that a CLI run's
+// YAML drives a program's loop as it is (its data: section and train.epochs are the program's then).
+inline constexpr const char* kProgramModelSet = "model={kind: external}";
 
 // Loads and validates a run config. `overrides` are `key.path=value` strings (the --set option),
 // applied before validation. `env` is where a topology with nodes: {from: slurm} finds its Slurm

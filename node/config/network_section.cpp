@@ -43,6 +43,7 @@ void read_network(yaml_reader& r, run_config& c) {
   }
   if (auto o = r.map("output")) {
     c.output_dir = o->get_string("dir", c.output_dir);
+    c.save_model = o->get_bool("model", c.save_model);
     o->finish();
   }
 }

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <limits>
 #include <optional>
 
@@ -230,6 +232,36 @@ std::string npy_shape_text(const std::vector<std::uint64_t>& shape) {
   std::string s = "(";
   for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
   return s + (shape.size() == 1 ? ",)" : ")");
+}
+
+void write_npy(const std::string& path, std::string_view descr, const std::vector<std::uint64_t>& shape,
+               std::span<const std::byte> data) {
+  static_assert(std::endian::native == std::endian::little, "the data is written as it is in memory");
+  QG_ENFORCE(std::find(std::begin(kNpyDescrs), std::end(kNpyDescrs), descr) != std::end(kNpyDescrs), descr);
+  std::uint64_t count = 1;
+  for (const std::uint64_t d : shape) count *= d;
+  const auto item_size = static_cast<std::uint64_t>(descr[2] - '0');  // "<f4" -> 4
+  QG_ENFORCE(count * item_size == data.size(), data.size() << " bytes for shape " << npy_shape_text(shape));
+  std::string header = "{'descr': '" + std::string(descr) + "', 'fortran_order': False, 'shape': " +
+                       npy_shape_text(shape) + ", }";
+  const std::size_t preamble = kMagic.size() + 4;  // magic, version (2 bytes), header length (2 bytes)
+  header.append((64 - (preamble + header.size() + 1) % 64) % 64, ' ');  // data starts 64-aligned
+  header += '\n';
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) throw config_error(tmp + ": cannot create the file");
+    const auto len = static_cast<std::uint16_t>(header.size());
+    f.write(reinterpret_cast<const char*>(kMagic.data()), static_cast<std::streamsize>(kMagic.size()));
+    const char version_and_length[4] = {1, 0, static_cast<char>(len & 0xff), static_cast<char>(len >> 8)};
+    f.write(version_and_length, 4);
+    f << header;
+    f.write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size()));
+    if (!f.flush()) throw config_error(tmp + ": write failed (disk full?)");
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) throw config_error(path + ": cannot move " + tmp + " into place: " + ec.message());
 }
 
 bool has_npy_magic(std::span<const std::byte> bytes) {

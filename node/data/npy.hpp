@@ -62,6 +62,13 @@ struct npy_array {
 // The same from bytes already in memory; `name` is the file name used in messages.
 [[nodiscard]] std::vector<float> parse_npy(std::span<const std::byte> bytes, const std::string& name);
 
+// Writes `data` (count(shape) elements of descr's size, little-endian, C order) as a .npy file of
+// format 1.0, as numpy.save does; atomically (a temporary file renamed into place), so that a reader
+// never sees half a file. REQUIRES descr in kNpyDescrs and data.size() to match the shape. Throws
+// config_error "PATH: ..." when the file cannot be written (a missing folder, a full disk).
+void write_npy(const std::string& path, std::string_view descr, const std::vector<std::uint64_t>& shape,
+               std::span<const std::byte> data);
+
 // True iff bytes start with the .npy magic "\x93NUMPY" (how a reader tells .npy from raw floats).
 [[nodiscard]] bool has_npy_magic(std::span<const std::byte> bytes);
 

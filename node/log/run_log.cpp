@@ -69,20 +69,24 @@ run_log::run_log(fs::path dir, int rank, bool progress_to_stdout, std::optional<
 }
 
 // Cuts the CSV back to `length` bytes and opens it for appending (the constructor's resume case).
+// A program's metric columns after kCsvColumns are read back (metric_columns()).
 void run_log::continue_csv(std::uint64_t length) {
-  const std::string header = std::string(kCsvColumns) + "\n";
-  std::string start(header.size(), '\0');
-  std::FILE* in = std::fopen(csv_path_.c_str(), "r");
+  std::ifstream in(csv_path_);
   if (!in) throw config_error("cannot continue " + csv_path_.string() + ": " + std::strerror(errno));
-  const std::size_t got = std::fread(start.data(), 1, start.size(), in);
-  std::fclose(in);
-  if (got != header.size() || start != header)
-    throw config_error("cannot continue " + csv_path_.string() + ": it does not start with the header line " +
-                       std::string(kCsvColumns));
+  std::string header;
+  std::getline(in, header);
+  const std::string own = kCsvColumns;
+  if (!in || !header.starts_with(own) || (header.size() > own.size() && header[own.size()] != ','))
+    throw config_error("cannot continue " + csv_path_.string() + ": it does not start with the header line " + own);
+  for (std::size_t at = own.size(); at < header.size();) {  // ",name,name"
+    const std::size_t next = std::min(header.find(',', at + 1), header.size());
+    metric_columns_.push_back(header.substr(at + 1, next - at - 1));
+    at = next;
+  }
   std::error_code ec;
   const std::uint64_t size = fs::file_size(csv_path_, ec);
   if (ec) throw config_error("cannot continue " + csv_path_.string() + ": " + ec.message());
-  if (length < header.size() || size < length)
+  if (length < header.size() + 1 || size < length)
     throw config_error("cannot continue " + csv_path_.string() + " at byte " + std::to_string(length) +
                        " (the checkpoint's length of it): the file has " + std::to_string(size) +
                        " bytes; it is not the file the checkpoint was written with");
@@ -91,6 +95,7 @@ void run_log::continue_csv(std::uint64_t length) {
                        " bytes: " + std::strerror(errno));
   csv_ = std::fopen(csv_path_.c_str(), "a");
   if (!csv_) throw config_error("cannot write " + csv_path_.string() + ": " + std::strerror(errno));
+  rows_written_ = length > header.size() + 1;  // no row yet: a program's metrics may still add columns
 }
 
 std::uint64_t run_log::sync_csv() {
@@ -142,7 +147,17 @@ void run_log::start(int n, std::uint64_t rounds, double epochs) {
   emit(json_text({{"event", "start"}, {"rank", rank_}, {"n", n}, {"rounds", rounds}, {"epochs", epochs}}));
 }
 
+void run_log::add_metric_columns(const std::vector<std::string>& names) {
+  QG_ENFORCE(!rows_written_, "metric columns after the CSV's first row");
+  std::string header = kCsvColumns;
+  for (const std::string& n : names) header += "," + n;
+  if (std::fseek(csv_, 0, SEEK_SET) != 0 || ::ftruncate(::fileno(csv_), 0) != 0 ||
+      std::fprintf(csv_, "%s\n", header.c_str()) < 0 || std::fflush(csv_) != 0)
+    throw config_error("cannot write " + csv_path_.string() + ": " + std::strerror(errno));
+}
+
 void run_log::row(const round_record& r) {
+  rows_written_ = true;
   std::string line = std::to_string(r.iteration) + "," + csv_number(r.epoch) + "," + csv_number(r.wall_s) + "," +
                      csv_number(r.lr) + "," + csv_number(r.train_loss) + "," +
                      (r.test_loss ? csv_number(*r.test_loss) : "") + "," +
@@ -155,6 +170,7 @@ void run_log::row(const round_record& r) {
                      (r.avg_test_acc ? csv_number(*r.avg_test_acc) : "") + "," + csv_number(r.transfer_s) + "," +
                      std::to_string(r.transfer_bytes) + "," + std::to_string(r.staleness) + "," +
                      csv_number(r.rounds_per_s);
+  for (const std::optional<double>& m : r.metrics) line += "," + (m ? csv_number(*m) : std::string());
   std::fprintf(csv_, "%s\n", line.c_str());
   std::fflush(csv_);
 }
@@ -201,6 +217,7 @@ json summary_json(const node_summary& s) {
             // The CSV's column names. Summaries written before the rename said time_compute_s,
             // time_codec_s, time_comm_s, time_transfer_s (run_summary.cpp reads those for a release).
             {"compute_s", s.last.compute_s},
+            {"gradient_s", s.gradient_s},
             {"codec_s", s.last.codec_s},
             {"comm_s", s.last.comm_s},
             {"transfer_s", s.last.transfer_s},
@@ -220,10 +237,18 @@ json summary_json(const node_summary& s) {
   for (const auto& c : s.copies)
     j["copy_" + std::to_string(c.rank) + (c.holder >= 0 ? "_at_" + std::to_string(c.holder) : "")] =
         hex64(c.hash);
+  for (const auto& [name, value] : s.metrics) j[name] = json_or_null(value);
   return j;
 }
 
 }  // namespace
+
+bool is_node_log_key(const std::string& name) {
+  static const json keys = summary_json(node_summary{});
+  const std::string columns = std::string(",") + kCsvColumns + ",";
+  return keys.contains(name) || columns.find("," + name + ",") != std::string::npos ||
+         name.starts_with("copy_");
+}
 
 void run_log::finish(const node_summary& s) {
   write_atomically(dir_ / ("node-" + std::to_string(s.rank) + ".json"), json_text(summary_json(s), true));

@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace qgossip {
@@ -50,6 +51,9 @@ struct round_record {
   // node's own rate over those rounds, rounds per second of wall time.
   std::uint64_t staleness = 0;
   double rounds_per_s = 0;
+  // A program's own metrics (node/log/program_metrics.hpp), in the order of the CSV's extra columns:
+  // each one's mean since the previous row, empty when none was logged.
+  std::vector<std::optional<double>> metrics;
 };
 
 struct copy_hash {
@@ -67,6 +71,9 @@ struct node_summary {
   std::uint64_t rounds = 0;
   double mean_round_bytes_sent = 0;
   double wall_s = 0;
+  // Of compute_s, the seconds in the model's forward and backward passes, in this process (not
+  // carried over a resume); 0 for a program's model, whose passes are the program's.
+  double gradient_s = 0;
   std::uint64_t model_hash = 0;
   std::string copies_kind;  // "replica", "estimate", "public_copy" or ""
   std::vector<copy_hash> copies;
@@ -87,6 +94,9 @@ struct node_summary {
   // messages not sent, one per round and busy link ("messages_unsent").
   std::uint64_t rounds_unsent = 0;
   std::uint64_t messages_unsent = 0;
+  // A program's own metrics, each with the latest value of its column (null: never logged): top-level
+  // keys of the summary under their own names.
+  std::vector<std::pair<std::string, std::optional<double>>> metrics;
 };
 
 class run_log {
@@ -104,12 +114,21 @@ class run_log {
   run_log& operator=(const run_log&) = delete;
 
   const std::filesystem::path& dir() const { return dir_; }
+  // A program's metric columns of a CSV continued from a checkpoint (empty otherwise, and before
+  // add_metric_columns).
+  [[nodiscard]] const std::vector<std::string>& metric_columns() const { return metric_columns_; }
+  // True once the CSV's header can no longer change: a row was written (in this process, or in the
+  // one whose CSV this continues).
+  [[nodiscard]] bool header_final() const { return rows_written_; }
 
   void write_run_json(const std::string& name, const std::string& canonical_config_yaml, int n,
                       const std::string& algorithm, const std::string& compressor, const std::string& model,
                       std::uint64_t run_id, const std::string& topology_report, const std::string& network_shaping,
                       const std::string& data_note);
   void start(int n, std::uint64_t rounds, double epochs);
+  // A program's metrics as extra CSV columns after kCsvColumns (the header is written again). Only
+  // before the first row, and not in a CSV continued from a checkpoint (invariant_error).
+  void add_metric_columns(const std::vector<std::string>& names);
   void row(const round_record& r);
   // The CSV's length in bytes after forcing the rows written so far to the disk (fdatasync): what a
   // checkpoint records to continue the file from. Throws config_error naming the file on failure.
@@ -137,7 +156,12 @@ class run_log {
   bool progress_to_stdout_;
   std::filesystem::path csv_path_;
   std::FILE* csv_ = nullptr;
+  bool rows_written_ = false;  // or continued: the header is final
+  std::vector<std::string> metric_columns_;
 };
+
+// True when `name` is already a column of the node's CSV or a key of its summary (node-<r>.json).
+[[nodiscard]] bool is_node_log_key(const std::string& name);
 
 // The host name of this machine ("unknown" when it cannot be read).
 std::string host_name();

@@ -38,7 +38,7 @@ status bad(std::size_t line, const std::string& what) {
 }
 
 // Each item: its word and its fields in order (a cause, the rest of the line, comes last).
-enum class field { rank, round, degree, cause };
+enum class field { rank, round, degree, size, hash, cause };
 struct item_grammar {
   notice_item::kind what;
   std::string_view word;
@@ -53,7 +53,22 @@ const item_grammar kGrammar[] = {
     {notice_item::kind::offer, "offer", {field::round, field::degree}, "offer <round> <degree>"},
     {notice_item::kind::accept, "accept", {field::round, field::degree}, "accept <round> <degree>"},
     {notice_item::kind::refuse, "refuse", {field::cause}, "refuse <cause>"},
+    {notice_item::kind::start, "start", {field::size, field::hash}, "start <size> <hash: 16 lowercase hex digits>"},
 };
+
+// Exactly 16 lowercase hex digits: one spelling per hash.
+bool parse_hash(std::string_view s, std::uint64_t& out) {
+  if (s.size() != 16 || !std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); }))
+    return false;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out, 16);
+  return ec == std::errc() && end == s.data() + s.size();
+}
+
+std::string hash_text(std::uint64_t h) {
+  std::string out(16, '0');
+  for (int i = 15; i >= 0; --i, h >>= 4) out[static_cast<std::size_t>(i)] = "0123456789abcdef"[h & 0xf];
+  return out;
+}
 
 const item_grammar& grammar_of(notice_item::kind what) {
   return *std::find_if(std::begin(kGrammar), std::end(kGrammar), [&](const item_grammar& g) { return g.what == what; });
@@ -68,6 +83,10 @@ bool parse_field(field f, std::string_view& line, int n, notice_item& item) {
       return parse_int(next_word(line), item.degree) && item.degree >= 0 && item.degree < n;
     case field::round:
       return parse_int(next_word(line), item.round);
+    case field::size:
+      return parse_int(next_word(line), item.size);
+    case field::hash:
+      return parse_hash(next_word(line), item.hash);
     case field::cause:
       item.cause = std::string(line);
       line = {};
@@ -82,7 +101,7 @@ status parse_line(std::string_view line, std::size_t number, int n, notice_item&
   const auto g = std::find_if(std::begin(kGrammar), std::end(kGrammar), [&](const item_grammar& x) { return x.word == word; });
   if (g == std::end(kGrammar))
     return bad(number, "unknown item '" + printable(word.substr(0, 20)) +
-                           "' (expected left, degree, joined, join, offer, accept or refuse)");
+                           "' (expected left, degree, joined, join, offer, accept, refuse or start)");
   const bool has_cause = *(g->fields.end() - 1) == field::cause;
   if (trailing_space && !has_cause) return bad(number, "a trailing space");  // one spelling per item
   item.what = g->what;
@@ -107,6 +126,8 @@ std::string encode_notice(std::span<const notice_item> items) {
         case field::rank: out += std::to_string(i.rank); break;
         case field::round: out += std::to_string(i.round); break;
         case field::degree: out += std::to_string(i.degree); break;
+        case field::size: out += std::to_string(i.size); break;
+        case field::hash: out += hash_text(i.hash); break;
         case field::cause: out += i.cause.empty() ? std::string("(no cause given)") : printable(i.cause); break;
       }
     }

@@ -9,6 +9,10 @@
 //                                    Hastings re-weighting; sent to neighbours only)
 //   joined <rank> <round>           rank came back: its edges run again from round <round> on
 //                                    (forwarded hop by hop, as left)
+//   start <size> <hash>             the sender starts the run afresh from a model of <size> values
+//                                    whose 64-bit hash (core/hash.hpp) is <hash>, 16 lowercase hex
+//                                    digits; every node must start from the same one (sent to
+//                                    neighbours only)
 // Rejoining (join messages only; docs/failures.md, "Rejoining"):
 //   join <round>                    the sender asks to (re)join; <round> is the last it completed (0)
 //   offer <round> <degree>          a neighbour that dropped the sender would admit it: the
@@ -34,12 +38,14 @@ inline constexpr std::size_t kMaxNoticeBytes = 4096;
 inline constexpr std::size_t kMaxCauseBytes = 300;
 
 struct notice_item {
-  enum class kind { left, degree, joined, join, offer, accept, refuse };
+  enum class kind { left, degree, joined, join, offer, accept, refuse, start };
   kind what = kind::left;
   int rank = -1;              // left, joined: who
   std::uint64_t round = 0;    // left: when it was noticed; degree: the first round it applies to;
                               // joined, accept: the edge's first round; join, offer: the sender's
   int degree = 0;             // degree, offer, accept: the sender's number of live neighbours
+  std::uint64_t size = 0;     // start: the number of values of the sender's starting model
+  std::uint64_t hash = 0;     // start: its hash
   std::string cause = {};     // left, refuse: why (printable ASCII, at most kMaxCauseBytes; longer is cut)
 };
 

@@ -1,5 +1,7 @@
 #include "node/optim/local_step.hpp"
 
+#include <cmath>
+
 #include "core/errors.hpp"
 
 namespace qgossip {
@@ -14,11 +16,18 @@ local_step::local_step(std::size_t dim, double momentum, double weight_decay)
 std::span<const float> local_step::apply(std::span<float> grad, std::span<const float> x) {
   QG_ENFORCE(grad.size() == x.size(), grad.size() << " vs " << x.size());
   if (weight_decay_ > 0)
-    for (std::size_t i = 0; i < grad.size(); ++i) grad[i] += weight_decay_ * x[i];
+    for (std::size_t i = 0; i < grad.size(); ++i) grad[i] = std::fma(weight_decay_, x[i], grad[i]);
   if (momentum_ == 0) return grad;
   QG_ENFORCE(velocity_.size() == grad.size(), velocity_.size() << " vs " << grad.size());
   for (std::size_t i = 0; i < grad.size(); ++i) velocity_[i] = momentum_ * velocity_[i] + grad[i];
   return velocity_;
+}
+
+void local_step::descend(std::span<float> x, float lr, std::span<const float> direction) {
+  QG_ENFORCE(x.size() == direction.size(), x.size() << " vs " << direction.size());
+  float* __restrict out = x.data();
+  const float* __restrict d = direction.data();
+  for (std::size_t i = 0; i < x.size(); ++i) out[i] = std::fma(-lr, d[i], out[i]);
 }
 
 void local_step::save_state(state_writer& out) const {

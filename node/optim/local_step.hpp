@@ -5,6 +5,10 @@
 //   m_t = β·m_{t−1} + g'            local heavy-ball momentum, m_0 = 0
 // and the algorithm steps along m_t (or g' when β = 0). Each node keeps its own m: for the
 // all-gather baseline the mean of the nodes' m_t is exactly the momentum of the mean gradient.
+// The arithmetic is torch.optim.SGD's (dampening 0, no Nesterov), rounding for rounding: g + λ·x
+// and a local step x − η·d each round once (a fused multiply-add, as torch's add(…, alpha=)),
+// β·m + g' twice (mul_, then add_); so a Python loop stepping a program's parameters with
+// torch.optim.SGD moves them exactly as a node's own local steps do (tests/python/test_cli_parity.py).
 // Not thread-safe; one per node.
 #include <cstddef>
 #include <span>
@@ -27,6 +31,9 @@ class local_step {
   // load_state checks against this instance's (state_error when they or the size differ).
   void save_state(state_writer& out) const;
   void load_state(state_reader& in);
+
+  // One local step x ← x − η·d, each element rounded once (torch's p.add_(d, alpha=−η)).
+  static void descend(std::span<float> x, float lr, std::span<const float> direction);
 
  private:
   float momentum_, weight_decay_;

@@ -1,6 +1,7 @@
 #include "node/run/local_training.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <numeric>
 
@@ -61,7 +62,9 @@ local_training::outcome local_training::gradient(std::uint64_t t, std::uint64_t 
   const auto batch = next_batch(step);
   model& m = *learner_.model;
   m.set_step_size(lr_);
+  const auto started = std::chrono::steady_clock::now();
   const double loss = learner_.codec->loss_and_grad(m, x, augmenting_ ? batch_ : shard_, batch, grad_);
+  gradient_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   const double limit = config_.train.diverge_loss;
   if (!std::isfinite(loss) || loss > limit || !all_finite(grad_))
     return {"diverged at round " + std::to_string(t) +
@@ -83,7 +86,7 @@ local_training::outcome local_training::local_steps(std::uint64_t t, std::span<c
     std::copy(start.begin(), start.end(), work_.begin());
     for (std::uint64_t k = 1; k <= plan_.local_steps; ++k) {
       if (outcome e = gradient(t, (t - 1) * plan_.local_steps + k, work_); !e) return e;
-      mixing::axpy(work_, -static_cast<float>(lr_), local_.apply(grad_, work_));
+      local_step::descend(work_, static_cast<float>(lr_), local_.apply(grad_, work_));
     }
   }
   if (!outer_after_round_) {

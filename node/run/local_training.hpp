@@ -62,6 +62,9 @@ class local_training {
   // The step size of the latest step, and the mean training loss since the last take (0 steps: the
   // value `previous` is kept).
   [[nodiscard]] double lr() const { return lr_; }
+  // Seconds in the model's forward and backward passes (loss_and_grad) so far, in this process:
+  // the part of the round's computation that is the model's, not the node's (0 with a program's).
+  [[nodiscard]] double gradient_s() const { return gradient_s_; }
   [[nodiscard]] double take_mean_loss(double previous);
 
   // Checkpoints: sections "local_step" and "outer_step", and the round's loss sum and rate (written
@@ -94,7 +97,7 @@ class local_training {
   bool augmenting_ = false;
   dataset batch_;
   std::vector<std::size_t> batch_rows_;
-  double lr_ = 0, loss_sum_ = 0;
+  double lr_ = 0, loss_sum_ = 0, gradient_s_ = 0;
   std::uint64_t loss_count_ = 0;
 };
 

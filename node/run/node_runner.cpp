@@ -130,6 +130,7 @@ node_exit run_node(const run_config& config, int rank, const node_run_options& o
   }
   const node_plan& plan = setup.plan;
   setup.log->start(setup.n, plan.rounds, plan.epoch_after(plan.rounds * plan.local_steps));
+  if (t == 0) setup.links.failures->announce_start(setup.learner.alg->model());  // a fresh start
   if (setup.links.rejoin) setup.links.rejoin->announce(t);  // a restarted node asks to be admitted again
   step_end end;
   while (end && t < plan.rounds) {

@@ -4,11 +4,17 @@
 #include <utility>
 
 #include "core/errors.hpp"
+#include "node/checkpoint/checkpoint_file.hpp"
 #include "node/models/model_factory.hpp"
 #include "node/run/node_setup.hpp"
 #include "node/run/round_steps.hpp"
 
 namespace qgossip {
+
+namespace {
+// The checkpoint section a program's node state adds to the round's: the program's step count.
+constexpr const char* kSessionSection = "session";
+}  // namespace
 
 node_session::node_session(run_config config, int rank, node_run_options options)
     : config_(std::move(config)), rank_(rank), options_(std::move(options)) {
@@ -33,14 +39,26 @@ step_end node_session::interrupted() const {
   return {node_exit::interrupted, "interrupted by a signal at round " + std::to_string(round_)};
 }
 
-void node_session::attach(std::span<float> params) {
+void node_session::attach(std::span<float> params, std::span<const std::byte> state) {
   if (attached()) throw config_error("attach: this node already has a model (attach once per node)");
   if (params.empty()) throw config_error("attach: the model has no parameters");
   options_.program_params = params;
+  options_.program_state = state;
   setup_ = std::make_unique<node_setup>(config_, rank_, options_);
+  options_.program_state = {};
   say(rank_, setup_->describe());
   rounds_ = std::make_unique<round_steps>(*setup_);
+  if (std::optional<checkpoint>& saved = setup_->checkpoints.resume) {
+    round_ = rounds_->restore(*saved, "load_state_dict");
+    state_reader in = saved->reader(kSessionSection, "load_state_dict");
+    steps_ = in.get_u64("steps");
+    in.expect_end();
+    saved.reset();
+    say(rank_, "continuing from the saved state of round " + std::to_string(round_) + " (" + std::to_string(steps_) +
+                   " steps)");
+  }
   setup_->log->start(setup_->n, setup_->plan.shown_rounds(), 0.0);
+  if (round_ == 0) setup_->links.failures->announce_start(setup_->learner.alg->model());  // a fresh start
   if (setup_->links.rejoin) setup_->links.rejoin->announce(round_);  // a restarted node asks to be admitted
 }
 
@@ -62,6 +80,20 @@ void node_session::step() {
 void node_session::log_loss(double loss) {
   QG_ENFORCE(attached() && !closed_, "log(): " << (closed_ ? "the node is closed" : "attach a model first"));
   rounds_->add_loss(loss);
+}
+
+void node_session::log_metric(const std::string& name, double value) {
+  QG_ENFORCE(attached() && !closed_, "log(): " << (closed_ ? "the node is closed" : "attach a model first"));
+  rounds_->add_metric(name, value);
+}
+
+std::vector<std::byte> node_session::state() const {
+  QG_ENFORCE(attached() && !closed_, "state_dict(): " << (closed_ ? "the node is closed" : "attach a model first"));
+  checkpoint ck = rounds_->snapshot(round_);
+  state_writer session;
+  session.put_u64("steps", steps_);
+  ck.add(kSessionSection, std::move(session));
+  return encode_checkpoint(ck);
 }
 
 node_exit node_session::close() {

@@ -20,6 +20,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "node/config/config.hpp"
 #include "node/run/run_control.hpp"
@@ -53,7 +54,17 @@ class node_session {
   // change from them and writes the round's model back into them. Throws config_error (a port in
   // use, a host that does not resolve, a second attach, no parameters) and start_up_interrupted
   // (a stop request meanwhile).
-  void attach(std::span<float> params);
+  // With `state` (what state() returned in an earlier process of this run and rank) the node
+  // continues from it as `qgossip run --resume` continues from a checkpoint: its round, its
+  // algorithm's model and copies, its codec, optimizer and membership state, its CSV (cut back to
+  // the rows written then); the parameters are the program's, restored by the program (they may
+  // have moved since the round). Every node of the run must continue from the state of the same
+  // round. Throws config_error for a state of another run or rank, or a damaged one.
+  void attach(std::span<float> params, std::span<const std::byte> state = {});
+  // The node's state after its latest round, for the program to save beside its own (a checkpoint's
+  // bytes, docs/checkpoints.md; with the steps taken since that round). Forces the CSV to the disk.
+  // Throws config_error when that fails, invariant_error before attach or after close.
+  [[nodiscard]] std::vector<std::byte> state() const;
   [[nodiscard]] std::size_t size() const { return options_.program_params.size(); }
   // After the program's optimizer step: every train.local_steps calls, one round. Throws
   // node_failure when the round fails (the node has then stopped), invariant_error before attach
@@ -61,6 +72,10 @@ class node_session {
   void step();
   // A training loss of the program's, for the node's CSV (the mean since the last row).
   void log_loss(double loss);
+  // One of the program's own numbers (a validation loss, a perplexity), as a column of the node's
+  // CSV (the mean since the last row) and a key of its summary (the latest); names are fixed at the
+  // CSV's first row (node/log/program_metrics.hpp). Throws config_error for a name it refuses.
+  void log_metric(const std::string& name, double value);
   // Leaves the run after the last round (once the neighbours have finished too) and writes the
   // summary; returns how the node ended. Closing twice does nothing more.
   node_exit close();

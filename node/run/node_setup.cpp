@@ -4,6 +4,8 @@
 #include <sstream>
 
 #include "core/errors.hpp"
+#include "core/hash.hpp"
+#include "node/checkpoint/checkpoint_file.hpp"
 #include "node/checkpoint/checkpoint_store.hpp"
 #include "node/config/topology_builder.hpp"
 #include "node/models/model_factory.hpp"
@@ -41,11 +43,30 @@ node_plan plan_of(const run_config& c, const data_split& data, int rank) {
   return make_plan(c, data, rank);
 }
 
+// A program's node state (options.program_state, docs/python.md): the checkpoint it holds, checked to
+// be this run's and this rank's.
+node_checkpoints program_state_of(const run_config& c, int rank, std::span<const std::byte> bytes) {
+  node_checkpoints k;
+  checkpoint ck;
+  const std::string what = "load_state_dict: ";
+  if (const status st = decode_checkpoint(bytes, ck); !st)
+    throw config_error(what + "not a qgossip node's state (node.state_dict()): " + st.message());
+  if (ck.run_id != c.run_id)
+    throw config_error(what + "the state is of another run (run id " + hex64(ck.run_id) + "; this one's is " +
+                       hex64(c.run_id) + "): another run YAML, or other --set options");
+  if (ck.rank != static_cast<std::uint32_t>(rank))
+    throw config_error(what + "the state is rank " + std::to_string(ck.rank) + "'s; this node is rank " +
+                       std::to_string(rank));
+  k.resume = std::move(ck);
+  return k;
+}
+
 // The checkpoint directory and keep count, the checkpoint to resume from (options.resume), and no
 // checkpoint of a later round left behind (a fresh start: none at all).
 node_checkpoints checkpoints_of(const run_config& c, int rank, const topology& topo, std::uint64_t rounds,
                                 const node_run_options& options) {
   start_up_step("reading the checkpoints");
+  if (!options.program_state.empty()) return program_state_of(c, rank, options.program_state);
   node_checkpoints k;
   if (c.train.checkpoint_every == 0 && !options.resume) return k;
   if (c.train.checkpoint_every == 0)

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "algorithms/algorithm.hpp"
+#include "core/hash.hpp"
 #include "gossip/exchange.hpp"
 #include "node/config/config.hpp"
 #include "node/log/run_log.hpp"
@@ -92,12 +93,29 @@ bool peer_failures::on_peer_failure(int peer, const std::string& why) {
   return true;
 }
 
+void peer_failures::announce_start(std::span<const float> model) {
+  start_ = notice_item{.what = notice_item::kind::start, .size = model.size(), .hash = hash64(model)};
+  send(std::span(&*start_, 1), {});
+}
+
 status peer_failures::on_notice(int from, std::span<const std::byte> payload) {
   std::vector<notice_item> items;
   if (status s = parse_notice(payload, n_, items); !s)
     return s;
   for (const notice_item& i : items) {
-    if (i.what == notice_item::kind::degree) {
+    if (i.what == notice_item::kind::start) {
+      if (!start_) continue;  // this node did not start afresh (resumed, rejoining): nothing to compare
+      const std::string who = "rank " + std::to_string(from);
+      if (i.size != start_->size)
+        return status::error(errc::refused, who + " starts from a model of " + std::to_string(i.size) +
+                                                " values where this node's has " + std::to_string(start_->size));
+      if (i.hash != start_->hash)
+        return status::error(errc::refused, who + " starts from another model (hash " + hex64(i.hash) +
+                                                "; this node's is " + hex64(start_->hash) +
+                                                "): every node must start from the same values (seed the model's "
+                                                "initialization the same on every node; the same model file on "
+                                                "every host)");
+    } else if (i.what == notice_item::kind::degree) {
       members_.record_degree(from, i.degree, i.round);
     } else if (i.what == notice_item::kind::joined) {
       if (i.rank != rank_) rejoined(i.rank, i.round, std::nullopt, from);

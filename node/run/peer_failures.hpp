@@ -52,6 +52,13 @@ class peer_failures {
 
   [[nodiscard]] bool any_departure() const { return !members_.departures().empty(); }
 
+  // A node that starts the run afresh (not resumed, not rejoining) tells its neighbours the hash of
+  // the model it starts from ("start", node/membership/notice.hpp); a neighbour that started from
+  // another one ends this node's round with errc::refused naming it and both hashes. Every node must
+  // start from the same model: the algorithms' replicas and estimates begin as copies of their
+  // owner's start (a program's model initialized from another seed, another model file on a host).
+  void announce_start(std::span<const float> model);
+
   // Rejoining (node/run/rejoining.hpp): told it was dropped, this node asks to be admitted again
   // (the round ends with errc::rejoin) instead of stopping. Set for continue with synchronous gossip.
   void allow_rejoining() { rejoins_ = true; }
@@ -96,6 +103,7 @@ class peer_failures {
   run_log* log_ = nullptr;
   std::uint64_t round_ = 0;                // the latest round whose train message was (being) sent
   std::optional<departure> stop_cause_;    // stop: the peer that failed first
+  std::optional<notice_item> start_;  // announce_start's: this node's starting model (size, hash)
   std::vector<notice_item> items_;         // scratch
   std::string rejoin_account_;             // describe_rejoins()
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();

@@ -80,10 +80,7 @@ void add_section(qgossip::checkpoint& ck, std::string_view name, const std::func
 
 }  // namespace
 
-step_end round_steps::checkpoint(std::uint64_t t) {
-  const auto every = static_cast<std::uint64_t>(s_.config.train.checkpoint_every);
-  if (every == 0 || t % every != 0 || t >= s_.plan.rounds) return {};
-  const auto start = clock::now();
+qgossip::checkpoint round_steps::snapshot(std::uint64_t t) const {
   qgossip::checkpoint ck;
   ck.run_id = s_.config.run_id;
   ck.rank = static_cast<std::uint32_t>(s_.rank);
@@ -91,14 +88,26 @@ step_end round_steps::checkpoint(std::uint64_t t) {
   add_section(ck, "round", [&](state_writer& out) { save_round(out); });
   add_section(ck, "algorithm", [&](state_writer& out) { s_.learner.alg->save_state(out); });
   add_section(ck, "compressor", [&](state_writer& out) { s_.learner.codec->save_state(out); });
-  add_section(ck, "sampler", [&](state_writer& out) { s_.plan.sampler->save_state(out); });
+  if (s_.plan.sampler)  // none with a program's model: the program draws its own batches
+    add_section(ck, "sampler", [&](state_writer& out) { s_.plan.sampler->save_state(out); });
   state_writer local, outer;
   training_.save_steps(local, outer);
   ck.add("local_step", std::move(local));
   ck.add("outer_step", std::move(outer));
   add_section(ck, "membership", [&](state_writer& out) { s_.links.failures->save_state(out); });
+  if (!metrics_.names().empty())  // a program's own metrics (node.log(name=…))
+    add_section(ck, "metrics", [&](state_writer& out) { metrics_.save_state(out); });
+  add_csv_bytes(ck, s_.log->sync_csv());  // the rows so far are on the disk before the checkpoint is
+  return ck;
+}
+
+step_end round_steps::checkpoint(std::uint64_t t) {
+  const auto every = static_cast<std::uint64_t>(s_.config.train.checkpoint_every);
+  if (every == 0 || t % every != 0 || t >= s_.plan.rounds) return {};
+  const auto start = clock::now();
+  qgossip::checkpoint ck;
   try {
-    add_csv_bytes(ck, s_.log->sync_csv());  // the rows so far are on the disk before the checkpoint is
+    ck = snapshot(t);
   } catch (const config_error& e) {
     return {node_exit::failed, "round " + std::to_string(t) + ": checkpoint: " + e.what()};
   }
@@ -129,9 +138,10 @@ std::uint64_t round_steps::restore(const qgossip::checkpoint& ck, const std::str
   row_wall_s_ = carried_.wall_s;
   load("algorithm", [&](state_reader& in) { s_.learner.alg->load_state(in); });
   load("compressor", [&](state_reader& in) { s_.learner.codec->load_state(in); });
-  load("sampler", [&](state_reader& in) { s_.plan.sampler->load_state(in); });
+  if (s_.plan.sampler) load("sampler", [&](state_reader& in) { s_.plan.sampler->load_state(in); });
   if (ck.find("membership"))  // absent in checkpoints written before it existed
     load("membership", [&](state_reader& in) { s_.links.failures->load_state(in); });
+  if (ck.find("metrics")) load("metrics", [&](state_reader& in) { metrics_.load_state(in); });
   state_reader local = ck.reader("local_step", origin), outer = ck.reader("outer_step", origin);
   training_.load_steps(local, outer);
   local.expect_end();

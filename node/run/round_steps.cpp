@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "core/hash.hpp"
+#include "node/data/npy.hpp"
 #include "node/run/node_setup.hpp"
 
 namespace qgossip {
@@ -38,7 +39,9 @@ step_end failure(const status& st, const std::string& what) {
 
 round_steps::round_steps(node_setup& s)
     : s_(s), training_(s.config, s.rank, s.learner, s.plan, s.data.train), probe_(s),
-      async_(async_progress_of(*s.links.pattern)) {}
+      async_(async_progress_of(*s.links.pattern)) {
+  if (s.log->header_final()) metrics_.resume(s.log->metric_columns());  // a continued CSV: its columns
+}
 
 step_end round_steps::compute(std::uint64_t& t) {
   round_start_ = clock::now();
@@ -122,6 +125,11 @@ void round_steps::fill_record(std::uint64_t t) {
   rec_.wall_s = wall_s();
   rec_.lr = training_.lr();
   rec_.train_loss = training_.take_mean_loss(rec_.train_loss);
+  if (!metrics_.fixed()) {  // the first row: the program's metrics so far are the CSV's extra columns
+    metrics_.fix();
+    if (!metrics_.names().empty()) s_.log->add_metric_columns(metrics_.names());
+  }
+  rec_.metrics = metrics_.take_means();
   rec_.round_bytes_sent = round_sent_;
   rec_.round_bytes_recv = round_recv_;
   rec_.bytes_sent = st.bytes_sent - st.probe_bytes_sent - st.notice_bytes_sent;
@@ -207,16 +215,30 @@ node_exit round_steps::finish(const step_end& end, std::uint64_t t) {
     s_.links.failures->stopping(end.error);  // before the links close: the neighbours learn why
     say(s_.rank, "stopping: " + end.error);
     s_.links.network->abandon_queued();
-    if (rec_.iteration != t) {  // the row of the round that failed, evaluated unless the model diverged
-      rec_.test_loss.reset();
-      rec_.test_acc.reset();
-      if (end.exit != node_exit::diverged) evaluate(0);
-      fill_record(t);
-      s_.log->row(rec_);
-    }
   }
+  // The last round's row, where its round logged none: the round that failed (evaluated unless the
+  // model diverged), or a program's last (its loop, not the plan, decided that it was the last).
+  if (rec_.iteration != t) {
+    rec_.test_loss.reset();
+    rec_.test_acc.reset();
+    if (end.exit != node_exit::diverged) evaluate(0);
+    fill_record(t);
+    s_.log->row(rec_);
+  }
+  if (s_.config.save_model) save_model();
   write_summary(end);
   return end.exit;
+}
+
+// output.model: the node's model as it ends (after a failure too: the summary's status says how).
+void round_steps::save_model() {
+  const std::span<const float> x = s_.learner.alg->model();
+  const std::string path = (s_.log->dir() / ("model-" + std::to_string(s_.rank) + ".npy")).string();
+  try {
+    write_npy(path, "<f4", {x.size()}, std::as_bytes(x));
+  } catch (const config_error& e) {
+    say(s_.rank, std::string("warning: output.model: ") + e.what());
+  }
 }
 
 // After the last round: tell the peers, and wait until they have finished too (or left), so that
@@ -249,7 +271,10 @@ void round_steps::write_summary(const step_end& end) {
       completed_ ? static_cast<double>(st.bytes_sent - st.probe_bytes_sent - st.notice_bytes_sent) /
                         static_cast<double>(completed_) : 0.0;
   summary.wall_s = wall_s();
+  summary.gradient_s = training_.gradient_s();
   summary.model_hash = hash64(alg.model());
+  for (std::size_t i = 0; i < metrics_.names().size(); ++i)
+    summary.metrics.emplace_back(metrics_.names()[i], metrics_.last()[i]);
   for (const auto& copy : alg.held_copies())
     summary.copies.push_back({copy.rank, hash64(copy.values), copy.holder});
   summary.rejected_detail = rejected_detail(st);

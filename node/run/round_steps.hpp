@@ -19,6 +19,7 @@
 #include "core/state_io.hpp"
 #include "gossip/exchange.hpp"
 #include "node/checkpoint/checkpoint_file.hpp"
+#include "node/log/program_metrics.hpp"
 #include "node/log/run_log.hpp"
 #include "node/run/consensus_probe.hpp"
 #include "node/run/local_training.hpp"
@@ -60,6 +61,9 @@ class round_steps {
   [[nodiscard]] step_end run_round(std::uint64_t& t);
   // A training loss the program driving the node reports (model.kind external), for the CSV.
   void add_loss(double loss) { training_.add_loss(loss); }
+  // One of the program's own metrics, for the CSV's extra columns (node/log/program_metrics.hpp);
+  // throws config_error for a name it refuses.
+  void add_metric(const std::string& name, double value) { metrics_.add(name, value); }
 
 
   // True once the round pattern says no peer will send anything more (asynchronous gossip: every
@@ -70,6 +74,10 @@ class round_steps {
   // round: the loop continues with the next. Throws state_error for state of another run,
   // algorithm, codec, shard or size.
   std::uint64_t restore(const qgossip::checkpoint& ck, const std::string& origin);
+  // Everything restore() needs to continue after round t, which has just completed (the
+  // checkpoint step writes it; a program's node returns it from node_session::state()). Forces the
+  // CSV to the disk first; throws config_error when that fails.
+  [[nodiscard]] qgossip::checkpoint snapshot(std::uint64_t t) const;
 
  private:
   // A step's end: as it is, unless it asks to rejoin, which happens here (rejoin(t)).
@@ -82,6 +90,7 @@ class round_steps {
   void fill_record(std::uint64_t t);
   void leave(std::uint64_t t);
   void write_summary(const step_end& end);
+  void save_model();
   // The exchange's counters plus those carried over from before a resume.
   [[nodiscard]] exchange_stats traffic() const;
   [[nodiscard]] double wall_s() const;
@@ -91,6 +100,7 @@ class round_steps {
   node_setup& s_;
   local_training training_;
   consensus_probe probe_;
+  program_metrics metrics_;
   const async_progress* async_;  // the pattern's (asynchronous gossip), or nullptr
   std::span<const float> outgoing_;  // the algorithm's vector of the round under way
   // What the log records.

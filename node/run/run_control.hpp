@@ -4,6 +4,7 @@
 // raises, and its human-readable lines on stderr. Every other file of node/run may include this;
 // it includes none of them.
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -33,6 +34,9 @@ struct node_run_options {
   // program's parameters, one flat float32 vector it trains in place. The node starts from them
   // (x_1), takes each round's change from them, and writes its model back into them after the round.
   std::span<float> program_params;
+  // ... and the node's state the program saved with it (node_session::state(), encoded as a
+  // checkpoint): the node continues from it as from a checkpoint of --resume. Empty: a fresh start.
+  std::span<const std::byte> program_state;
 };
 
 // Set by the SIGINT/SIGTERM handler that `qgossip run` installs first thing (async-signal-safe: an

@@ -18,6 +18,8 @@ from qgossip._core import NodeError
 
 __all__ = ["Node", "NodeError"]
 
+_STATE_FORMAT = "qgossip-node-state-1"
+
 
 def _rank_from_environment():
     for name in ("QGOSSIP_RANK", "SLURM_PROCID"):
@@ -45,6 +47,7 @@ class Node:
         progress = os.environ.get("QGOSSIP_PROGRESS") == "1"
         self._core = _core.Node(str(config), rank, launched + [str(o) for o in overrides], progress)
         self._attached = None  # what attach() keeps alive: the flat parameters and their device copy
+        self._state = b""  # load_state_dict's, for attach
 
     def attach(self, model):
         """Makes the node's rounds move `model`'s parameters: a torch.nn.Module (its parameters then
@@ -54,10 +57,11 @@ class Node:
         if hasattr(model, "parameters") and callable(model.parameters):
             from qgossip import torch as qtorch
 
-            self._attached = qtorch.attach_module(self._core, model)
+            self._attached = qtorch.attach_module(self._core, model, self._state)
         else:
-            self._core.attach(model)
+            self._core.attach(model, self._state)
             self._attached = model
+        self._state = b""
 
     def step(self):
         """After your optimizer's step: every train.local_steps calls runs one round."""
@@ -73,9 +77,41 @@ class Node:
         else:
             self._core.step()
 
-    def log(self, loss):
-        """Your training loss, averaged into the node's CSV rows (train_loss)."""
-        self._core.log(float(loss))
+    def log(self, loss=None, **metrics):
+        """Your training loss, averaged into the node's CSV rows (train_loss), and any numbers of your
+        own (node.log(loss, val_loss=2.3)): each name a column of the CSV after the node's own (the mean
+        since the previous row, empty when none was logged) and a key of the node's summary (the
+        latest). The columns are fixed at the CSV's first row: log each name from the first round on."""
+        if not self._core.attached or self._core.closed:
+            raise ValueError("log: " + ("the node is closed" if self._core.closed else "attach a model first"))
+        if loss is not None:
+            self._core.log(float(loss))
+        for name, value in metrics.items():
+            self._core.log_metric(name, float(value))
+
+    def state_dict(self):
+        """The node's state after its latest round (its round, its algorithm's model and copies, its
+        codec's and optimizer's state, the steps since), to save beside your own: torch.save({"model":
+        model.state_dict(), "opt": opt.state_dict(), "node": node.state_dict()}, path). Every node
+        saves at the same step; the CSV rows so far are forced to the disk."""
+        if not self._core.attached or self._core.closed:
+            raise ValueError("state_dict: " + ("the node is closed" if self._core.closed else "attach a model first"))
+        return {"format": _STATE_FORMAT, "rank": self.rank, "round": self.round, "steps": self.steps,
+                "state": self._core.state()}
+
+    def load_state_dict(self, state):
+        """Continue from a state_dict() of an earlier process of this run and rank: call it before
+        attach(), with your model's and optimizer's own state loaded as you saved them. Every node of the
+        run continues from the state of the same step. attach() then checks it (another run or rank, a
+        damaged state: ValueError), and the node goes on from its round, its CSV cut back to the rows
+        written when it was saved."""
+        if self._core.attached:
+            raise ValueError("load_state_dict: call it before attach() (the node continues from it as it starts)")
+        if not isinstance(state, dict) or state.get("format") != _STATE_FORMAT or not isinstance(
+                state.get("state"), (bytes, bytearray)):
+            raise ValueError("load_state_dict: expected what node.state_dict() returned (a dict with format "
+                             f"{_STATE_FORMAT!r})")
+        self._state = bytes(state["state"])
 
     def close(self):
         """Leaves the run once the neighbours have finished too; writes the node's summary. Returns the
@@ -91,6 +127,7 @@ class Node:
         return False
 
     rank = property(lambda self: self._core.rank)
+    nodes = property(lambda self: self._core.nodes, doc="the run's number of nodes (the topology's n)")
     round = property(lambda self: self._core.round, doc="the last round run (0: none yet)")
     steps = property(lambda self: self._core.steps, doc="calls of step() so far")
     local_steps = property(lambda self: self._core.local_steps)

@@ -22,7 +22,7 @@ class _Attached:
         self.host, self.round_sync = host, round_sync
 
 
-def attach_module(core, model):
+def attach_module(core, model, state=b""):
     params = list(model.parameters())
     if not params:
         raise ValueError("attach: the model has no parameters")
@@ -35,7 +35,7 @@ def attach_module(core, model):
     device = devices.pop()
     with torch.no_grad():
         host = torch.cat([p.detach().reshape(-1).to("cpu") for p in params]).contiguous()
-    core.attach(host.numpy())
+    core.attach(host.numpy(), state)
     flat = host if device.type == "cpu" else host.to(device)
     offset = 0
     for p in params:

@@ -19,7 +19,7 @@ WORKER = textwrap.dedent('''
     rank, steps, config, out = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
     die_at = int(os.environ.get("DIE_AT", "0"))
     pause = float(os.environ.get("STEP_PAUSE_S", "0"))  # a slower loop, so that a restart lands mid-run
-    torch.manual_seed(0)                       # the same initial model on every node
+    torch.manual_seed(int(os.environ.get("INIT_SEED", "0")))  # the same initial model on every node
     width = int(os.environ.get("WIDTH", "32"))  # a node with another width has another model
     model = torch.nn.Sequential(torch.nn.Linear(20, width), torch.nn.ReLU(), torch.nn.Linear(width, 4))
     node = qgossip.Node(config, rank=rank)
@@ -143,11 +143,22 @@ def test_a_neighbour_with_another_model_size_is_named_with_both_sizes(build, tmp
     results = run_nodes(build, tmp_path, 2, 40, env_for=lambda rank: {"WIDTH": "33"} if rank == 1 else {})
     sizes = {0: "804", 1: "829"}  # 20·32+32+32·4+4 and 20·33+33+33·4+4 parameters
     named = []
-    for r in results:  # each stops naming the other; the first to see the other's message names both sizes
+    for r in results:  # each stops naming the other; the first to hear the other's start names both sizes
         other = 1 - r["rank"]
         assert "error" in r and f"rank {other}" in r["error"], r
-        named.append(f"rank {other} sends train messages of {sizes[other]} values where this node's have "
-                     f"{sizes[r['rank']]}" in r["error"])
+        named.append(f"rank {other} starts from a model of {sizes[other]} values where this node's has "
+                     f"{sizes[r['rank']]}" in r["error"] and r["error_exit"] == 2)
+    assert any(named), results
+
+
+def test_a_neighbour_that_starts_from_other_values_is_named_before_the_first_round(build, tmp_path):
+    results = run_nodes(build, tmp_path, 2, 40, env_for=lambda rank: {"INIT_SEED": "1"} if rank == 1 else {})
+    named = []
+    for r in results:  # each stops in its first round naming the other; the first to hear names both hashes
+        other = 1 - r["rank"]
+        assert "error" in r and f"rank {other}" in r["error"] and r["round"] <= 1, r
+        named.append(f"rank {other} starts from another model (hash 0x" in r["error"] and r["error_exit"] == 2 and
+                     "seed the model's initialization the same on every node" in r["error"])
     assert any(named), results
 
 
@@ -259,3 +270,113 @@ def test_bad_inputs_each_give_their_error(build, tmp_path):
         qgossip.Node(tmp_path / "ckpt.yaml", rank=0)
     with pytest.raises(ValueError, match="QGOSSIP_RANK"):
         qgossip.Node(tmp_path / "one.yaml")
+
+
+def test_the_programs_own_metrics_are_columns_of_the_csv_and_keys_of_the_summary(build, tmp_path):
+    import qgossip
+
+    one = write_config(tmp_path, 1).read_text().replace("graph: ring", "graph: complete")
+    (tmp_path / "one.yaml").write_text(one.replace("log_every: 5", "log_every: 1"))
+    node = qgossip.Node(tmp_path / "one.yaml", rank=0)
+    node.attach(torch.nn.Linear(3, 2))
+    with pytest.raises(ValueError, match="node's own columns"):
+        node.log(train_loss=1.0)
+    with pytest.raises(ValueError, match="letters, digits"):
+        node.log(**{"val loss": 1.0})
+    for step in range(1, 13):  # 3 rounds of 4 steps, a CSV row after each
+        node.log(0.5, val_loss=float(step))
+        if step <= 4:
+            node.log(early=1.0)  # logged in the first round only: empty cells after it
+        node.step()
+    with pytest.raises(ValueError, match="first logged after the node's CSV began"):
+        node.log(late=1.0)
+    assert node.close() == 0
+    rows = [r.split(",") for r in (tmp_path / "runs" / "py" / "node-0.csv").read_text().splitlines()]
+    header = rows[0]
+    assert header[-2:] == ["val_loss", "early"]
+    assert [r[header.index("val_loss")] for r in rows[1:]] == ["2.5", "6.5", "10.5"]  # the means per round
+    assert [r[header.index("early")] for r in rows[1:]] == ["1", "", ""]
+    assert [r[header.index("train_loss")] for r in rows[1:]] == ["0.5"] * 3
+    summary = json.load(open(tmp_path / "runs" / "py" / "node-0.json"))
+    assert summary["val_loss"] == 10.5 and summary["early"] == 1.0
+
+
+# A program that saves everything at one step (its model, its AdamW, its data's generator, the node's
+# state) and, when told, stops there; started again with the saved file, it goes on from that step.
+RESUMABLE = textwrap.dedent('''
+    import json, os, sys, torch, qgossip
+    rank, steps, config, out = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
+    save_at, stop_after_save, load = int(sys.argv[5]), sys.argv[6] == "stop", sys.argv[7]
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(20, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
+    node = qgossip.Node(config, rank=rank)
+    w = torch.randn(20, 4, generator=torch.Generator().manual_seed(7))
+    g = torch.Generator().manual_seed(100 + rank)
+    step, saved = 0, None
+    if load != "-":
+        saved = torch.load(load)
+        model.load_state_dict(saved["model"])
+        g.set_state(saved["data"])
+        step = saved["step"]
+        node.load_state_dict(saved["node"])
+    node.attach(model)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    if saved is not None:
+        opt.load_state_dict(saved["opt"])
+    while step < steps:
+        step += 1
+        x = torch.randn(64, 20, generator=g)
+        loss = torch.nn.functional.cross_entropy(model(x), (x @ w).argmax(1))
+        opt.zero_grad(); loss.backward(); opt.step()
+        node.step()
+        node.log(loss.item(), loss_sq=loss.item() ** 2)
+        if step == save_at:
+            torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "data": g.get_state(),
+                        "step": step, "node": node.state_dict()}, out + ".ckpt")
+            if stop_after_save:
+                os._exit(0)  # every node stops at this step: no neighbour waits for another round
+    json.dump({"rank": rank, "exit": node.close(), "round": node.round}, open(out, "w"))
+''')
+
+
+def run_resumable(tmp_path, config, folder, steps, save_at, stop, load):
+    program = tmp_path / "resumable.py"
+    program.write_text(RESUMABLE)
+    out = tmp_path / folder
+    out.mkdir(exist_ok=True)
+    procs = [subprocess.Popen([sys.executable, str(program), str(r), str(steps), str(config), str(out / f"r{r}.json"),
+                               str(save_at), stop, load(r)],
+                              stdout=open(out / f"node-{r}.out", "w"), stderr=subprocess.STDOUT) for r in range(4)]
+    for p in procs:
+        assert p.wait(timeout=120) == 0, (out / "node-0.out").read_text()
+    return out
+
+
+def test_a_run_saved_with_state_dict_and_continued_ends_as_one_never_stopped(build, tmp_path):
+    (tmp_path / "whole").mkdir()
+    (tmp_path / "parts").mkdir()
+    whole_cfg, parts_cfg = write_config(tmp_path / "whole", 4), write_config(tmp_path / "parts", 4)
+    run_resumable(tmp_path, whole_cfg, "whole", 40, 0, "-", lambda r: "-")
+    first = run_resumable(tmp_path, parts_cfg, "first", 40, 18, "stop", lambda r: "-")  # stops mid-round 5
+    run_resumable(tmp_path, parts_cfg, "second", 40, 0, "-", lambda r: str(first / f"r{r}.json.ckpt"))
+    for r in range(4):
+        whole = json.load(open(tmp_path / "whole" / "runs" / "py" / f"node-{r}.json"))
+        parts = json.load(open(tmp_path / "parts" / "runs" / "py" / f"node-{r}.json"))
+        assert parts["status"] == "ok" and parts["rounds"] == whole["rounds"] == 10
+        assert parts["model_hash"] == whole["model_hash"], r
+        assert [parts[k] for k in sorted(parts) if k.startswith("copy_")] == \
+               [whole[k] for k in sorted(whole) if k.startswith("copy_")]
+        assert parts["loss_sq"] == whole["loss_sq"]
+        # The CSV went on from the rows written at the save: the same rows, the same columns.
+        def rows(folder):
+            lines = (tmp_path / folder / "runs" / "py" / f"node-{r}.csv").read_text().splitlines()
+            header = lines[0].split(",")
+            keep = [header.index(c) for c in ("iteration", "train_loss", "bytes_sent", "loss_sq")]
+            return [[line.split(",")[i] for i in keep] for line in lines]
+        assert rows("parts") == rows("whole")
+    assert "continuing from the saved state of round 4 (18 steps)" in (tmp_path / "second" / "node-0.out").read_text()
+    import qgossip
+    node = qgossip.Node(parts_cfg, rank=1)
+    node.load_state_dict(torch.load(first / "r0.json.ckpt")["node"])
+    with pytest.raises(ValueError, match="the state is rank 0's; this node is rank 1"):
+        node.attach(torch.nn.Linear(20, 4))

@@ -129,3 +129,26 @@ TEST_CASE("notice: random bytes never crash the parser and are nearly always ref
   }
   CHECK(accepted == 0);
 }
+
+TEST_CASE("notice: start carries a size and a 64-bit hash as 16 lowercase hex digits, one spelling only") {
+  const notice_item start{.what = notice_item::kind::start, .size = 101770, .hash = 0x00c305d3253e329aULL};
+  const std::string text = encode_notice(std::span(&start, 1));
+  CHECK(text == "start 101770 00c305d3253e329a\n");
+  std::vector<notice_item> back;
+  REQUIRE(parse(text, back).is_ok());
+  REQUIRE(back.size() == 1);
+  CHECK(back[0].what == notice_item::kind::start);
+  CHECK(back[0].size == 101770);
+  CHECK(back[0].hash == start.hash);
+  const notice_item top{.what = notice_item::kind::start, .size = 1, .hash = ~0ULL};
+  REQUIRE(parse(encode_notice(std::span(&top, 1)), back).is_ok());
+  CHECK(back[0].hash == ~0ULL);
+  for (const char* bad : {"start 5 c305d3253e329a\n", "start 5 00C305D3253E329A\n", "start 5 0x00c305d3253e329\n",
+                          "start 5 00c305d3253e329a0\n", "start 5 -0c305d3253e329a\n", "start\n",
+                          "start 00c305d3253e329a\n", "start 05 00c305d3253e329a\n", "start 5 00c305d3253e329a 1\n"}) {
+    CAPTURE(bad);
+    const status s = parse(bad, back);
+    CHECK(s.code() == errc::corrupt);
+    CHECK(back.empty());
+  }
+}

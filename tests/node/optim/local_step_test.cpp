@@ -82,3 +82,19 @@ TEST_CASE("local step: load_state refuses another momentum or dimension") {
   state_reader r2(saved, "local_step");
   CHECK_THROWS_WITH_AS(other_dim.load_state(r2), doctest::Contains("holds 3 floats, expected 4"), state_error);
 }
+
+// torch.optim.SGD's p.add_(d, alpha=−η) rounds once per element (a fused multiply-add); so does
+// descend. With η = d = 1 + 2⁻¹² the product 1 + 2⁻¹¹ + 2⁻²⁴ is not a float: rounded first (two
+// roundings) the step from 2 gives 1 − 2⁻¹¹, rounded once 1 − 2⁻¹¹ − 2⁻²⁴, which is a float.
+TEST_CASE("local step: descend rounds x − lr·d once, as torch's SGD step does") {
+  const float e = 1.0f + 0x1p-12f;
+  std::vector<float> x{2.0f, 2.0f}, d{e, 0.0f};
+  local_step::descend(x, e, d);
+  CHECK(x[0] == 1.0f - 0x1p-11f - 0x1p-24f);
+  CHECK(x[1] == 2.0f);
+  // Weight decay g + λ·x likewise (torch's d_p.add(p, alpha=λ)): −2 + e·e, rounded once.
+  local_step s(1, 0.0, static_cast<double>(e));
+  std::vector<float> g{-2.0f}, at{e};
+  const auto dir = s.apply(g, at);
+  CHECK(dir[0] == -1.0f + 0x1p-11f + 0x1p-24f);
+}
