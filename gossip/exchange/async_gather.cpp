@@ -170,7 +170,8 @@ status async_gather::gather(std::uint64_t iteration, const outgoing_message& msg
   out_ = out;
   delivered_ = 0;
   wait_plan plan{.deadline = start + waited,
-                 .stopping = "stopped while waiting for round " + std::to_string(iteration)};
+                 .stopping = "stopped while waiting for round",
+                 .round = iteration};
   bool waiting = false;
   status s = core_.wait(
       plan,

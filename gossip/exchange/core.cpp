@@ -245,9 +245,8 @@ void exchange_core::take_lost_peers() {
 
 namespace qgossip {
 
-status exchange_core::wait(
-    wait_plan& plan, const std::function<status(bool& done)>& before,
-    const std::function<status(bool got, transport_clock::time_point slice_end)>& after) {
+status exchange_core::wait(wait_plan& plan, function_ref<status(bool& done)> before,
+                           function_ref<status(bool got, transport_clock::time_point slice_end)> after) {
   for (;;) {
     if (!pending_failure_.is_ok()) return pending_failure_;
     bool done = false;
@@ -255,7 +254,9 @@ status exchange_core::wait(
     if (!pending_failure_.is_ok()) return pending_failure_;
     // Slices, so that a stop request is seen within kStopCheckInterval even when the signal that
     // raised it landed outside the transport's wait.
-    if (events_.stop_requested()) return status::error(errc::cancelled, plan.stopping);
+    if (events_.stop_requested())
+      return status::error(errc::cancelled,
+                           std::string(plan.stopping) + (plan.round ? " " + std::to_string(plan.round) : ""));
     const auto now = transport_clock::now();
     auto slice_end = std::min(plan.deadline, now + kStopCheckInterval);
     if (plan.poll.count() > 0) slice_end = std::min(slice_end, now + plan.poll);

@@ -16,8 +16,10 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "core/function_ref.hpp"
 #include "core/status.hpp"
 #include "gossip/exchange/events.hpp"
 #include "gossip/exchange/stats.hpp"
@@ -59,7 +61,10 @@ struct neighbour_link {
 struct wait_plan {
   transport_clock::time_point deadline;
   std::chrono::milliseconds poll{0};  // the longest one receive may wait; 0: until the deadline
-  std::string stopping;               // errc::cancelled's message, "stopped while ..."
+  // errc::cancelled's message: "stopped while ...", and " <round>" after it when round > 0 (built
+  // only when the wait is stopped: a round's wait allocates nothing).
+  std::string_view stopping;
+  std::uint64_t round = 0;
 };
 
 class exchange_core {
@@ -79,8 +84,8 @@ class exchange_core {
   // decides). A stop request ends it with errc::cancelled (plan.stopping), a failed peer the node did
   // not drop with its errc::peer_lost. Every error is returned as it is; the caller decides whether
   // it spends the exchange (fail).
-  status wait(wait_plan& plan, const std::function<status(bool& done)>& before,
-              const std::function<status(bool got, transport_clock::time_point slice_end)>& after);
+  status wait(wait_plan& plan, function_ref<status(bool& done)> before,
+              function_ref<status(bool got, transport_clock::time_point slice_end)> after);
   // Handles what has already arrived, without waiting: a receive error, or a failed peer's pending
   // failure, or ok.
   status drain();

@@ -267,7 +267,8 @@ status sync_round::round(message_kind kind, std::uint64_t iteration, const outgo
   out_ = out;
   const std::size_t expected = expect_round(iteration, peers.receive_from);
   wait_plan plan{.deadline = start + waited,
-                 .stopping = "stopped while waiting for round " + std::to_string(iteration)};
+                 .stopping = "stopped while waiting for round",
+                 .round = iteration};
   status s = core_.wait(
       plan,
       [&](bool& done) {

@@ -20,6 +20,7 @@
 #include "gossip/zmq/connection_guard.hpp"
 #include "gossip/zmq/curve_keys.hpp"
 #include "gossip/zmq/link_liveness.hpp"
+#include "gossip/zmq/send_buffers.hpp"
 #include "gossip/zmq/tcp_progress.hpp"
 
 namespace qgossip {
@@ -154,6 +155,9 @@ struct zmq_transport::impl {
   };
 
   zmq_options options;
+  // The buffers sends copy into (declared before the contexts: it outlives every frame that points
+  // into it, which the contexts' termination frees).
+  send_buffers send_pool;
   // The inbound socket's context: declared first, destroyed last, after every socket is closed.
   zmq::context_t context;
   refusal_log refusals;
@@ -185,6 +189,7 @@ struct zmq_transport::impl {
   transport_clock::time_point next_judgement{};
 
   explicit impl(const zmq_options& o) : options(o), context(o.io_threads), out_context(o.io_threads) {}
+
 
   bool heartbeats() const { return options.heartbeat_interval.count() > 0; }
   // How often receive() reads the links' TCP counters: twice per heartbeat interval.
@@ -596,13 +601,19 @@ status zmq_transport::send_all(std::span<const int> peers, std::span<const std::
         impl::apply_pacing(l);
       }
     }
-    // The one copy of the payload; each neighbour's message shares its reference-counted buffer.
-    zmq::message_t body = payload.empty() ? zmq::message_t() : zmq::message_t(payload.data(), payload.size());
+    // The one copy of header and payload, into a pooled buffer (gossip/zmq/send_buffers.hpp) that
+    // each neighbour's frames share; a header-only message is copied as it is.
+    send_buffers::frames shared;
+    if (!payload.empty()) shared = impl_->send_pool.message(header, payload);
     for (int peer : peers) {
       impl::link& l = impl_->links.at(peer);
-      zmq::message_t h(header.data(), header.size());
-      zmq::message_t b;
-      b.copy(body);
+      zmq::message_t h, b;
+      if (payload.empty()) {
+        h.rebuild(header.data(), header.size());
+      } else {
+        h.copy(shared.header);
+        b.copy(shared.payload);
+      }
       // Parts after the first are never refused: a multipart message is queued whole or not at all.
       if (!l.socket.send(h, zmq::send_flags::sndmore))
         return status::error(errc::timeout, "cannot send to rank " + std::to_string(peer) + " (" +

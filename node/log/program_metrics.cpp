@@ -77,15 +77,14 @@ void program_metrics::load_state(state_reader& in) {
   }
 }
 
-std::vector<std::optional<double>> program_metrics::take_means() {
-  std::vector<std::optional<double>> means(names_.size());
+void program_metrics::take_means(std::vector<std::optional<double>>& means) {
+  means.assign(names_.size(), std::nullopt);
   for (std::size_t i = 0; i < names_.size(); ++i) {
     if (sums_[i].count == 0) continue;
     means[i] = sums_[i].total / static_cast<double>(sums_[i].count);
     last_[i] = means[i];
     sums_[i] = {};
   }
-  return means;
 }
 
 }  // namespace qgossip

@@ -26,9 +26,9 @@ class program_metrics {
   // A CSV continued from a checkpoint: its columns are these, fixed already.
   void resume(std::vector<std::string> names);
   [[nodiscard]] bool fixed() const { return fixed_; }
-  // Each metric's mean since the last take, in names() order (nullopt: none logged), and starts
-  // over. The latest value taken of each is kept for the summary (last()).
-  [[nodiscard]] std::vector<std::optional<double>> take_means();
+  // Each metric's mean since the last take into `means`, in names() order (nullopt: none logged),
+  // and starts over. The latest value taken of each is kept for the summary (last()).
+  void take_means(std::vector<std::optional<double>>& means);
   [[nodiscard]] const std::vector<std::optional<double>>& last() const { return last_; }
 
   // A program's node state (node_session::state()): the sums since the last row and the latest

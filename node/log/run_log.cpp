@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <chrono>
 #include <cstring>
 #include <ctime>
@@ -42,12 +43,6 @@ void write_atomically(const fs::path& path, const std::string& text) {
 // The system clock, in seconds since 1970.
 double unix_now_s() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-std::string csv_number(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.6g", v);
-  return buf;
 }
 
 }  // namespace
@@ -156,36 +151,47 @@ void run_log::add_metric_columns(const std::vector<std::string>& names) {
     throw config_error("cannot write " + csv_path_.string() + ": " + std::strerror(errno));
 }
 
+// Formatted straight into the file's buffer, one write at the flush: a row allocates nothing.
 void run_log::row(const round_record& r) {
   rows_written_ = true;
-  std::string line = std::to_string(r.iteration) + "," + csv_number(r.epoch) + "," + csv_number(r.wall_s) + "," +
-                     csv_number(r.lr) + "," + csv_number(r.train_loss) + "," +
-                     (r.test_loss ? csv_number(*r.test_loss) : "") + "," +
-                     (r.test_acc ? csv_number(*r.test_acc) : "") + "," + std::to_string(r.bytes_sent) + "," +
-                     std::to_string(r.bytes_recv) + "," + std::to_string(r.round_bytes_sent) + "," +
-                     std::to_string(r.round_bytes_recv) + "," + csv_number(r.compute_s) + "," +
-                     csv_number(r.codec_s) + "," + csv_number(r.comm_s) + "," + std::to_string(r.rejected) + "," +
-                     std::to_string(r.probe_bytes_sent) + "," + (r.consensus_dist ? csv_number(*r.consensus_dist) : "") +
-                     "," + (r.avg_test_loss ? csv_number(*r.avg_test_loss) : "") + "," +
-                     (r.avg_test_acc ? csv_number(*r.avg_test_acc) : "") + "," + csv_number(r.transfer_s) + "," +
-                     std::to_string(r.transfer_bytes) + "," + std::to_string(r.staleness) + "," +
-                     csv_number(r.rounds_per_s);
-  for (const std::optional<double>& m : r.metrics) line += "," + (m ? csv_number(*m) : std::string());
-  std::fprintf(csv_, "%s\n", line.c_str());
-  std::fflush(csv_);
+  std::FILE* f = csv_;
+  const auto number = [f](double v) { std::fprintf(f, ",%.6g", v); };
+  const auto optional = [f, &number](const std::optional<double>& v) { v ? number(*v) : (void)std::fputc(',', f); };
+  const auto count = [f](std::uint64_t v) { std::fprintf(f, ",%llu", static_cast<unsigned long long>(v)); };
+  std::fprintf(f, "%llu", static_cast<unsigned long long>(r.iteration));
+  number(r.epoch), number(r.wall_s), number(r.lr), number(r.train_loss);
+  optional(r.test_loss), optional(r.test_acc);
+  count(r.bytes_sent), count(r.bytes_recv), count(r.round_bytes_sent), count(r.round_bytes_recv);
+  number(r.compute_s), number(r.codec_s), number(r.comm_s);
+  count(r.rejected), count(r.probe_bytes_sent);
+  optional(r.consensus_dist), optional(r.avg_test_loss), optional(r.avg_test_acc);
+  number(r.transfer_s), count(r.transfer_bytes), count(r.staleness), number(r.rounds_per_s);
+  for (const std::optional<double>& m : r.metrics) optional(m);
+  std::fputc('\n', f);
+  std::fflush(f);
 }
 
+// The JSON printed straight into stdout's buffer (as emit() would print json_text's, key for key;
+// a number that is not finite as null): a progress line allocates nothing.
 void run_log::progress(const round_record& r, std::uint64_t rounds) {
-  emit(json_text({{"event", "progress"},
-                  {"rank", rank_},
-                  {"iteration", r.iteration},
-                  {"rounds", rounds},
-                  {"epoch", r.epoch},
-                  {"train_loss", r.train_loss},
-                  {"test_acc", json_or_null(r.test_acc)},
-                  {"bytes_sent", r.bytes_sent},
-                  {"bytes_recv", r.bytes_recv},
-                  {"wall_s", r.wall_s}}));
+  if (!progress_to_stdout_) return;
+  std::FILE* f = stdout;
+  const auto real = [f](const char* key, std::optional<double> v) {
+    if (v && std::isfinite(*v))
+      std::fprintf(f, ",\"%s\":%.17g", key, *v);
+    else
+      std::fprintf(f, ",\"%s\":null", key);
+  };
+  const auto count = [f](const char* key, std::uint64_t v) {
+    std::fprintf(f, ",\"%s\":%llu", key, static_cast<unsigned long long>(v));
+  };
+  std::fprintf(f, "{\"event\":\"progress\",\"rank\":%d", rank_);
+  count("iteration", r.iteration), count("rounds", rounds);
+  real("epoch", r.epoch), real("train_loss", r.train_loss), real("test_acc", r.test_acc);
+  count("bytes_sent", r.bytes_sent), count("bytes_recv", r.bytes_recv);
+  real("wall_s", r.wall_s);
+  std::fputs("}\n", f);
+  std::fflush(f);
 }
 
 namespace {

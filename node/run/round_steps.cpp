@@ -129,7 +129,7 @@ void round_steps::fill_record(std::uint64_t t) {
     metrics_.fix();
     if (!metrics_.names().empty()) s_.log->add_metric_columns(metrics_.names());
   }
-  rec_.metrics = metrics_.take_means();
+  metrics_.take_means(rec_.metrics);
   rec_.round_bytes_sent = round_sent_;
   rec_.round_bytes_recv = round_recv_;
   rec_.bytes_sent = st.bytes_sent - st.probe_bytes_sent - st.notice_bytes_sent;

@@ -21,12 +21,13 @@ TEST_CASE("program metrics: a row holds each metric's mean since the last, empty
   m.add("ppl", 7.0);
   m.add("val_loss", 3.0);
   CHECK(m.names() == std::vector<std::string>{"val_loss", "ppl"});
-  auto first = m.take_means();
+  std::vector<std::optional<double>> first, second;
+  m.take_means(first);
   REQUIRE(first.size() == 2);
   CHECK(*first[0] == 2.5);
   CHECK(*first[1] == 7.0);
   m.add("ppl", 5.0);
-  auto second = m.take_means();
+  m.take_means(second);
   CHECK_FALSE(second[0].has_value());
   CHECK(*second[1] == 5.0);
   CHECK(*m.last()[0] == 2.5);  // the summary keeps the latest value of each
