@@ -2,8 +2,9 @@
 # A Slurm cluster of one machine (Debian 12's slurm-wlm 22.05 and munge), to run and test
 # `srun qgossip run --config RUN.yaml` without a real cluster (docs/slurm.md).
 #
-# Usage: scripts/slurm-local.sh [--dir DIR] [--port P] start|stop|status|env
-#        scripts/slurm-local.sh [--dir DIR] [--port P] run [--] COMMAND [ARG...]
+# Usage: scripts/slurm-local.sh [--dir DIR] [--port P] [--nodes N [--prefix NAME] [--subnet A.B.C]]
+#                               start|stop|status|env
+#        scripts/slurm-local.sh [...] run [--] COMMAND [ARG...]
 #   start   start munged, slurmctld and slurmd for DIR and wait until the node is idle; a no-op when
 #           they already run and are healthy; a partial cluster (one daemon dead) is stopped first
 #   stop    cancel the cluster's jobs (KillWait 5 s), SIGKILL whatever of their steps is left, then end
@@ -15,6 +16,16 @@
 # Options (or the environment):
 #   --dir DIR   QGOSSIP_SLURM_DIR, default /var/lib/qgossip-slurm: everything this cluster writes
 #   --port P    QGOSSIP_SLURM_PORT, default 6917: slurmctld's port; slurmd takes P + 1
+#   --nodes N   a cluster of N hosts on this machine (2..16; default: one, this machine): host i
+#               (sp1..spN) is a slurmd in network namespace PREFIX<i> with a UTS namespace of its own
+#               (hostname sp<i>) and a mount namespace whose /etc/hosts names every host, at
+#               A.B.C.<i> on a veth into bridge PREFIX-br (A.B.C.254: slurmctld, here). Tasks run in
+#               their host's namespaces, so a run's bytes between hosts cross the veths. The file
+#               system is this machine's for every host. Only start takes these options; stop,
+#               status and run find them in DIR (multi.env).
+#   --prefix NAME  the namespaces' and bridge's names (letters and digits, default qgs); names that
+#               exist already are refused
+#   --subnet A.B.C the hosts' /24 (default 10.78.0); it exists only inside the bridge
 # Needs root (slurmd starts tasks as the submitting user; munged runs as the user `munge`) and the
 # packages slurm-wlm and munge (scripts/setup.sh installs them). Exit 0 ok, 1 an error (said why).
 #
@@ -28,6 +39,10 @@
 # - Layout of DIR: slurm.conf; munge/ (munge.key, munged.sock, munged.pid, munged.log, munged.seed,
 #   owned by munge; munged wants the directory 0755 and the key 0600); state/ (StateSaveLocation);
 #   spool/ (SlurmdSpoolDir: the steps' sockets); log/slurmctld.log, log/slurmd.log; run/*.pid; lock.
+# - --nodes N: the daemons of one host each as above, started with nsenter --net (not `ip netns
+#   exec`, whose fresh /sys hides /sys/fs/cgroup, without which slurmd does not start) and unshare
+#   --uts --mount; Debian's slurmd is built for several per machine (its spool, pid and log paths
+#   take %n). `scontrol listpids JOB.STEP sp2` lists a host's tasks.
 # - One node, named after this host (`hostname -s`, so that a step's node list resolves to this
 #   machine), at 127.0.0.1, declaring the CPUs it really has: the CPUs, boards, sockets, cores and
 #   threads that `slurmd -C` reports. A larger count than the real one marks the node invalid; run more
@@ -60,12 +75,15 @@ usage() { sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; }
 
 dir="${QGOSSIP_SLURM_DIR:-/var/lib/qgossip-slurm}"
 port="${QGOSSIP_SLURM_PORT:-6917}"
+nodes=0 prefix="" subnet=""
 cmd=""
 while (($#)); do
   case "$1" in
     -h | --help) usage; exit 0 ;;
     --dir) [[ $# -ge 2 ]] || { echo "slurm-local: --dir needs a directory" >&2; exit 1; }; dir="$2"; shift 2 ;;
     --port) [[ $# -ge 2 ]] || { echo "slurm-local: --port needs a number" >&2; exit 1; }; port="$2"; shift 2 ;;
+    --nodes | --prefix | --subnet) [[ $# -ge 2 ]] || { echo "slurm-local: $1 needs a value" >&2; exit 1; }
+      case "$1" in --nodes) nodes="$2" ;; --prefix) prefix="$2" ;; *) subnet="$2" ;; esac; shift 2 ;;
     start | stop | status | env) [[ -z "$cmd" ]] || { echo "slurm-local: two commands: $cmd and $1" >&2; exit 1; }
       cmd="$1"; shift ;;
     run) cmd=run; shift; [[ "${1:-}" != "--" ]] || shift; break ;;
@@ -79,11 +97,23 @@ if ! [[ "$port" =~ ^[0-9]+$ ]] || ((port < 1024 || port > 65534)); then
   exit 1
 fi
 [[ "$dir" == /* ]] || dir="$PWD/$dir"
+if [[ "$nodes$prefix$subnet" != 0 ]]; then
+  [[ "$cmd" == start || "$cmd" == run ]] || { echo "slurm-local: --nodes, --prefix and --subnet go with start or run ($cmd reads them from $dir/multi.env)" >&2; exit 1; }
+  [[ "$nodes" =~ ^[0-9]+$ ]] && ((nodes >= 2 && nodes <= 16)) || { echo "slurm-local: --nodes $nodes: 2..16 hosts" >&2; exit 1; }
+  prefix="${prefix:-qgs}" subnet="${subnet:-10.78.0}"
+  [[ "$prefix" =~ ^[a-z][a-z0-9]{0,7}$ ]] || { echo "slurm-local: --prefix $prefix: 1-8 lowercase letters and digits, a letter first" >&2; exit 1; }
+  [[ "$subnet" =~ ^[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}$ ]] || { echo "slurm-local: --subnet $subnet: three numbers, A.B.C" >&2; exit 1; }
+elif [[ -s "$dir/multi.env" ]]; then
+  # shellcheck disable=SC1091  # written by start: nodes=, prefix=, subnet=
+  source "$dir/multi.env"
+fi
 
 conf="$dir/slurm.conf"
 export SLURM_CONF="$conf"
 munge_sock="$dir/munge/munged.sock"
 node="$(hostname -s)"
+hosts=()  # --nodes: the hosts' names
+for ((i = 1; i <= nodes; ++i)); do hosts+=("sp$i"); done
 
 say() { echo "slurm-local: $*"; }
 die() { echo "slurm-local: error: $*" >&2; exit 1; }
@@ -101,17 +131,34 @@ live_pid() {
 }
 munged_pid() { live_pid "$dir/munge/munged.pid" munged; }
 slurmctld_pid() { live_pid "$dir/run/slurmctld.pid" slurmctld; }
-slurmd_pid() { live_pid "$dir/run/slurmd.pid" slurmd; }
+# slurmd's pid (--nodes: every host's that runs, one per line).
+slurmd_pid() {
+  if ((nodes == 0)); then live_pid "$dir/run/slurmd.pid" slurmd; return; fi
+  local h
+  for h in "${hosts[@]}"; do live_pid "$dir/run/slurmd-$h.pid" slurmd; done
+}
+slurmd_all() { ((nodes == 0)) && [[ -n "$(slurmd_pid)" ]] || (($(slurmd_pid | wc -l) == nodes)); }
 
-# The node's state as sinfo prints it (idle, mix, alloc, down*, inval, ...), empty when unknown.
-node_state() { timeout 10 sinfo -h -n "$node" -o '%t' 2>/dev/null | head -n1 || true; }
+# The node's state as sinfo prints it (idle, mix, alloc, down*, inval, ...), empty when unknown;
+# --nodes: each host's, as "sp1:idle sp2:idle ...".
+node_state() {
+  if ((nodes == 0)); then timeout 10 sinfo -h -n "$node" -o '%t' 2>/dev/null | head -n1 || true; return; fi
+  timeout 10 sinfo -h -N -o '%N:%t' 2>/dev/null | sort -u | tr '\n' ' ' | sed 's/ $//' || true
+}
 ctld_up() { timeout 10 scontrol ping 2>/dev/null | grep -q 'is UP'; }
 munge_works() { munge -n -S "$munge_sock" 2>/dev/null | unmunge -S "$munge_sock" >/dev/null 2>&1; }
 
-# A node that takes jobs: idle, partly or wholly allocated, or completing a job (no '*': responding).
-node_ready() { case "$(node_state)" in idle | mix | alloc | comp) return 0 ;; *) return 1 ;; esac; }
+# A node that takes jobs: idle, partly or wholly allocated, or completing a job (no '*': responding);
+# --nodes: every host.
+node_ready() {
+  local s ready=0
+  for s in $(node_state); do
+    case "${s#*:}" in idle | mix | alloc | comp) ((++ready)) ;; *) return 1 ;; esac
+  done
+  ((ready == (nodes == 0 ? 1 : nodes)))
+}
 healthy() {
-  [[ -n "$(munged_pid)" && -n "$(slurmctld_pid)" && -n "$(slurmd_pid)" ]] || return 1
+  [[ -n "$(munged_pid)" && -n "$(slurmctld_pid)" ]] && slurmd_all || return 1
   munge_works && ctld_up && node_ready
 }
 any_running() { [[ -n "$(munged_pid)$(slurmctld_pid)$(slurmd_pid)" ]]; }
@@ -132,7 +179,8 @@ take_lock() {
   flock -w 120 9 || die "another slurm-local.sh holds $dir/lock for more than 120 s"
 }
 
-# The node line: what slurmd -C reports for this machine (CPUs, boards, sockets, cores, threads).
+# The node line: what slurmd -C reports for this machine (CPUs, boards, sockets, cores, threads);
+# --nodes: every host has them all.
 node_line() {
   local hw field out=""
   hw=$(slurmd -C 2>/dev/null | head -n1) || true
@@ -140,15 +188,79 @@ node_line() {
     [[ " $hw " =~ \ $field=([0-9]+)\  ]] || die "slurmd -C printed no $field= ('$hw'): cannot tell this machine's CPUs"
     out+=" $field=${BASH_REMATCH[1]}"
   done
-  echo "NodeName=$node NodeAddr=127.0.0.1$out State=UNKNOWN"
+  if ((nodes == 0)); then
+    echo "NodeName=$node NodeAddr=127.0.0.1$out State=UNKNOWN"
+  else
+    echo "NodeName=sp[1-$nodes] NodeAddr=$subnet.[1-$nodes]$out State=UNKNOWN"
+  fi
+}
+
+# --nodes: the hosts' network (bridge PREFIX-br at A.B.C.254; host i in namespace PREFIX<i> at
+# A.B.C.i on veth PREFIX<i>h) and the /etc/hosts they all see (DIR/hosts).
+multi_up() {
+  local i ns existing
+  existing=$(ip netns list 2>/dev/null | awk '{print $1}')
+  for ((i = 1; i <= nodes; ++i)); do
+    ns="$prefix$i"
+    ! grep -qxF "$ns" <<<"$existing" || die "network namespace $ns exists (another cluster?): 'ip netns del $ns', or another --prefix"
+    ! ip link show dev "${ns}h" >/dev/null 2>&1 || die "interface ${ns}h exists: pick another --prefix"
+  done
+  ! ip link show dev "$prefix-br" >/dev/null 2>&1 || die "bridge $prefix-br exists (another cluster?): 'ip link del $prefix-br', or another --prefix"
+  printf 'nodes=%s\nprefix=%s\nsubnet=%s\n' "$nodes" "$prefix" "$subnet" >"$dir/multi.env"  # for stop, from here on
+  ip link add "$prefix-br" type bridge || die "cannot create bridge $prefix-br (network namespaces need root and CAP_NET_ADMIN)"
+  ip addr add "$subnet.254/24" dev "$prefix-br"
+  ip link set "$prefix-br" up
+  printf '127.0.0.1 localhost\n%s.254 %s\n' "$subnet" "$node" >"$dir/hosts.tmp"
+  for ((i = 1; i <= nodes; ++i)); do
+    ns="$prefix$i"
+    ip netns add "$ns" || die "cannot create network namespace $ns"
+    ip link add "${ns}h" type veth peer name eth0 netns "$ns"
+    ip link set "${ns}h" master "$prefix-br" up
+    ip -n "$ns" addr add "$subnet.$i/24" dev eth0
+    ip -n "$ns" link set eth0 up
+    ip -n "$ns" link set lo up
+    echo "$subnet.$i sp$i" >>"$dir/hosts.tmp"
+    mkdir -p "$dir/spool/sp$i"
+  done
+  mv "$dir/hosts.tmp" "$dir/hosts"
+}
+
+# --nodes: every process left in the hosts' namespaces (a step's slurmstepd and tasks) SIGKILLed,
+# then the namespaces, veths and bridge deleted, and multi.env with them.
+multi_down() {
+  local i ns pids
+  for ((i = 1; i <= nodes; ++i)); do
+    ns="$prefix$i"
+    pids=$(ip netns pids "$ns" 2>/dev/null || true)
+    [[ -z "$pids" ]] || { say "killing what is left in $ns: $(tr '\n' ' ' <<<"$pids")"; kill -KILL $pids 2>/dev/null || true; }
+    ip netns del "$ns" 2>/dev/null || true
+    ip link del "${ns}h" 2>/dev/null || true
+  done
+  ip link del "$prefix-br" 2>/dev/null || true
+  rm -f "$dir/multi.env"
+}
+
+# --nodes: one slurmd per host, in the host's network namespace, with its own hostname and hosts file.
+start_hosts() {
+  local h i
+  for ((i = 1; i <= nodes; ++i)); do
+    h="sp$i"
+    nsenter --net="/var/run/netns/$prefix$i" unshare --uts --mount \
+      sh -c "hostname $h && mount --bind '$dir/hosts' /etc/hosts && exec slurmd -f '$conf' -N $h" 9>&- ||
+      die "slurmd of $h did not start$(tail_of "$dir/log/slurmd-$h.log")"
+  done
 }
 
 write_conf() {
   local tmp="$conf.tmp"
+  local ctl_addr=127.0.0.1 per_host="" partition_nodes="$node"
+  if ((nodes > 0)); then
+    ctl_addr="$subnet.254" per_host="-%n" partition_nodes="sp[1-$nodes]"
+  fi
   cat >"$tmp" <<EOF
 # Written by scripts/slurm-local.sh (docs/slurm.md); rewritten at every start.
 ClusterName=qgossip-local
-SlurmctldHost=$node(127.0.0.1)
+SlurmctldHost=$node($ctl_addr)
 SlurmctldPort=$port
 SlurmdPort=$((port + 1))
 SlurmUser=root
@@ -168,11 +280,11 @@ AccountingStorageType=accounting_storage/none
 JobAcctGatherType=jobacct_gather/none
 JobCompType=jobcomp/none
 StateSaveLocation=$dir/state
-SlurmdSpoolDir=$dir/spool
+SlurmdSpoolDir=$dir/spool${per_host:+/%n}
 SlurmctldPidFile=$dir/run/slurmctld.pid
-SlurmdPidFile=$dir/run/slurmd.pid
+SlurmdPidFile=$dir/run/slurmd$per_host.pid
 SlurmctldLogFile=$dir/log/slurmctld.log
-SlurmdLogFile=$dir/log/slurmd.log
+SlurmdLogFile=$dir/log/slurmd$per_host.log
 SlurmctldDebug=info
 SlurmdDebug=info
 ReturnToService=2
@@ -180,7 +292,7 @@ KillWait=5
 InactiveLimit=0
 MailProg=/bin/true
 $(node_line)
-PartitionName=local Nodes=$node Default=YES MaxTime=INFINITE State=UP
+PartitionName=local Nodes=$partition_nodes Default=YES MaxTime=INFINITE State=UP
 EOF
   mv "$tmp" "$conf"
 }
@@ -222,7 +334,8 @@ do_stop() {
   t0=$(now)
   if ! any_running; then
     say "not running ($dir)"
-    rm -f "$dir/munge/munged.pid" "$dir/run/slurmctld.pid" "$dir/run/slurmd.pid" 2>/dev/null || true
+    rm -f "$dir/munge/munged.pid" "$dir/run/slurmctld.pid" "$dir/run/slurmd"*.pid 2>/dev/null || true
+    ((nodes == 0)) || multi_down
     return 0
   fi
   if [[ -n "$(slurmctld_pid)" ]] && ctld_up; then
@@ -237,7 +350,9 @@ do_stop() {
     fi
   fi
   # Whatever of a step still runs on the node (its slurmstepd and slurmd may be gone): SIGKILL.
-  mapfile -t pids < <(timeout 10 scontrol listpids 2>/dev/null | awk 'NR > 1 && $1 ~ /^[0-9]+$/ {print $1}' || true)
+  # (--nodes: multi_down kills what is left in the hosts' namespaces.)
+  ((nodes > 0)) ||
+    mapfile -t pids < <(timeout 10 scontrol listpids 2>/dev/null | awk 'NR > 1 && $1 ~ /^[0-9]+$/ {print $1}' || true)
   if ((${#pids[@]} > 0)); then
     say "killing the steps' processes left: ${pids[*]}"
     kill -KILL "${pids[@]}" 2>/dev/null || true
@@ -247,7 +362,8 @@ do_stop() {
   end_processes "slurmd and slurmctld" $(slurmd_pid) $(slurmctld_pid)
   # shellcheck disable=SC2046
   end_processes munged $(munged_pid)
-  rm -f "$dir/munge/munged.pid" "$dir/run/slurmctld.pid" "$dir/run/slurmd.pid" "$munge_sock"
+  rm -f "$dir/munge/munged.pid" "$dir/run/slurmctld.pid" "$dir/run/slurmd"*.pid "$munge_sock"
+  ((nodes == 0)) || multi_down
   say "stopped ($dir, $(since "$t0") s)"
 }
 
@@ -268,6 +384,7 @@ do_start() {
   [[ ${#munge_sock} -lt 100 ]] || die "--dir $dir is too long: a Unix socket path ($munge_sock) must be under 108 bytes"
   mkdir -p "$dir/state" "$dir/spool" "$dir/log" "$dir/run" "$dir/munge"
   chmod 0755 "$dir" "$dir/munge"
+  ((nodes == 0)) || multi_up
   write_conf
 
   # munged, as the user munge, with a key of its own (made once, kept across restarts).
@@ -287,18 +404,24 @@ do_start() {
   slurmctld -f "$conf" 9>&- || die "slurmctld did not start$(tail_of "$dir/log/slurmctld.log")"
   wait_for 20 ctld_up || die "slurmctld does not answer 'scontrol ping' after 20 s$(tail_of "$dir/log/slurmctld.log")"
 
-  slurmd -f "$conf" -N "$node" 9>&- || die "slurmd did not start$(tail_of "$dir/log/slurmd.log")"
+  if ((nodes == 0)); then
+    slurmd -f "$conf" -N "$node" 9>&- || die "slurmd did not start$(tail_of "$dir/log/slurmd.log")"
+  else
+    start_hosts
+  fi
   if ! wait_for 30 node_ready; then
     state=$(node_state)
-    die "node $node is '${state:-unknown}' 30 s after slurmd started, not idle; reason: $(timeout 10 sinfo -h -R -o '%E' 2>/dev/null | head -n1)$(tail_of "$dir/log/slurmd.log")$(tail_of "$dir/log/slurmctld.log")"
+    die "node(s) '${state:-unknown}' 30 s after slurmd started, not idle; reason: $(timeout 10 sinfo -h -R -o '%E' 2>/dev/null | head -n1)$(tail_of "$dir/log/slurmd${hosts:+-sp1}.log")$(tail_of "$dir/log/slurmctld.log")"
   fi
-  say "started in $(since "$t0") s: cluster qgossip-local, node $node ($(sed -n 's/^NodeName=[^ ]* NodeAddr=[^ ]* CPUs=\([0-9]*\).*/\1 CPUs/p' "$conf"), idle), ports $port/$((port + 1)), state and logs in $dir"
+  local where="node $node"
+  ((nodes == 0)) || where="$nodes hosts sp1..sp$nodes at $subnet.1-$nodes (namespaces $prefix<i>, bridge $prefix-br)"
+  say "started in $(since "$t0") s: cluster qgossip-local, $where ($(sed -n 's/^NodeName=[^ ]* NodeAddr=[^ ]* CPUs=\([0-9]*\).*/\1 CPUs/p' "$conf") each, idle), ports $port/$((port + 1)), state and logs in $dir"
   say "use it with: export SLURM_CONF=$conf"
 }
 
 do_status() {
   local m c d state jobs
-  m=$(munged_pid); c=$(slurmctld_pid); d=$(slurmd_pid)
+  m=$(munged_pid); c=$(slurmctld_pid); d=$(slurmd_pid | tr '\n' ' ' | sed 's/ $//')
   echo "dir:       $dir (SLURM_CONF=$conf)"
   echo "munged:    ${m:-not running}"
   echo "slurmctld: ${c:-not running}"
@@ -310,7 +433,7 @@ do_status() {
   if [[ -n "$c" ]] && ctld_up; then
     state=$(node_state)
     jobs=$(timeout 10 squeue -h -o '%A' 2>/dev/null | wc -l || true)
-    echo "node:      $node ${state:-unknown}"
+    if ((nodes == 0)); then echo "node:      $node ${state:-unknown}"; else echo "hosts:     ${state:-unknown}"; fi
     echo "jobs:      $jobs"
   fi
   if healthy; then

@@ -1,0 +1,157 @@
+#!/usr/bin/env bash
+# qgossip on a real Slurm of four hosts, all on this machine (scripts/slurm-local.sh --nodes 4: host i
+# is a slurmd in network namespace <prefix>i with hostname sp<i>, at A.B.C.i on a veth into one
+# bridge; docs/slurm.md). Two tasks on each host:
+#  1. `qgossip keys` in an allocation of the 4 hosts, then `srun -N 4 -n 8 qgossip run`: every copy
+#     equal, run.json listing sp1..sp4 (two ranks each) as the step's hosts, the bytes across hosts;
+#  2. `srun --distribution=cyclic`: refused by every task (exit 2, saying so);
+#  3. rank 3, on sp2, SIGKILLed mid-run (its pid from `scontrol listpids JOB.0 sp2`): srun ends, and
+#     the ranks on the other hosts exit naming rank 3 at tcp://sp2:<port>;
+#  4. `sbatch -N 4 configs/slurm/train.sbatch`: the job makes the keys, runs, completes, copies equal.
+# Usage: bash tests/integration/slurm_multinode.sh QGOSSIP_BINARY   (or QGOSSIP=... in the environment)
+# Exit 77 (CTest: skipped) where it cannot run: not root, no network namespaces, or slurm-wlm / munge
+# not installed (scripts/setup.sh installs them).
+set -euo pipefail
+
+qgossip="${1:-${QGOSSIP:-}}"
+export PATH="$PATH:/usr/sbin:/sbin"
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+
+skip() { echo "slurm_multinode: SKIPPED: $*"; exit 77; }
+fail() { echo "slurm_multinode: FAILED: $*" >&2; exit 1; }
+elapsed() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}'; }
+
+[[ -n "$qgossip" && -x "$qgossip" ]] || fail "no qgossip binary given (argument 1 or QGOSSIP)"
+qgossip="$(realpath "$qgossip")"
+[[ "$(id -u)" -eq 0 ]] || skip "not root: slurmd and network namespaces need root"
+for c in munged mungekey slurmctld slurmd slurmstepd srun salloc sbatch squeue scontrol sinfo ip nsenter unshare python3; do
+  command -v "$c" >/dev/null || skip "no '$c' here: apt-get install slurm-wlm munge iproute2 (scripts/setup.sh does)"
+done
+prefix="qgm$(($$ % 10000))"
+ip netns add "${prefix}probe" 2>/dev/null || skip "cannot create a network namespace here ('ip netns add' failed)"
+ip netns del "${prefix}probe"
+while read -r v; do unset "$v"; done < <(compgen -e | grep '^SLURM_' || true)
+
+free_port() {  # a port free here and in every namespace (they start empty)
+  python3 -c 'import socket; s = socket.socket(); s.bind(("", 0)); print(s.getsockname()[1])'
+}
+
+tmp=$(mktemp -d /tmp/qgossip-multinode.XXXXXX)
+chmod 0755 "$tmp"
+subnet="10.216.$(($$ % 250))"
+cluster=(bash "$repo/scripts/slurm-local.sh" --dir "$tmp/slurm" --port "$(free_port)")
+cleanup() {
+  local rc=$?
+  trap - EXIT INT TERM
+  if ! "${cluster[@]}" stop >"$tmp/stop.txt" 2>&1; then
+    cat "$tmp/stop.txt" >&2
+    echo "slurm_multinode: FAILED: scripts/slurm-local.sh stop failed (above)" >&2
+    rc=1
+  fi
+  if ip netns list | grep -q "^$prefix[0-9]"; then
+    echo "slurm_multinode: FAILED: namespaces left behind: $(ip netns list | grep "^$prefix" | tr '\n' ' ')" >&2
+    rc=1
+  fi
+  rm -rf "$tmp"
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+t0=$(date +%s.%N)
+timeout 60 "${cluster[@]}" --nodes 4 --prefix "$prefix" --subnet "$subnet" start ||
+  fail "scripts/slurm-local.sh --nodes 4 start failed (above)"
+echo "slurm_multinode: 4 hosts up in $(elapsed "$t0") s"
+export SLURM_CONF="$tmp/slurm/slurm.conf"
+cd "$tmp"
+
+# 8 ranks in a ring, on the step's hosts from port $base.
+write_config() {  # NAME EPOCHS [no-keys]
+  base=$(free_port)
+  cat >"$tmp/$1.yaml" <<EOF
+name: $1
+seed: 5
+topology: {graph: ring, n: 8, nodes: {from: slurm, base_port: $base}}
+algorithm: dcd
+compressor: {name: qsgd, bits: 4, bucket: 64}
+model: {kind: mlp, hidden: [32]}
+data:
+  dataset: synthetic
+  synthetic: {train: 2048, test: 500, dim: 32, classes: 4, noise: 3.0}
+train: {epochs: $2, batch: 16, lr: 0.05, log_every: 4, eval_every: 0, eval_examples: 0}
+network: {round_timeout_s: 20, start_timeout_s: 30, linger_s: 2}
+output: {dir: $tmp/runs}
+EOF
+  mkdir -p "$tmp/logs/$1"
+  [[ "${3:-}" == no-keys ]] ||  # the keys, made in an allocation of the 4 hosts (train.sbatch makes its own)
+    salloc -Q -N 4 -n 8 --overcommit "$qgossip" keys --config "$tmp/$1.yaml" >/dev/null ||
+    fail "salloc -N 4 -n 8 qgossip keys --config $1.yaml failed"
+}
+step() {  # NAME SECONDS [srun options]: srun -N 4 -n 8 of run NAME, logs in logs/NAME/
+  local name="$1" seconds="$2"
+  shift 2
+  timeout "$seconds" srun -N 4 -n 8 --overcommit --kill-on-bad-exit=0 --job-name="qg-$name" "$@" \
+    --output="$tmp/logs/$name/node-%t.events" --error="$tmp/logs/$name/node-%t.log" \
+    "$qgossip" run --config "$tmp/$name.yaml"
+}
+
+# ---- 1. keys, then 8 ranks on 4 hosts ------------------------------------------------------------
+write_config whole 4
+t0=$(date +%s.%N)
+rc=0
+step whole 60 2>"$tmp/srun-whole.txt" || rc=$?
+((rc == 0)) || { cat "$tmp/srun-whole.txt"; tail -n 3 "$tmp/logs/whole"/node-*.log; fail "srun -N 4 -n 8 exited $rc"; }
+verify=$("$qgossip" verify "$tmp/runs/whole" 2>&1) || fail "qgossip verify: $verify"
+[[ "$verify" == *"all equal"* ]] || fail "qgossip verify did not say 'all equal': $verify"
+placed=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["config_yaml"])' "$tmp/runs/whole/run.json" |
+  grep -o 'host: sp[0-9]*' | cut -d' ' -f2 | tr '\n' ' ')
+[[ "$placed" == "sp1 sp1 sp2 sp2 sp3 sp3 sp4 sp4 " ]] || fail "run.json's hosts are '$placed', not two ranks on each of sp1..sp4"
+grep -q "listening on tcp://\*:$((base + 3))\$" "$tmp/logs/whole/node-3.log" || fail "rank 3 did not listen on port $((base + 3))"
+echo "slurm_multinode: 8 ranks on sp1..sp4 in $(elapsed "$t0") s; $verify"
+
+# ---- 2. --distribution=cyclic is refused -------------------------------------------------------
+rc=0
+step whole 30 --distribution=cyclic 2>"$tmp/srun-cyclic.txt" || rc=$?
+((rc == 2)) || { cat "$tmp/srun-cyclic.txt"; fail "srun --distribution=cyclic exited $rc, expected 2"; }
+grep -q "cyclic" "$tmp/logs/whole/node-0.log" || fail "rank 0 did not say why it refused: $(tail -n 2 "$tmp/logs/whole/node-0.log")"
+echo "slurm_multinode: --distribution=cyclic refused: $(grep -m1 -o 'SLURM_DISTRIBUTION=cyclic[^;]*' "$tmp/logs/whole/node-0.log" || true)"
+
+# ---- 3. rank 3 killed on sp2 ---------------------------------------------------------------------
+write_config killed 2000
+rc=0
+step killed 60 2>"$tmp/srun-killed.txt" &
+srun_pid=$!
+rows() { [[ -f "$1" ]] && wc -l <"$1" || echo 0; }
+training() { local r; for r in {0..7}; do (($(rows "$tmp/runs/killed/node-$r.csv") >= 3)) || return 1; done; }
+for _ in $(seq 300); do training && break; sleep 0.1; done
+training || fail "the ranks of run 'killed' did not start training within 30 s"
+job=$(squeue -h --name=qg-killed -o %A | head -n1)
+pid=$(scontrol listpids "$job.0" sp2 2>/dev/null | awk 'NR > 1 && $5 == 3 {print $1}')
+[[ -n "$pid" ]] || fail "no task 3 in step $job.0 on sp2 ($(scontrol listpids "$job.0" sp2 2>&1 | tr '\n' ';'))"
+t0=$(date +%s.%N)
+kill -KILL "$pid"
+wait "$srun_pid" || rc=$?
+took=$(elapsed "$t0")
+((rc != 0)) || fail "srun exited 0 after rank 3 was killed"
+for r in 0 1 4 5 6 7; do  # the ranks on the other hosts
+  error=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1])).get("error", ""))' "$tmp/runs/killed/node-$r.json")
+  [[ "$error" == *"rank 3"* ]] || fail "rank $r's error does not name rank 3: '$error'"
+done
+grep -q "tcp://sp2:$((base + 3))" "$tmp/runs/killed/node-4.json" || fail "rank 4 does not name tcp://sp2:$((base + 3)): $(cat "$tmp/runs/killed/node-4.json")"
+echo "slurm_multinode: rank 3 killed on sp2 (pid $pid): srun ended $took s later; rank 4 says: $(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["error"])' "$tmp/runs/killed/node-4.json")"
+
+# ---- 4. sbatch -N 4 train.sbatch ---------------------------------------------------------------
+write_config batch 2 no-keys
+t0=$(date +%s.%N)
+job=$(QGOSSIP="$qgossip" sbatch --parsable -N 4 -n 8 "$repo/configs/slurm/train.sbatch" "$tmp/batch.yaml") ||
+  fail "sbatch -N 4 configs/slurm/train.sbatch failed"
+job=${job%%;*}
+over() { [[ -z "$(squeue -h -j "$job" -o %A 2>/dev/null)" ]]; }
+for _ in $(seq 600); do over && break; sleep 0.1; done
+over || fail "job $job still queued or running after 60 s: $(cat "$tmp/slurm-$job.out" 2>&1)"
+info=$(scontrol -o show job "$job")
+[[ " $info " == *" JobState=COMPLETED "* ]] || { cat "$tmp/slurm-$job.out"; fail "job $job did not complete: $(grep -o 'JobState=[^ ]*' <<<"$info")"; }
+verify=$("$qgossip" verify "$tmp/runs/batch" 2>&1) || fail "qgossip verify of the batch job: $verify"
+[[ "$verify" == *"all equal"* ]] || fail "the batch job: qgossip verify did not say 'all equal': $verify"
+echo "slurm_multinode: sbatch -N 4 train.sbatch job $job completed in $(elapsed "$t0") s; $verify"
