@@ -26,6 +26,9 @@
 #   --prefix NAME  the namespaces' and bridge's names (letters and digits, default qgs); names that
 #               exist already are refused
 #   --subnet A.B.C the hosts' /24 (default 10.78.0); it exists only inside the bridge
+#   --private PATH no shared file system under PATH (an absolute folder): each host sees a folder of
+#               its own there (DIR/private/sp<i>, bind-mounted over PATH in its mount namespace), as
+#               hosts with local disks do; this machine keeps its own PATH
 # Needs root (slurmd starts tasks as the submitting user; munged runs as the user `munge`) and the
 # packages slurm-wlm and munge (scripts/setup.sh installs them). Exit 0 ok, 1 an error (said why).
 #
@@ -75,15 +78,16 @@ usage() { sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; }
 
 dir="${QGOSSIP_SLURM_DIR:-/var/lib/qgossip-slurm}"
 port="${QGOSSIP_SLURM_PORT:-6917}"
-nodes=0 prefix="" subnet=""
+nodes=0 prefix="" subnet="" private=""
 cmd=""
 while (($#)); do
   case "$1" in
     -h | --help) usage; exit 0 ;;
     --dir) [[ $# -ge 2 ]] || { echo "slurm-local: --dir needs a directory" >&2; exit 1; }; dir="$2"; shift 2 ;;
     --port) [[ $# -ge 2 ]] || { echo "slurm-local: --port needs a number" >&2; exit 1; }; port="$2"; shift 2 ;;
-    --nodes | --prefix | --subnet) [[ $# -ge 2 ]] || { echo "slurm-local: $1 needs a value" >&2; exit 1; }
-      case "$1" in --nodes) nodes="$2" ;; --prefix) prefix="$2" ;; *) subnet="$2" ;; esac; shift 2 ;;
+    --nodes | --prefix | --subnet | --private) [[ $# -ge 2 ]] || { echo "slurm-local: $1 needs a value" >&2; exit 1; }
+      case "$1" in --nodes) nodes="$2" ;; --prefix) prefix="$2" ;; --subnet) subnet="$2" ;; *) private="$2" ;; esac
+      shift 2 ;;
     start | stop | status | env) [[ -z "$cmd" ]] || { echo "slurm-local: two commands: $cmd and $1" >&2; exit 1; }
       cmd="$1"; shift ;;
     run) cmd=run; shift; [[ "${1:-}" != "--" ]] || shift; break ;;
@@ -97,12 +101,13 @@ if ! [[ "$port" =~ ^[0-9]+$ ]] || ((port < 1024 || port > 65534)); then
   exit 1
 fi
 [[ "$dir" == /* ]] || dir="$PWD/$dir"
-if [[ "$nodes$prefix$subnet" != 0 ]]; then
+if [[ "$nodes$prefix$subnet$private" != 0 ]]; then
   [[ "$cmd" == start || "$cmd" == run ]] || { echo "slurm-local: --nodes, --prefix and --subnet go with start or run ($cmd reads them from $dir/multi.env)" >&2; exit 1; }
   [[ "$nodes" =~ ^[0-9]+$ ]] && ((nodes >= 2 && nodes <= 16)) || { echo "slurm-local: --nodes $nodes: 2..16 hosts" >&2; exit 1; }
   prefix="${prefix:-qgs}" subnet="${subnet:-10.78.0}"
   [[ "$prefix" =~ ^[a-z][a-z0-9]{0,7}$ ]] || { echo "slurm-local: --prefix $prefix: 1-8 lowercase letters and digits, a letter first" >&2; exit 1; }
   [[ "$subnet" =~ ^[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}$ ]] || { echo "slurm-local: --subnet $subnet: three numbers, A.B.C" >&2; exit 1; }
+  [[ -z "$private" || ("$private" == /* && "$private" != *[[:space:]\']*) ]] || { echo "slurm-local: --private $private: an absolute path without spaces or quotes" >&2; exit 1; }
 elif [[ -s "$dir/multi.env" ]]; then
   # shellcheck disable=SC1091  # written by start: nodes=, prefix=, subnet=
   source "$dir/multi.env"
@@ -206,7 +211,7 @@ multi_up() {
     ! ip link show dev "${ns}h" >/dev/null 2>&1 || die "interface ${ns}h exists: pick another --prefix"
   done
   ! ip link show dev "$prefix-br" >/dev/null 2>&1 || die "bridge $prefix-br exists (another cluster?): 'ip link del $prefix-br', or another --prefix"
-  printf 'nodes=%s\nprefix=%s\nsubnet=%s\n' "$nodes" "$prefix" "$subnet" >"$dir/multi.env"  # for stop, from here on
+  printf 'nodes=%s\nprefix=%s\nsubnet=%s\nprivate=%s\n' "$nodes" "$prefix" "$subnet" "$private" >"$dir/multi.env"  # for stop, from here on
   ip link add "$prefix-br" type bridge || die "cannot create bridge $prefix-br (network namespaces need root and CAP_NET_ADMIN)"
   ip addr add "$subnet.254/24" dev "$prefix-br"
   ip link set "$prefix-br" up
@@ -240,13 +245,19 @@ multi_down() {
   rm -f "$dir/multi.env"
 }
 
-# --nodes: one slurmd per host, in the host's network namespace, with its own hostname and hosts file.
+# --nodes: one slurmd per host, in the host's network namespace, with its own hostname and hosts file
+# (and --private: its own folder at that path).
 start_hosts() {
-  local h i
+  local h i own
+  [[ -z "$private" ]] || mkdir -p "$private"
   for ((i = 1; i <= nodes; ++i)); do
-    h="sp$i"
+    h="sp$i" own=""
+    if [[ -n "$private" ]]; then
+      mkdir -p "$dir/private/$h"
+      own=" && mount --bind '$dir/private/$h' '$private'"
+    fi
     nsenter --net="/var/run/netns/$prefix$i" unshare --uts --mount \
-      sh -c "hostname $h && mount --bind '$dir/hosts' /etc/hosts && exec slurmd -f '$conf' -N $h" 9>&- ||
+      sh -c "hostname $h && mount --bind '$dir/hosts' /etc/hosts$own && exec slurmd -f '$conf' -N $h" 9>&- ||
       die "slurmd of $h did not start$(tail_of "$dir/log/slurmd-$h.log")"
   done
 }

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/errors.hpp"
 #include "node/cli/commands.hpp"
 #include "node/config/config.hpp"
 #include "node/run/node_network.hpp"
@@ -20,13 +21,17 @@ void add_keys_command(CLI::App& app, int* exit_code) {
       "to rank r's host only and every .pub to every host, into the keys_dir the nodes read. A node admits\n"
       "connections only from its neighbours' keys. `qgossip launch` generates missing keys by itself.\n"
       "Existing keys are kept (an error) unless --force replaces them all, or --missing makes only the missing\n"
-      "ones (what `qgossip launch` does, and configs/slurm/train.sbatch once per job). See docs/security.md.");
+      "ones (what `qgossip launch` does, and configs/slurm/train.sbatch once per job). With --ranks, only the\n"
+      "ranks listed: a host makes its own ranks' keys and shares only their .pub (train.sbatch on several\n"
+      "hosts). --print-dir prints the keys directory and makes nothing. See docs/security.md.");
   struct options {
     std::string config;
     std::vector<std::string> sets;
     std::string out;
     bool force = false;
     bool missing = false;
+    bool print_dir = false;
+    std::vector<int> ranks;  // empty: every rank
   };
   auto opt = std::make_shared<options>();
   cmd->add_option("--config", opt->config, "Run YAML (its topology says how many nodes)")->required();
@@ -36,9 +41,22 @@ void add_keys_command(CLI::App& app, int* exit_code) {
   cmd->add_flag("--missing", opt->missing,
                 "Make only the ranks' missing keys, keep the others (no error); nothing with network.security: none")
       ->excludes(force);
+  cmd->add_option("--ranks", opt->ranks, "Only these ranks' keys, e.g. --ranks 2,3")->delimiter(',')->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--print-dir", opt->print_dir,
+                "Print the keys directory (the run's keys_dir, or --out) and make nothing; nothing with "
+                "network.security: none");
   cmd->callback([opt, exit_code] {
     const run_config c = load_run_config(opt->config, opt->sets);
     const std::filesystem::path dir = opt->out.empty() ? keys_directory(c) : std::filesystem::path(opt->out);
+    if (opt->print_dir) {  // nothing when the run needs no keys
+      if (c.network.security == security_kind::curve) std::printf("%s\n", dir.c_str());
+      *exit_code = 0;
+      return;
+    }
+    for (int r : opt->ranks)
+      if (r >= c.topology.n)
+        throw config_error("--ranks " + std::to_string(r) + ": the topology's ranks are 0.." + std::to_string(c.topology.n - 1));
+    const int count = opt->ranks.empty() ? c.topology.n : static_cast<int>(opt->ranks.size());
     if (opt->missing) {
       if (c.network.security != security_kind::curve) {
         std::printf("%s sets network.security: %s: no keys needed, none made\n", opt->config.c_str(),
@@ -46,13 +64,16 @@ void add_keys_command(CLI::App& app, int* exit_code) {
         *exit_code = 0;
         return;
       }
-      const int made = ensure_run_keys(dir, c.topology.n);
-      std::printf("%s/: %d of %d CURVE keypairs were missing and were made\n", dir.c_str(), made, c.topology.n);
+      const int made = opt->ranks.empty() ? ensure_run_keys(dir, c.topology.n) : ensure_run_keys(dir, opt->ranks);
+      std::printf("%s/: %d of %d CURVE keypairs were missing and were made\n", dir.c_str(), made, count);
       *exit_code = 0;
       return;
     }
-    write_run_keys(dir, c.topology.n, opt->force);
-    std::printf("wrote %d CURVE keypairs to %s/: node-<r>.key (secret, mode 0600) and node-<r>.pub\n", c.topology.n,
+    if (opt->ranks.empty())
+      write_run_keys(dir, c.topology.n, opt->force);
+    else
+      write_run_keys(dir, opt->ranks, opt->force);
+    std::printf("wrote %d CURVE keypairs to %s/: node-<r>.key (secret, mode 0600) and node-<r>.pub\n", count,
                 dir.c_str());
     std::printf("copy node-<r>.key to rank r's host only, and every node-*.pub to every host, into the directory "
                 "network.keys_dir names there (default <output.dir>/<name>/keys)\n");

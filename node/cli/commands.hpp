@@ -14,5 +14,6 @@ void add_codec_command(CLI::App& app, int* exit_code);     // measure a codec; w
 void add_logs_command(CLI::App& app, int* exit_code);      // per-node table, spread and warnings of a run
 void add_keys_command(CLI::App& app, int* exit_code);      // CURVE keypairs of a run's nodes
 void add_shards_command(CLI::App& app, int* exit_code);    // every rank's shard and batch order as .npy
+void add_checkpoints_command(CLI::App& app, int* exit_code);  // a rank's valid checkpoint rounds here
 
 }  // namespace qgossip

@@ -194,9 +194,19 @@ std::filesystem::path keys_directory(const run_config& c) {
   return std::filesystem::path(c.output_dir) / c.name / "keys";
 }
 
-int ensure_run_keys(const std::filesystem::path& dir, int n) {
+namespace {
+std::vector<int> all_ranks(int n) {
+  std::vector<int> ranks(static_cast<std::size_t>(n));
+  for (int r = 0; r < n; ++r) ranks[static_cast<std::size_t>(r)] = r;
+  return ranks;
+}
+}  // namespace
+
+int ensure_run_keys(const std::filesystem::path& dir, int n) { return ensure_run_keys(dir, all_ranks(n)); }
+
+int ensure_run_keys(const std::filesystem::path& dir, const std::vector<int>& ranks) {
   int made = 0;
-  for (int r = 0; r < n; ++r) {
+  for (int r : ranks) {
     std::error_code ec;
     if (std::filesystem::exists(secret_key_path(dir, r), ec)) {
       if (!std::filesystem::exists(public_key_path(dir, r), ec))
@@ -210,15 +220,19 @@ int ensure_run_keys(const std::filesystem::path& dir, int n) {
 }
 
 void write_run_keys(const std::filesystem::path& dir, int n, bool replace) {
+  write_run_keys(dir, all_ranks(n), replace);
+}
+
+void write_run_keys(const std::filesystem::path& dir, const std::vector<int>& ranks, bool replace) {
   if (!replace)
-    for (int r = 0; r < n; ++r)
+    for (int r : ranks)
       for (const auto& f : {secret_key_path(dir, r), public_key_path(dir, r)}) {
         std::error_code ec;
         if (std::filesystem::exists(f, ec))
           throw config_error(f.string() + " exists already: keep the keys there, or replace them all with --force "
                                           "(then copy them to every host again)");
       }
-  for (int r = 0; r < n; ++r) write_curve_keypair(dir, r, generate_curve_keypair());
+  for (int r : ranks) write_curve_keypair(dir, r, generate_curve_keypair());
 }
 
 zmq_curve_keys load_node_keys(const run_config& c, int rank, const std::vector<int>& peers) {

@@ -60,9 +60,12 @@ void check_hosts(const run_config& c, int rank, const std::vector<int>& peers,
 // (node-<r>.key, mode 0600, and node-<r>.pub), and a rank with a secret key but no public key its
 // public key; keeps the rest. Returns how many keypairs it generated. Throws config_error.
 int ensure_run_keys(const std::filesystem::path& dir, int n);
-// For `qgossip keys`: fresh keypairs for ranks 0..n-1 in dir. Throws config_error when one of the
-// files exists already, unless `replace`.
+// The same for the ranks listed only (`qgossip keys --ranks`: a host makes its own ranks' keys).
+int ensure_run_keys(const std::filesystem::path& dir, const std::vector<int>& ranks);
+// For `qgossip keys`: fresh keypairs for ranks 0..n-1 (or those listed) in dir. Throws config_error
+// when one of the files exists already, unless `replace`.
 void write_run_keys(const std::filesystem::path& dir, int n, bool replace);
+void write_run_keys(const std::filesystem::path& dir, const std::vector<int>& ranks, bool replace);
 // This node's keys for the transport: its keypair (node-<rank>.key; node-<rank>.pub, when present,
 // must match it) and the public key of each peer. Throws config_error naming the file that is
 // missing, malformed, or readable by others.

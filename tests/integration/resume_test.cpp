@@ -240,4 +240,21 @@ TEST_CASE("qgossip run --resume refuses a run without checkpoints; launch --resu
   r = run_qgossip({"launch", cfg2.string(), "--plain", "--no-plot", "--resume", "--set", "train.lr=0.01"});
   CHECK(r.exit_code == 2);
   CHECK(r.output.find("another configuration") != std::string::npos);
+
+  // qgossip checkpoints: the rounds one rank holds here (what train.sbatch asks every task on
+  // several hosts); another config's checkpoints are not this run's.
+  r = run_qgossip({"checkpoints", "--config", cfg2.string(), "--rank", "1"});
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  REQUIRE(r.output.rfind("1: ", 0) == 0);
+  std::istringstream listed(r.output.substr(3));
+  int rounds = 0;
+  for (std::uint64_t round = 0; listed >> round; ++rounds) CHECK(round % 5 == 0);  // checkpoint_every 5
+  CHECK(rounds >= 2);  // the keep count's newest (the older ones are pruned)
+  r = run_qgossip({"checkpoints", "--config", cfg2.string(), "--rank", "1", "--set", "train.lr=0.01"});
+  CHECK(r.exit_code == 0);
+  CHECK(r.output.find("1:\n") != std::string::npos);  // none of this (other) run
+  r = run_qgossip({"checkpoints", "--config", cfg2.string(), "--rank", "2"});
+  CHECK(r.exit_code == 2);
+  CHECK(r.output.find("rank 2: the topology's ranks are 0..1") != std::string::npos);
 }

@@ -350,6 +350,24 @@ TEST_CASE("qgossip keys writes every rank's keypair once; a node needs its key f
   CHECK(r.exit_code == 0);
   CHECK(r.output.find("network.security: none: no keys needed, none made") != std::string::npos);
   CHECK(!fs::exists(tmp.path / "plain"));
+  // --ranks (train.sbatch on several hosts: each host its own ranks' keys only), --print-dir.
+  const fs::path host = tmp.path / "host";
+  r = run_qgossip({"keys", "--config", cfg.string(), "--missing", "--ranks", "1,2", "--out", host.string()});
+  CHECK(r.exit_code == 0);
+  CHECK(r.output.find("2 of 2 CURVE keypairs were missing") != std::string::npos);
+  CHECK(fs::exists(secret_key_path(host, 1)));
+  CHECK(fs::exists(public_key_path(host, 2)));
+  CHECK(!fs::exists(secret_key_path(host, 0)));
+  CHECK(!fs::exists(secret_key_path(host, 3)));
+  r = run_qgossip({"keys", "--config", cfg.string(), "--ranks", "4", "--out", host.string()});
+  CHECK(r.exit_code == 2);
+  CHECK(r.output.find("--ranks 4: the topology's ranks are 0..3") != std::string::npos);
+  r = run_qgossip({"keys", "--config", cfg.string(), "--print-dir"});
+  CHECK(r.exit_code == 0);
+  CHECK(r.output == keys.string() + "\n");
+  r = run_qgossip({"keys", "--config", cfg.string(), "--print-dir", "--set", "network.security=none"});
+  CHECK(r.exit_code == 0);
+  CHECK(r.output.empty());  // no keys needed: nothing to print
 
   // A secret key others may read is refused.
   fs::permissions(secret_key_path(keys, 0), fs::perms::others_read, fs::perm_options::add);

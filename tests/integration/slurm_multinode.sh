@@ -7,7 +7,12 @@
 #  2. `srun --distribution=cyclic`: refused by every task (exit 2, saying so);
 #  3. rank 3, on sp2, SIGKILLed mid-run (its pid from `scontrol listpids JOB.0 sp2`): srun ends, and
 #     the ranks on the other hosts exit naming rank 3 at tcp://sp2:<port>;
-#  4. `sbatch -N 4 configs/slurm/train.sbatch`: the job makes the keys, runs, completes, copies equal.
+#  4. `sbatch -N 4 configs/slurm/train.sbatch`: the job makes the keys, runs, completes, copies equal;
+#  5. no shared file system (each host its own folder at $tmp/priv: slurm-local.sh --private): the
+#     batch job makes each host's keys on that host (no host holds another's secret key), one rank is
+#     killed once every host has a checkpoint, the job requeues, agrees on the round to resume from
+#     by asking every task (`qgossip checkpoints`), and ends with every model bit for bit as a job
+#     that was never killed.
 # Usage: bash tests/integration/slurm_multinode.sh QGOSSIP_BINARY   (or QGOSSIP=... in the environment)
 # Exit 77 (CTest: skipped) where it cannot run: not root, no network namespaces, or slurm-wlm / munge
 # not installed (scripts/setup.sh installs them).
@@ -60,14 +65,14 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 t0=$(date +%s.%N)
-timeout 60 "${cluster[@]}" --nodes 4 --prefix "$prefix" --subnet "$subnet" start ||
+timeout 60 "${cluster[@]}" --nodes 4 --prefix "$prefix" --subnet "$subnet" --private "$tmp/priv" start ||
   fail "scripts/slurm-local.sh --nodes 4 start failed (above)"
 echo "slurm_multinode: 4 hosts up in $(elapsed "$t0") s"
 export SLURM_CONF="$tmp/slurm/slurm.conf"
 cd "$tmp"
 
 # 8 ranks in a ring, on the step's hosts from port $base.
-write_config() {  # NAME EPOCHS [no-keys]
+write_config() {  # NAME EPOCHS [no-keys [OUTPUT_DIR [", more: train keys"]]]
   base=$(free_port)
   cat >"$tmp/$1.yaml" <<EOF
 name: $1
@@ -79,9 +84,9 @@ model: {kind: mlp, hidden: [32]}
 data:
   dataset: synthetic
   synthetic: {train: 2048, test: 500, dim: 32, classes: 4, noise: 3.0}
-train: {epochs: $2, batch: 16, lr: 0.05, log_every: 4, eval_every: 0, eval_examples: 0}
+train: {epochs: $2, batch: 16, lr: 0.05, log_every: 4, eval_every: 0, eval_examples: 0${5:-}}
 network: {round_timeout_s: 20, start_timeout_s: 30, linger_s: 2}
-output: {dir: $tmp/runs}
+output: {dir: ${4:-$tmp/runs}}
 EOF
   mkdir -p "$tmp/logs/$1"
   [[ "${3:-}" == no-keys ]] ||  # the keys, made in an allocation of the 4 hosts (train.sbatch makes its own)
@@ -155,3 +160,61 @@ info=$(scontrol -o show job "$job")
 verify=$("$qgossip" verify "$tmp/runs/batch" 2>&1) || fail "qgossip verify of the batch job: $verify"
 [[ "$verify" == *"all equal"* ]] || fail "the batch job: qgossip verify did not say 'all equal': $verify"
 echo "slurm_multinode: sbatch -N 4 train.sbatch job $job completed in $(elapsed "$t0") s; $verify"
+
+# ---- 5. no shared file system: keys made on each host, killed, requeued, resumed, bit for bit -----
+# The hosts' own folders, as this machine sees them: host i's $tmp/priv is $tmp/slurm/private/sp<i>.
+own() { echo "$tmp/slurm/private/sp$1/runs/$2"; }
+gather() {  # NAME: every host's summaries of run NAME in one folder, for qgossip verify
+  local i
+  mkdir -p "$tmp/gathered/$1"
+  for i in 1 2 3 4; do cp "$(own "$i" "$1")"/node-*.json "$tmp/gathered/$1/"; done
+  cp "$(own 1 "$1")/run.json" "$tmp/gathered/$1/"
+}
+batch() {  # NAME: sbatch -N 4 train.sbatch of run NAME; prints the job id
+  local job
+  job=$(QGOSSIP="$qgossip" sbatch --parsable -N 4 -n 8 "$repo/configs/slurm/train.sbatch" "$tmp/$1.yaml") ||
+    fail "sbatch -N 4 train.sbatch $1.yaml failed"
+  echo "${job%%;*}"
+}
+done_within() {  # JOB SECONDS
+  local end=$(($(date +%s) + $2))
+  until [[ -z "$(squeue -h -j "$1" -o %A 2>/dev/null)" ]]; do
+    (($(date +%s) < end)) || fail "job $1 still queued or running after $2 s: $(cat "$tmp/slurm-$1.out" 2>&1)"
+    sleep 0.1
+  done
+  [[ " $(scontrol -o show job "$1") " == *" JobState=COMPLETED "* ]] || { cat "$tmp/slurm-$1.out"; fail "job $1 did not complete"; }
+}
+checkpointed() { local i; for i in 1 2 3 4; do compgen -G "$(own "$i" cut)/checkpoints/node-*/ckpt-*.bin" >/dev/null || return 1; done; }
+t0=$(date +%s.%N)
+write_config ref 300 no-keys "$tmp/priv/runs" ", checkpoint_every: 200"
+write_config cut 300 no-keys "$tmp/priv/runs" ", checkpoint_every: 200"
+ref=$(batch ref)
+done_within "$ref" 60
+for i in 1 2 3 4; do  # host i holds the secret keys of its own ranks only, and every public key
+  secrets=$(cd "$(own "$i" ref)/keys" && ls node-*.key | tr '\n' ' ') || fail "sp$i has no keys folder $(own "$i" ref)/keys"
+  [[ "$secrets" == "node-$((2 * i - 2)).key node-$((2 * i - 1)).key " ]] || fail "sp$i holds the secret keys $secrets"
+  (($(ls "$(own "$i" ref)/keys"/node-*.pub | wc -l) == 8)) || fail "sp$i does not hold the 8 public keys"
+done
+[[ ! -e "$tmp/priv/runs/ref" ]] || fail "the job wrote into this machine's $tmp/priv, which no host shares"
+cut=$(batch cut)
+for _ in $(seq 600); do checkpointed && break; sleep 0.1; done
+checkpointed || fail "not every host of job $cut wrote a checkpoint within 60 s: $(cat "$tmp/slurm-$cut.out")"
+# The run's step (the job's first steps made and spread the keys, one task per host).
+run_step=$(squeue -h -s -j "$cut" -o '%i %j' | awk '$2 == "qgossip" {print $1}' | tail -n1)
+pid=$(scontrol listpids "$run_step" sp3 2>/dev/null | awk 'NR > 1 && $5 == 5 {print $1}' || true)
+[[ -n "$pid" ]] || fail "job $cut: no task 5 of step '$run_step' on sp3 to kill: $(cat "$tmp/slurm-$cut.out")"
+kill -KILL "$pid"
+done_within "$cut" 120
+grep -q "^requeueing" "$tmp/slurm-$cut.out" || { cat "$tmp/slurm-$cut.out"; fail "job $cut did not requeue"; }
+resumed=$(grep -o "resuming from round [0-9]*" "$tmp/slurm-$cut.out" | tail -n1)
+[[ -n "$resumed" && "$resumed" != *" 0" ]] || { cat "$tmp/slurm-$cut.out"; fail "job $cut did not resume from a checkpoint round"; }
+gather ref
+gather cut
+for r in {0..7}; do
+  a=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["model_hash"])' "$tmp/gathered/ref/node-$r.json")
+  b=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["model_hash"])' "$tmp/gathered/cut/node-$r.json")
+  [[ "$a" == "$b" ]] || fail "rank $r: model $b after the kill and resume, $a never killed"
+done
+verify=$("$qgossip" verify "$tmp/gathered/cut" 2>&1) || fail "qgossip verify of the resumed job: $verify"
+[[ "$verify" == *"all equal"* ]] || fail "the resumed job: qgossip verify did not say 'all equal': $verify"
+echo "slurm_multinode: no shared file system: keys made on each host, rank 5 killed on sp3, requeued, $resumed; every model bit for bit as the job never killed, in $(elapsed "$t0") s; $verify"
