@@ -189,6 +189,7 @@ int notice_seeds(const fs::path& dir) {
       {{.what = notice_item::kind::refuse, .cause = "join round 12 is past: this node is at round 57"},
        {.what = notice_item::kind::joined, .rank = 3, .round = 60}},
       {{.what = notice_item::kind::start, .size = 101770, .hash = 0xc305d3253e329acbULL}},
+      {{.what = notice_item::kind::halt, .round = 4711}},
   };
   for (const auto& n : notices) {
     const std::string text = encode_notice(n);

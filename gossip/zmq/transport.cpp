@@ -190,7 +190,6 @@ struct zmq_transport::impl {
 
   explicit impl(const zmq_options& o) : options(o), context(o.io_threads), out_context(o.io_threads) {}
 
-
   bool heartbeats() const { return options.heartbeat_interval.count() > 0; }
   // How often receive() reads the links' TCP counters: twice per heartbeat interval.
   [[nodiscard]] transport_clock::duration judgement_interval() const { return options.heartbeat_interval / 2; }

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/errors.hpp"
@@ -29,6 +30,17 @@ void install_stop_handlers() {
   sa.sa_flags = SA_RESTART;
   ::sigaction(SIGINT, &sa, nullptr);
   ::sigaction(SIGTERM, &sa, nullptr);
+  // SIGUSR1 (a job's time limit near: stop after a round agreed with the others, checkpointed) is
+  // blocked in every thread, which inherit the mask from this one, and taken by a thread of its own:
+  // a handler would interrupt the transport's waits (EINTR), and the round with them.
+  sigset_t halt;
+  sigemptyset(&halt);
+  sigaddset(&halt, SIGUSR1);
+  ::pthread_sigmask(SIG_BLOCK, &halt, nullptr);
+  std::thread([halt] {
+    for (int signal = 0;;)
+      if (::sigwait(&halt, &signal) == 0) request_halt();
+  }).detach();
 }
 
 std::string rank_range(int n) {

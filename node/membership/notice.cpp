@@ -54,6 +54,7 @@ const item_grammar kGrammar[] = {
     {notice_item::kind::accept, "accept", {field::round, field::degree}, "accept <round> <degree>"},
     {notice_item::kind::refuse, "refuse", {field::cause}, "refuse <cause>"},
     {notice_item::kind::start, "start", {field::size, field::hash}, "start <size> <hash: 16 lowercase hex digits>"},
+    {notice_item::kind::halt, "halt", {field::round}, "halt <round>"},
 };
 
 // Exactly 16 lowercase hex digits: one spelling per hash.
@@ -101,7 +102,7 @@ status parse_line(std::string_view line, std::size_t number, int n, notice_item&
   const auto g = std::find_if(std::begin(kGrammar), std::end(kGrammar), [&](const item_grammar& x) { return x.word == word; });
   if (g == std::end(kGrammar))
     return bad(number, "unknown item '" + printable(word.substr(0, 20)) +
-                           "' (expected left, degree, joined, join, offer, accept, refuse or start)");
+                           "' (expected left, degree, joined, join, offer, accept, refuse, start or halt)");
   const bool has_cause = *(g->fields.end() - 1) == field::cause;
   if (trailing_space && !has_cause) return bad(number, "a trailing space");  // one spelling per item
   item.what = g->what;

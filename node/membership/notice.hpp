@@ -9,6 +9,9 @@
 //                                    Hastings re-weighting; sent to neighbours only)
 //   joined <rank> <round>           rank came back: its edges run again from round <round> on
 //                                    (forwarded hop by hop, as left)
+//   halt <round>                    every node stops after round <round>, its checkpoint written (a
+//                                    node that got SIGUSR1 proposes one; the latest proposal wins;
+//                                    forwarded hop by hop when it moves a node's halt round)
 //   start <size> <hash>             the sender starts the run afresh from a model of <size> values
 //                                    whose 64-bit hash (core/hash.hpp) is <hash>, 16 lowercase hex
 //                                    digits; every node must start from the same one (sent to
@@ -38,7 +41,7 @@ inline constexpr std::size_t kMaxNoticeBytes = 4096;
 inline constexpr std::size_t kMaxCauseBytes = 300;
 
 struct notice_item {
-  enum class kind { left, degree, joined, join, offer, accept, refuse, start };
+  enum class kind { left, degree, joined, join, offer, accept, refuse, start, halt };
   kind what = kind::left;
   int rank = -1;              // left, joined: who
   std::uint64_t round = 0;    // left: when it was noticed; degree: the first round it applies to;

@@ -49,10 +49,17 @@ void node_session::attach(std::span<float> params, std::span<const std::byte> st
   say(rank_, setup_->describe());
   rounds_ = std::make_unique<round_steps>(*setup_);
   if (std::optional<checkpoint>& saved = setup_->checkpoints.resume) {
-    round_ = rounds_->restore(*saved, "load_state_dict");
-    state_reader in = saved->reader(kSessionSection, "load_state_dict");
-    steps_ = in.get_u64("steps");
-    in.expect_end();
+    try {
+      round_ = rounds_->restore(*saved, "load_state_dict");
+      state_reader in = saved->reader(kSessionSection, "load_state_dict");
+      steps_ = in.get_u64("steps");
+      in.expect_end();
+    } catch (const state_error&) {  // not attached after all: the links close, attach may be tried again
+      rounds_.reset();
+      setup_.reset();
+      round_ = steps_ = 0;
+      throw;
+    }
     saved.reset();
     say(rank_, "continuing from the saved state of round " + std::to_string(round_) + " (" + std::to_string(steps_) +
                    " steps)");

@@ -98,12 +98,31 @@ void peer_failures::announce_start(std::span<const float> model) {
   send(std::span(&*start_, 1), {});
 }
 
+void peer_failures::halt_signal(std::uint64_t t, std::uint64_t margin) {
+  int proposer = 0;
+  while (proposer < n_ && members_.departed(proposer)) ++proposer;
+  if (proposer != rank_ || halt_round_) return;
+  take_halt(t + margin, rank_);
+}
+
+void peer_failures::take_halt(std::uint64_t round, int told_by) {
+  if (halt_round_ && round <= *halt_round_) return;
+  halt_round_ = round;
+  const notice_item halt{.what = notice_item::kind::halt, .round = round};
+  send(std::span(&halt, 1), {told_by});
+  say(rank_, "stopping after round " + std::to_string(round) + " with a checkpoint, for a time limit (" +
+                 (told_by == rank_ ? std::string("SIGUSR1 here") : "as rank " + std::to_string(told_by) + " says") +
+                 ")");
+}
+
 status peer_failures::on_notice(int from, std::span<const std::byte> payload) {
   std::vector<notice_item> items;
   if (status s = parse_notice(payload, n_, items); !s)
     return s;
   for (const notice_item& i : items) {
-    if (i.what == notice_item::kind::start) {
+    if (i.what == notice_item::kind::halt) {
+      take_halt(i.round, from);
+    } else if (i.what == notice_item::kind::start) {
       if (!start_) continue;  // this node did not start afresh (resumed, rejoining): nothing to compare
       const std::string who = "rank " + std::to_string(from);
       if (i.size != start_->size)

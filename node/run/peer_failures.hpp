@@ -59,6 +59,15 @@ class peer_failures {
   // owner's start (a program's model initialized from another seed, another model file on a host).
   void announce_start(std::span<const float> model);
 
+  // Stopping for a time limit (SIGUSR1, node/run/run_control.hpp request_halt): the lowest-ranked
+  // live node proposes to stop after round t + margin (margin: enough rounds for the news to reach
+  // every node first, twice the graph's diameter and more) and the proposal travels hop by hop
+  // ("halt", node/membership/notice.hpp); every node stops after that round, checkpointed. Called
+  // at round t of a node that got the signal; only the proposer acts on it.
+  void halt_signal(std::uint64_t t, std::uint64_t margin);
+  // The round to stop after, once proposed or heard of.
+  [[nodiscard]] std::optional<std::uint64_t> halt_round() const { return halt_round_; }
+
   // Rejoining (node/run/rejoining.hpp): told it was dropped, this node asks to be admitted again
   // (the round ends with errc::rejoin) instead of stopping. Set for continue with synchronous gossip.
   void allow_rejoining() { rejoins_ = true; }
@@ -104,6 +113,10 @@ class peer_failures {
   std::uint64_t round_ = 0;                // the latest round whose train message was (being) sent
   std::optional<departure> stop_cause_;    // stop: the peer that failed first
   std::optional<notice_item> start_;  // announce_start's: this node's starting model (size, hash)
+  std::optional<std::uint64_t> halt_round_;
+  // A halt round proposed or heard (from told_by; rank_: this node's own): taken when later than the
+  // one known, then passed on.
+  void take_halt(std::uint64_t round, int told_by);
   std::vector<notice_item> items_;         // scratch
   std::string rejoin_account_;             // describe_rejoins()
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();

@@ -101,9 +101,9 @@ qgossip::checkpoint round_steps::snapshot(std::uint64_t t) const {
   return ck;
 }
 
-step_end round_steps::checkpoint(std::uint64_t t) {
+step_end round_steps::checkpoint(std::uint64_t t, bool now) {
   const auto every = static_cast<std::uint64_t>(s_.config.train.checkpoint_every);
-  if (every == 0 || t % every != 0 || t >= s_.plan.rounds) return {};
+  if (every == 0 || (!now && t % every != 0) || t >= s_.plan.rounds) return {};
   const auto start = clock::now();
   qgossip::checkpoint ck;
   try {

@@ -209,7 +209,7 @@ step_end round_steps::log(std::uint64_t t) {
 }
 
 node_exit round_steps::finish(const step_end& end, std::uint64_t t) {
-  if (end) {
+  if (end || end.exit == node_exit::halted) {  // halted: every node stops after this same round
     leave(t);
   } else {
     s_.links.failures->stopping(end.error);  // before the links close: the neighbours learn why
@@ -259,7 +259,8 @@ void round_steps::write_summary(const step_end& end) {
   summary.error = end.error;
   summary.status = end.exit == node_exit::ok ? "ok"
                    : end.exit == node_exit::diverged ? "diverged"
-                   : end.exit == node_exit::interrupted ? "interrupted" : "failed";
+                   : end.exit == node_exit::interrupted ? "interrupted"
+                   : end.exit == node_exit::halted      ? "halted" : "failed";
   summary.last = rec_;
   summary.rounds = completed_;
   summary.stopped_with_peers = end && completed_ < s_.plan.rounds;

@@ -51,8 +51,9 @@ class round_steps {
   [[nodiscard]] step_end exchange(std::uint64_t& t);
   void absorb(std::uint64_t t);
   [[nodiscard]] step_end log(std::uint64_t t);
-  // Writes the checkpoint of round t when one is due; a failed write stops the node (exit 1).
-  [[nodiscard]] step_end checkpoint(std::uint64_t t);
+  // Writes the checkpoint of round t when one is due (or `now`: a halt, whatever the period); a
+  // failed write stops the node (exit 1).
+  [[nodiscard]] step_end checkpoint(std::uint64_t t, bool now = false);
   [[nodiscard]] node_exit finish(const step_end& end, std::uint64_t t);
 
   // The next round, t + 1, step by step (compute .. checkpoint): on return t is that round, or the

@@ -8,12 +8,18 @@ namespace qgossip {
 
 namespace {
 std::atomic<bool> g_stop{false};
+std::atomic<bool> g_halt{false};
 static_assert(std::atomic<bool>::is_always_lock_free, "request_stop runs in a signal handler");
 }  // namespace
 
 void request_stop() { g_stop.store(true); }
 bool stop_requested() { return g_stop.load(); }
-void clear_stop_request() { g_stop.store(false); }
+void clear_stop_request() {
+  g_stop.store(false);
+  g_halt.store(false);
+}
+void request_halt() { g_halt.store(true); }
+bool halt_requested() { return g_halt.load(); }
 
 void say(int rank, const std::string& text) {
   std::istringstream lines(text);

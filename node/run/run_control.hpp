@@ -17,6 +17,8 @@ enum class node_exit : int {
   failed = 1,        // a run-time fault: silent neighbour, transport error, corrupt message
   refused = 2,       // its peers refuse it: its key, or (rejoining) every live neighbour (docs/failures.md)
   diverged = 3,      // the loss or the model became non-finite
+  halted = 75,       // SIGUSR1 (a job's time limit near): every node stopped after one agreed round,
+                     // its checkpoint written; resume with --resume (EX_TEMPFAIL: try again)
   interrupted = 130, // SIGINT / SIGTERM
 };
 
@@ -47,6 +49,11 @@ void request_stop();
 bool stop_requested();
 // Clears the flag (for tests that run several nodes in one process).
 void clear_stop_request();
+// Set by `qgossip run`'s SIGUSR1 handler (Slurm's --signal=USR1@SECONDS before a time limit): the
+// node agrees with the others on a round to stop after, checkpoints it and exits 75
+// (docs/checkpoints.md, "Stopping for a time limit"). Async-signal-safe, as request_stop.
+void request_halt();
+bool halt_requested();
 
 // Human-readable log lines on stderr, prefixed with the rank so interleaved output stays legible.
 void say(int rank, const std::string& text);

@@ -92,26 +92,10 @@ echo "netns_smoke: shaped run ok ($((SECONDS - start)) s)"
 
 # ---- the same shaped cluster runs a Python program's nodes (qgossip launch --exec, docs/python.md) --
 if /usr/bin/python3 -c 'import torch' 2>/dev/null; then
-  cat >"$tmp/loop.py" <<'PY'
-import torch, qgossip
-torch.manual_seed(0)  # the same initial model on every node
-model = torch.nn.Linear(16, 4)
-node = qgossip.Node()  # rank and run YAML from the launcher, through `ip netns exec`
-node.attach(model)
-opt = torch.optim.SGD(model.parameters(), lr=0.1)
-g = torch.Generator().manual_seed(node.rank)
-for step in range(32):
-    x = torch.randn(32, 16, generator=g)
-    loss = torch.nn.functional.cross_entropy(model(x), x[:, :4].argmax(1))
-    opt.zero_grad(); loss.backward(); opt.step()
-    node.step()
-    node.log(loss.item())
-raise SystemExit(node.close())
-PY
   rc=0
   timeout 60 bash "$cluster" --rate 20mbit --prefix "$prefix" --subnet "$subnet" --qgossip "$qgossip" \
     "$tmp/smoke.yaml" --plain --no-plot --set name=python --set train.local_steps=4 \
-    --exec "/usr/bin/python3 $tmp/loop.py" >"$tmp/out.txt" 2>&1 || rc=$?
+    --exec "/usr/bin/python3 $repo/tests/integration/python_loop.py 32 16" >"$tmp/out.txt" 2>&1 || rc=$?
   ((rc == 0)) || { cat "$tmp/out.txt"; fail "Python nodes in the namespaces: cluster.sh exited $rc"; }
   grep -q "all equal" "$tmp/out.txt" || { cat "$tmp/out.txt"; fail "Python nodes: qgossip verify did not say all equal"; }
   grep -q "$subnet.2" "$tmp/runs/python/run.json" || fail "Python nodes: run.json does not name the namespaces' addresses"

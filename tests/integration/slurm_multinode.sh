@@ -12,7 +12,9 @@
 #     batch job makes each host's keys on that host (no host holds another's secret key), one rank is
 #     killed once every host has a checkpoint, the job requeues, agrees on the round to resume from
 #     by asking every task (`qgossip checkpoints`), and ends with every model bit for bit as a job
-#     that was never killed.
+#     that was never killed;
+#  6. SIGUSR1 to the run's tasks (Slurm's --signal before a time limit): every rank stops after one
+#     agreed round with its checkpoint (exit 75), the job requeues, resumes, and ends bit for bit.
 # Usage: bash tests/integration/slurm_multinode.sh QGOSSIP_BINARY   (or QGOSSIP=... in the environment)
 # Exit 77 (CTest: skipped) where it cannot run: not root, no network namespaces, or slurm-wlm / munge
 # not installed (scripts/setup.sh installs them).
@@ -186,8 +188,8 @@ done_within() {  # JOB SECONDS
 }
 checkpointed() { local i; for i in 1 2 3 4; do compgen -G "$(own "$i" cut)/checkpoints/node-*/ckpt-*.bin" >/dev/null || return 1; done; }
 t0=$(date +%s.%N)
-write_config ref 300 no-keys "$tmp/priv/runs" ", checkpoint_every: 200"
-write_config cut 300 no-keys "$tmp/priv/runs" ", checkpoint_every: 200"
+write_config ref 150 no-keys "$tmp/priv/runs" ", checkpoint_every: 100"
+write_config cut 150 no-keys "$tmp/priv/runs" ", checkpoint_every: 100"
 ref=$(batch ref)
 done_within "$ref" 60
 for i in 1 2 3 4; do  # host i holds the secret keys of its own ranks only, and every public key
@@ -218,3 +220,25 @@ done
 verify=$("$qgossip" verify "$tmp/gathered/cut" 2>&1) || fail "qgossip verify of the resumed job: $verify"
 [[ "$verify" == *"all equal"* ]] || fail "the resumed job: qgossip verify did not say 'all equal': $verify"
 echo "slurm_multinode: no shared file system: keys made on each host, rank 5 killed on sp3, requeued, $resumed; every model bit for bit as the job never killed, in $(elapsed "$t0") s; $verify"
+
+# ---- 6. SIGUSR1 (what --signal=USR1@120 sends before a time limit): every rank stops after one
+# agreed round, checkpointed (exit 75); the job requeues and resumes from that round -------------
+t0=$(date +%s.%N)
+write_config halt 150 no-keys "$tmp/priv/runs" ", checkpoint_every: 100"
+job=$(batch halt)
+training_here() { local i; for i in 1 2 3 4; do (($(rows "$(own "$i" halt)/node-$((2 * i - 1)).csv") >= 20)) || return 1; done; }
+for _ in $(seq 600); do training_here && break; sleep 0.1; done
+training_here || fail "job $job did not get going within 60 s: $(cat "$tmp/slurm-$job.out")"
+run_step=$(squeue -h -s -j "$job" -o '%i %j' | awk '$2 == "qgossip" {print $1}' | tail -n1)
+scancel --signal=USR1 "$run_step" || fail "scancel --signal=USR1 $run_step failed"
+done_within "$job" 120
+grep -q "srun exited 75" "$tmp/slurm-$job.out" || { cat "$tmp/slurm-$job.out"; fail "job $job's step did not exit 75 (halted)"; }
+halted=$(grep -o "resuming from round [0-9]*" "$tmp/slurm-$job.out" | tail -n1)
+[[ -n "$halted" ]] || { cat "$tmp/slurm-$job.out"; fail "job $job did not resume after halting"; }
+gather halt
+for r in {0..7}; do
+  a=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["model_hash"])' "$tmp/gathered/ref/node-$r.json")
+  b=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["model_hash"])' "$tmp/gathered/halt/node-$r.json")
+  [[ "$a" == "$b" ]] || fail "rank $r: model $b after halting and resuming, $a never stopped"
+done
+echo "slurm_multinode: SIGUSR1 to step $run_step: every rank halted (exit 75), requeued, $halted; every model bit for bit as never stopped, in $(elapsed "$t0") s"

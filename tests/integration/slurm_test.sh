@@ -7,7 +7,7 @@
 #     run finishes and `qgossip verify` finds every copy equal; `srun -n 4` of the same 8-node run
 #     is refused by every task at once (exit 2, naming both counts); the demo itself
 #     (configs/demo.yaml, its hosts from the step) ends with every copy equal; and a Python
-#     program's 8 nodes (`srun -n 8 /usr/bin/python3 loop.py`, the module's Node() taking its rank
+#     program's 8 nodes (`srun -n 8 /usr/bin/python3 tests/integration/python_loop.py`, the module's Node() taking its rank
 #     from SLURM_PROCID) end with every copy equal (docs/python.md);
 #  2. one task of a running step SIGKILLed (scancel signals a whole job or step, never one task: its
 #     pid comes from `scontrol listpids JOB.STEP`): every other rank exits 1 by itself, naming it
@@ -193,28 +193,12 @@ echo "slurm_test: run.json: 8 ranks on $node (SLURM_STEP_NODELIST=$node), ports 
 
 # ---- 1p. a Python program's nodes under srun: the same YAML, ranks and hosts from the step --------
 write_config python 1
-cat >"$tmp/loop.py" <<'PY'
-import torch, qgossip
-torch.manual_seed(0)  # the same initial model on every node
-model = torch.nn.Sequential(torch.nn.Linear(32, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
-node = qgossip.Node()  # the rank is SLURM_PROCID; the hosts come from the step (nodes: {from: slurm})
-node.attach(model)
-opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
-g = torch.Generator().manual_seed(node.rank)
-for step in range(24):
-    x = torch.randn(16, 32, generator=g)
-    loss = torch.nn.functional.cross_entropy(model(x), x[:, :4].argmax(1))
-    opt.zero_grad(); loss.backward(); opt.step()
-    node.step()
-    node.log(loss.item())
-raise SystemExit(node.close())
-PY
 t0=$(date +%s.%N)
 rc=0
 QGOSSIP_CONFIG="$tmp/python.yaml" PYTHONPATH="$(dirname "$qgossip")/python" \
   timeout 120 srun -n 8 --overcommit --kill-on-bad-exit=0 --job-name=qg-python \
   --output="$tmp/logs/python/node-%t.events" --error="$tmp/logs/python/node-%t.log" \
-  /usr/bin/python3 "$tmp/loop.py" 2>"$tmp/srun-python.txt" || rc=$?
+  /usr/bin/python3 "$repo/tests/integration/python_loop.py" 24 32 2>"$tmp/srun-python.txt" || rc=$?
 ((rc == 0)) || { cat "$tmp/srun-python.txt"; show_logs python; fail "srun of 8 Python ranks exited $rc (above)"; }
 verify=$("$qgossip" verify "$tmp/runs/python" 2>&1) || fail "qgossip verify of the Python ranks: $verify"
 [[ "$verify" == *"all equal"* ]] || fail "Python ranks: qgossip verify did not say 'all equal': $verify"

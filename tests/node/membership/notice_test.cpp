@@ -152,3 +152,18 @@ TEST_CASE("notice: start carries a size and a 64-bit hash as 16 lowercase hex di
     CHECK(back.empty());
   }
 }
+
+TEST_CASE("notice: halt carries the round to stop after") {
+  const notice_item halt{.what = notice_item::kind::halt, .round = 4711};
+  const std::string text = encode_notice(std::span(&halt, 1));
+  CHECK(text == "halt 4711\n");
+  std::vector<notice_item> back;
+  REQUIRE(parse(text, back).is_ok());
+  REQUIRE(back.size() == 1);
+  CHECK(back[0].what == notice_item::kind::halt);
+  CHECK(back[0].round == 4711);
+  for (const char* bad : {"halt\n", "halt -1\n", "halt 01\n", "halt 5 6\n"}) {
+    CAPTURE(bad);
+    CHECK(parse(bad, back).code() == errc::corrupt);
+  }
+}
