@@ -172,6 +172,14 @@ gather() {  # NAME: every host's summaries of run NAME in one folder, for qgossi
   for i in 1 2 3 4; do cp "$(own "$i" "$1")"/node-*.json "$tmp/gathered/$1/"; done
   cp "$(own 1 "$1")/run.json" "$tmp/gathered/$1/"
 }
+same_models() {  # NAME HOW: every rank's model of gathered run NAME is the never-stopped run ref's
+  local r a b
+  for r in {0..7}; do
+    a=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["model_hash"])' "$tmp/gathered/ref/node-$r.json")
+    b=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["model_hash"])' "$tmp/gathered/$1/node-$r.json")
+    [[ "$a" == "$b" ]] || fail "rank $r: model $b $2, $a never stopped"
+  done
+}
 batch() {  # NAME: sbatch -N 4 train.sbatch of run NAME; prints the job id
   local job
   job=$(QGOSSIP="$qgossip" sbatch --parsable -N 4 -n 8 "$repo/configs/slurm/train.sbatch" "$tmp/$1.yaml") ||
@@ -212,11 +220,7 @@ resumed=$(grep -o "resuming from round [0-9]*" "$tmp/slurm-$cut.out" | tail -n1)
 [[ -n "$resumed" && "$resumed" != *" 0" ]] || { cat "$tmp/slurm-$cut.out"; fail "job $cut did not resume from a checkpoint round"; }
 gather ref
 gather cut
-for r in {0..7}; do
-  a=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["model_hash"])' "$tmp/gathered/ref/node-$r.json")
-  b=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["model_hash"])' "$tmp/gathered/cut/node-$r.json")
-  [[ "$a" == "$b" ]] || fail "rank $r: model $b after the kill and resume, $a never killed"
-done
+same_models cut "after the kill and resume"
 verify=$("$qgossip" verify "$tmp/gathered/cut" 2>&1) || fail "qgossip verify of the resumed job: $verify"
 [[ "$verify" == *"all equal"* ]] || fail "the resumed job: qgossip verify did not say 'all equal': $verify"
 echo "slurm_multinode: no shared file system: keys made on each host, rank 5 killed on sp3, requeued, $resumed; every model bit for bit as the job never killed, in $(elapsed "$t0") s; $verify"
@@ -236,9 +240,5 @@ grep -q "srun exited 75" "$tmp/slurm-$job.out" || { cat "$tmp/slurm-$job.out"; f
 halted=$(grep -o "resuming from round [0-9]*" "$tmp/slurm-$job.out" | tail -n1)
 [[ -n "$halted" ]] || { cat "$tmp/slurm-$job.out"; fail "job $job did not resume after halting"; }
 gather halt
-for r in {0..7}; do
-  a=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["model_hash"])' "$tmp/gathered/ref/node-$r.json")
-  b=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["model_hash"])' "$tmp/gathered/halt/node-$r.json")
-  [[ "$a" == "$b" ]] || fail "rank $r: model $b after halting and resuming, $a never stopped"
-done
+same_models halt "after halting and resuming"
 echo "slurm_multinode: SIGUSR1 to step $run_step: every rank halted (exit 75), requeued, $halted; every model bit for bit as never stopped, in $(elapsed "$t0") s"
