@@ -3,8 +3,8 @@
 // checkpoint folder; configs/slurm/train.sbatch runs this in every task and resumes from the newest
 // round all of them list (`qgossip run --resume --resume-round R`).
 #include <cstdio>
-#include <cstdlib>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,6 +12,7 @@
 #include "node/checkpoint/checkpoint_store.hpp"
 #include "node/cli/commands.hpp"
 #include "node/config/config.hpp"
+#include "node/config/slurm_step.hpp"
 #include "node/run/resume.hpp"
 
 namespace qgossip {
@@ -35,18 +36,18 @@ void add_checkpoints_command(CLI::App& app, int* exit_code) {
   cmd->add_option("--rank", opt->rank, "The rank (default: SLURM_PROCID)")->check(CLI::NonNegativeNumber);
   cmd->callback([opt, exit_code] {
     const run_config c = load_run_config(opt->config, opt->sets);
-    int rank = opt->rank;
+    long long rank = opt->rank;
     if (rank < 0) {
-      const char* procid = std::getenv("SLURM_PROCID");
-      if (!procid) throw config_error("no rank: give --rank, or run it under srun (SLURM_PROCID)");
-      rank = std::atoi(procid);
+      const std::optional<long long> slurm = slurm_procid(process_environment());
+      if (!slurm) throw config_error("no rank: give --rank, or run it under srun (SLURM_PROCID)");
+      rank = *slurm;
     }
-    if (rank >= c.topology.n)
+    if (rank < 0 || rank >= c.topology.n)
       throw config_error("rank " + std::to_string(rank) + ": the topology's ranks are 0.." + std::to_string(c.topology.n - 1));
     const checkpoint_listing found = list_checkpoints(
         checkpoint_dir(c, rank), {.run_id = c.run_id, .rank = static_cast<std::uint32_t>(rank)});
     for (const std::string& skipped : found.skipped) std::fprintf(stderr, "skipped: %s\n", skipped.c_str());
-    std::printf("%d:", rank);
+    std::printf("%lld:", rank);
     for (const std::uint64_t round : found.rounds) std::printf(" %llu", static_cast<unsigned long long>(round));
     std::printf("\n");
     *exit_code = 0;

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -56,7 +57,12 @@ void add_keys_command(CLI::App& app, int* exit_code) {
     for (int r : opt->ranks)
       if (r >= c.topology.n)
         throw config_error("--ranks " + std::to_string(r) + ": the topology's ranks are 0.." + std::to_string(c.topology.n - 1));
-    const int count = opt->ranks.empty() ? c.topology.n : static_cast<int>(opt->ranks.size());
+    std::vector<int> ranks = opt->ranks;  // the ranks whose keys are made: those listed, else every one
+    if (ranks.empty()) {
+      ranks.resize(static_cast<std::size_t>(c.topology.n));
+      std::iota(ranks.begin(), ranks.end(), 0);
+    }
+    const int count = static_cast<int>(ranks.size());
     if (opt->missing) {
       if (c.network.security != security_kind::curve) {
         std::printf("%s sets network.security: %s: no keys needed, none made\n", opt->config.c_str(),
@@ -64,15 +70,12 @@ void add_keys_command(CLI::App& app, int* exit_code) {
         *exit_code = 0;
         return;
       }
-      const int made = opt->ranks.empty() ? ensure_run_keys(dir, c.topology.n) : ensure_run_keys(dir, opt->ranks);
+      const int made = ensure_run_keys(dir, ranks);
       std::printf("%s/: %d of %d CURVE keypairs were missing and were made\n", dir.c_str(), made, count);
       *exit_code = 0;
       return;
     }
-    if (opt->ranks.empty())
-      write_run_keys(dir, c.topology.n, opt->force);
-    else
-      write_run_keys(dir, opt->ranks, opt->force);
+    write_run_keys(dir, ranks, opt->force);
     std::printf("wrote %d CURVE keypairs to %s/: node-<r>.key (secret, mode 0600) and node-<r>.pub\n", count,
                 dir.c_str());
     std::printf("copy node-<r>.key to rank r's host only, and every node-*.pub to every host, into the directory "

@@ -115,14 +115,10 @@ void add_run_command(CLI::App& app, int* exit_code) {
     long long rank = opt->rank;
     std::string given = "--rank " + std::to_string(rank);
     if (rank_option->count() == 0) {
-      const char* slurm = std::getenv("SLURM_PROCID");
+      const std::optional<long long> slurm = slurm_procid(process_environment());
       if (!slurm) throw config_error("run: give --rank R (or run under Slurm, which sets SLURM_PROCID)");
-      char* end = nullptr;
-      errno = 0;
-      rank = std::strtoll(slurm, &end, 10);
-      if (*slurm == '\0' || *end != '\0' || errno == ERANGE)
-        throw config_error(std::string("SLURM_PROCID='") + slurm + "' is not a rank (a whole number)");
-      given = std::string("SLURM_PROCID=") + slurm;
+      rank = *slurm;
+      given = "SLURM_PROCID=" + std::to_string(rank);
     }
     run_config config = load_run_config(opt->config, opt->sets);
     if (rank < 0 || rank >= config.topology.n)

@@ -1,6 +1,7 @@
 #include "node/config/slurm_step.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 
 #include "core/errors.hpp"
@@ -140,6 +141,17 @@ env_lookup process_environment() {
     if (!v) return std::nullopt;
     return std::string(v);
   };
+}
+
+std::optional<long long> slurm_procid(const env_lookup& env) {
+  const std::optional<std::string> text = env("SLURM_PROCID");
+  if (!text) return std::nullopt;
+  char* end = nullptr;
+  errno = 0;
+  const long long rank = std::strtoll(text->c_str(), &end, 10);
+  if (text->empty() || *end != '\0' || errno == ERANGE)
+    throw config_error("SLURM_PROCID='" + *text + "' is not a rank (a whole number)");
+  return rank;
 }
 
 std::vector<std::string> expand_hostlist(std::string_view list) {

@@ -22,6 +22,10 @@ using env_lookup = std::function<std::optional<std::string>(const std::string& n
 // The process's own environment (std::getenv).
 [[nodiscard]] env_lookup process_environment();
 
+// This task's rank as Slurm gives it (SLURM_PROCID), or nullopt when it is not set. Throws
+// config_error when it is not a whole number ("SLURM_PROCID='x' is not a rank (a whole number)").
+[[nodiscard]] std::optional<long long> slurm_procid(const env_lookup& env);
+
 // The most hosts a host list may expand to, and the most tasks a tasks-per-node list may count (a
 // guard against "n[0-999999999]"; a topology has at most 4096 nodes).
 inline constexpr std::int64_t kMaxSlurmHosts = std::int64_t{1} << 16;

@@ -61,14 +61,13 @@ void program_metrics::load_state(state_reader& in) {
   const std::uint64_t count = in.get_u64("count");
   for (std::uint64_t k = 0; k < count; ++k) {
     const std::string name = in.get_string("name");
-    const auto at = std::find(names_.begin(), names_.end(), name);
-    if (at == names_.end() && fixed_) in.fail("metric '" + name + "' is not a column of the node's CSV");
-    if (at == names_.end()) {  // the CSV had no row yet: the columns are still open
-      names_.push_back(name);
+    const auto i = static_cast<std::size_t>(std::find(names_.begin(), names_.end(), name) - names_.begin());
+    if (i == names_.size()) {  // a name the CSV has no column for
+      if (fixed_) in.fail("metric '" + name + "' is not a column of the node's CSV");
+      names_.push_back(name);  // it had no row yet: the columns are still open
       sums_.emplace_back();
       last_.emplace_back();
     }
-    const auto i = static_cast<std::size_t>(std::find(names_.begin(), names_.end(), name) - names_.begin());
     sums_[i].total = in.get_f64("total");
     sums_[i].count = in.get_u64("values");
     const bool set = in.get_bool("last_set");

@@ -6,6 +6,8 @@
 #include <iterator>
 #include <string_view>
 
+#include "core/hash.hpp"
+
 namespace qgossip {
 namespace {
 
@@ -65,12 +67,6 @@ bool parse_hash(std::string_view s, std::uint64_t& out) {
   return ec == std::errc() && end == s.data() + s.size();
 }
 
-std::string hash_text(std::uint64_t h) {
-  std::string out(16, '0');
-  for (int i = 15; i >= 0; --i, h >>= 4) out[static_cast<std::size_t>(i)] = "0123456789abcdef"[h & 0xf];
-  return out;
-}
-
 const item_grammar& grammar_of(notice_item::kind what) {
   return *std::find_if(std::begin(kGrammar), std::end(kGrammar), [&](const item_grammar& g) { return g.what == what; });
 }
@@ -128,7 +124,7 @@ std::string encode_notice(std::span<const notice_item> items) {
         case field::round: out += std::to_string(i.round); break;
         case field::degree: out += std::to_string(i.degree); break;
         case field::size: out += std::to_string(i.size); break;
-        case field::hash: out += hash_text(i.hash); break;
+        case field::hash: out += hex64(i.hash).substr(2); break;  // without hex64's "0x"
         case field::cause: out += i.cause.empty() ? std::string("(no cause given)") : printable(i.cause); break;
       }
     }

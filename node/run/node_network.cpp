@@ -11,6 +11,7 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -194,15 +195,11 @@ std::filesystem::path keys_directory(const run_config& c) {
   return std::filesystem::path(c.output_dir) / c.name / "keys";
 }
 
-namespace {
-std::vector<int> all_ranks(int n) {
+int ensure_run_keys(const std::filesystem::path& dir, int n) {
   std::vector<int> ranks(static_cast<std::size_t>(n));
-  for (int r = 0; r < n; ++r) ranks[static_cast<std::size_t>(r)] = r;
-  return ranks;
+  std::iota(ranks.begin(), ranks.end(), 0);
+  return ensure_run_keys(dir, ranks);
 }
-}  // namespace
-
-int ensure_run_keys(const std::filesystem::path& dir, int n) { return ensure_run_keys(dir, all_ranks(n)); }
 
 int ensure_run_keys(const std::filesystem::path& dir, const std::vector<int>& ranks) {
   int made = 0;
@@ -217,10 +214,6 @@ int ensure_run_keys(const std::filesystem::path& dir, const std::vector<int>& ra
     ++made;
   }
   return made;
-}
-
-void write_run_keys(const std::filesystem::path& dir, int n, bool replace) {
-  write_run_keys(dir, all_ranks(n), replace);
 }
 
 void write_run_keys(const std::filesystem::path& dir, const std::vector<int>& ranks, bool replace) {

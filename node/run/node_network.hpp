@@ -62,9 +62,8 @@ void check_hosts(const run_config& c, int rank, const std::vector<int>& peers,
 int ensure_run_keys(const std::filesystem::path& dir, int n);
 // The same for the ranks listed only (`qgossip keys --ranks`: a host makes its own ranks' keys).
 int ensure_run_keys(const std::filesystem::path& dir, const std::vector<int>& ranks);
-// For `qgossip keys`: fresh keypairs for ranks 0..n-1 (or those listed) in dir. Throws config_error
-// when one of the files exists already, unless `replace`.
-void write_run_keys(const std::filesystem::path& dir, int n, bool replace);
+// For `qgossip keys`: fresh keypairs for the ranks listed in dir. Throws config_error when one of the
+// files exists already, unless `replace`.
 void write_run_keys(const std::filesystem::path& dir, const std::vector<int>& ranks, bool replace);
 // This node's keys for the transport: its keypair (node-<rank>.key; node-<rank>.pub, when present,
 // must match it) and the public key of each peer. Throws config_error naming the file that is

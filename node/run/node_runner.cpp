@@ -161,11 +161,9 @@ node_exit run_node(const run_config& config, int rank, const node_run_options& o
     // Stopped, or rejoined (t then is the round before the one the node restarts at): the loop's
     // condition decides.
     if (!(end = step.run_round(t)) || end.rejoined) continue;
-    if (const auto halt = setup.links.failures->halt_round(); halt && t == *halt && t < plan.rounds) {
-      end = step.checkpoint(t, /*now=*/true);
-      if (end)
-        end = {node_exit::halted, "stopped after round " + std::to_string(t) + " for a time limit (SIGUSR1), its "
-                                  "checkpoint written: continue with --resume"};
+    if (setup.links.failures->halt_round() == t && t < plan.rounds) {  // its checkpoint: the round's own step
+      end = {node_exit::halted, "stopped after round " + std::to_string(t) + " for a time limit (SIGUSR1), its "
+                                "checkpoint written: continue with --resume"};
       break;
     }
     if (step.peers_done()) break;

@@ -101,9 +101,10 @@ qgossip::checkpoint round_steps::snapshot(std::uint64_t t) const {
   return ck;
 }
 
-step_end round_steps::checkpoint(std::uint64_t t, bool now) {
+step_end round_steps::checkpoint(std::uint64_t t) {
   const auto every = static_cast<std::uint64_t>(s_.config.train.checkpoint_every);
-  if (every == 0 || (!now && t % every != 0) || t >= s_.plan.rounds) return {};
+  const bool halting = s_.links.failures->halt_round() == t;
+  if (every == 0 || (t % every != 0 && !halting) || t >= s_.plan.rounds) return {};
   const auto start = clock::now();
   qgossip::checkpoint ck;
   try {

@@ -51,9 +51,10 @@ class round_steps {
   [[nodiscard]] step_end exchange(std::uint64_t& t);
   void absorb(std::uint64_t t);
   [[nodiscard]] step_end log(std::uint64_t t);
-  // Writes the checkpoint of round t when one is due (or `now`: a halt, whatever the period); a
-  // failed write stops the node (exit 1).
-  [[nodiscard]] step_end checkpoint(std::uint64_t t, bool now = false);
+  // Writes the checkpoint of round t when one is due: every train.checkpoint_every rounds, and at the
+  // round the run halts after (SIGUSR1, node/run/peer_failures.hpp halt_round) whatever the period;
+  // a failed write stops the node (exit 1).
+  [[nodiscard]] step_end checkpoint(std::uint64_t t);
   [[nodiscard]] node_exit finish(const step_end& end, std::uint64_t t);
 
   // The next round, t + 1, step by step (compute .. checkpoint): on return t is that round, or the

@@ -63,12 +63,16 @@ class Node:
             self._attached = model
         self._state = b""
 
+    def _require_open(self, what):
+        """A ValueError for `what` (a method's name) on a node not attached yet, or closed already."""
+        if self._core.closed:
+            raise ValueError(f"{what}: the node is closed")
+        if not self._core.attached:
+            raise ValueError(f"{what}: attach a model first (node.attach(model))")
+
     def step(self):
         """After your optimizer's step: every train.local_steps calls runs one round."""
-        if self._core.closed:
-            raise ValueError("step: the node is closed")
-        if not self._core.attached:
-            raise ValueError("step: attach a model first (node.attach(model))")
+        self._require_open("step")
         sync = getattr(self._attached, "round_sync", None)
         if sync is not None and (self._core.steps + 1) % self._core.local_steps == 0:
             sync.to_host()  # a round will read the parameters: the device's copy comes over once
@@ -82,8 +86,7 @@ class Node:
         own (node.log(loss, val_loss=2.3)): each name a column of the CSV after the node's own (the mean
         since the previous row, empty when none was logged) and a key of the node's summary (the
         latest). The columns are fixed at the CSV's first row: log each name from the first round on."""
-        if not self._core.attached or self._core.closed:
-            raise ValueError("log: " + ("the node is closed" if self._core.closed else "attach a model first"))
+        self._require_open("log")
         if loss is not None:
             self._core.log(float(loss))
         for name, value in metrics.items():
@@ -94,8 +97,7 @@ class Node:
         codec's and optimizer's state, the steps since), to save beside your own: torch.save({"model":
         model.state_dict(), "opt": opt.state_dict(), "node": node.state_dict()}, path). Every node
         saves at the same step; the CSV rows so far are forced to the disk."""
-        if not self._core.attached or self._core.closed:
-            raise ValueError("state_dict: " + ("the node is closed" if self._core.closed else "attach a model first"))
+        self._require_open("state_dict")
         return {"format": _STATE_FORMAT, "rank": self.rank, "round": self.round, "steps": self.steps,
                 "state": self._core.state()}
 
