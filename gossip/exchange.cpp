@@ -149,8 +149,7 @@ void exchange::readmit(int peer, std::uint64_t iteration) {
 }
 
 void exchange::restart_at(std::uint64_t iteration) {
-  QG_ENFORCE(iteration >= 1 && iteration > core_.base,
-             "restart at " << iteration << " while at iteration " << core_.base);
+  QG_ENFORCE(iteration >= 1, "restart at " << iteration << " while at iteration " << core_.base);
   core_.base = iteration - 1;
   for (auto& last : core_.last_round) last = iteration - 1;
   core_.started = true;

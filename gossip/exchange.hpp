@@ -187,7 +187,8 @@ class exchange {
   // iteration > the current round.
   void readmit(int peer, std::uint64_t iteration);
   // This node starts over at round `iteration` (it rejoins): its next round is `iteration`, and the
-  // neighbours' messages for it are buffered until then. REQUIRES: iteration > the current round.
+  // neighbours' messages for it are buffered until then. A node that was cut off may have run ahead
+  // of the run it rejoins: the round goes back. REQUIRES: between rounds, iteration >= 1.
   void restart_at(std::uint64_t iteration);
 
   const exchange_stats& stats() const { return core_.stats(); }

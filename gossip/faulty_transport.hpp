@@ -53,6 +53,7 @@ class faulty_transport final : public transport {
   status send(int peer, std::span<const std::byte> header, std::span<const std::byte> payload) override;
   status receive(transport_clock::time_point deadline, inbound_frames& out) override;
   std::string peer_address(int peer) const override { return inner_.peer_address(peer); }
+  std::string loss_cause(int peer) const override { return inner_.loss_cause(peer); }
   transport_refusals refusals() const override { return inner_.refusals(); }
   void take_refusal_log(std::vector<std::string>& lines) override { inner_.take_refusal_log(lines); }
   // The inner transport's losses and the injected ones, merged: ascending, each peer once.

@@ -88,6 +88,7 @@ class emulated_link_transport final : public transport {
   std::optional<std::uint64_t> bytes_heard(int peer) const override { return inner_.bytes_heard(peer); }
   std::optional<std::uint64_t> bytes_taken(int peer) const override { return inner_.bytes_taken(peer); }
   std::string peer_address(int peer) const override { return inner_.peer_address(peer); }
+  std::string loss_cause(int peer) const override { return inner_.loss_cause(peer); }
   transport_refusals refusals() const override { return inner_.refusals(); }
   void take_refusal_log(std::vector<std::string>& lines) override { inner_.take_refusal_log(lines); }
   void take_lost_peers(std::vector<int>& out) override { inner_.take_lost_peers(out); }

@@ -83,6 +83,9 @@ class transport {
   // that peer. The ZeroMQ transport notices losses while receive() runs. Default: none (backends
   // without liveness, or the ZeroMQ transport with heartbeats off).
   virtual void take_lost_peers(std::vector<int>& out) {}
+  // Why the latest loss of peer was reported ("its link closed", "it answered no heartbeat", ...),
+  // for error messages; empty when the transport cannot say.
+  virtual std::string loss_cause(int peer) const { return {}; }
   // Stop watching peer (it has been dropped from the run): no more loss reports for it (a pending
   // one is withdrawn), and its queued outgoing messages are discarded when the transport closes
   // instead of lingering.

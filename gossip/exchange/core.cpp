@@ -236,8 +236,9 @@ void exchange_core::take_lost_peers() {
       transport_.forget_peer(p);
       continue;
     }
-    peer_failed(*k,
-                "stopped: its link closed or it answered no heartbeat (" + transport_.peer_address(p) + ")");
+    const std::string cause = transport_.loss_cause(p);
+    peer_failed(*k, "stopped: " + (cause.empty() ? "its link closed or it answered no heartbeat" : cause) + " (" +
+                        transport_.peer_address(p) + ")");
   }
 }
 
@@ -316,6 +317,7 @@ void exchange_core::handle() {
     reject(reject_reason::departed, rx_.peer,
            describe(h.kind, h.iteration) + " from rank " + std::to_string(h.sender) +
                ", which this node dropped");
+    if (status s = events_.dropped_peer_heard(static_cast<int>(h.sender)); !s) set_pending(s);
     return;
   }
   if (h.kind == message_kind::notice) {

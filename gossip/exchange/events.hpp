@@ -47,6 +47,11 @@ class exchange_events {
   virtual status join(int from, const wire_header& header, std::span<const std::byte> payload) {
     return status::ok();
   }
+  // A message from a neighbour this node dropped arrived (it is rejected, reason departed): the
+  // link to it moves again (a cut path healed, docs/failures.md). An error ends the round with it
+  // (errc::rejoin: this node, cut off from the larger part of the run, asks to be admitted again).
+  // Default: ok.
+  virtual status dropped_peer_heard(int from) { return status::ok(); }
   // A neighbour's join message of another run (run id `run_id`; the message itself is rejected,
   // reason run_id): the node may answer it with exchange::send_join(..., run_id), which the joiner
   // can read. Default: nothing.

@@ -194,6 +194,11 @@ void connection_guard::answer_zap() {
   (void)zap_.send(zmq::message_t(), zmq::send_flags::none);
 }
 
+void connection_guard::open_connections(std::vector<int>& out) const {
+  std::lock_guard<std::mutex> lock(open_mu_);
+  for (const auto& [fd, c] : open_) out.push_back(static_cast<int>(fd));
+}
+
 void connection_guard::read_monitor() {
   // Two frames: 6 bytes (uint16 event, uint32 value), then the socket's endpoint.
   zmq::message_t head, endpoint;
@@ -209,6 +214,7 @@ void connection_guard::read_monitor() {
   // socket's one I/O thread emits both), so the disconnect right after a failure is that
   // connection's, already counted.
   const bool after_failure = std::exchange(failed_just_now_, false);
+  std::lock_guard<std::mutex> lock(open_mu_);
   switch (event) {
     case ZMQ_EVENT_ACCEPTED:
       open_[value] = connection{++accepted_, false};

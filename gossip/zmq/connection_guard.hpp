@@ -70,6 +70,10 @@ class connection_guard {
   connection_guard(const connection_guard&) = delete;
   connection_guard& operator=(const connection_guard&) = delete;
 
+  // Appends the descriptors of the inbound connections open now, as the monitor last saw them (one
+  // may have closed since; the caller checks what it reads). Thread-safe.
+  void open_connections(std::vector<int>& out) const;
+
  private:
   void serve();
   void answer_zap();
@@ -87,6 +91,7 @@ class connection_guard {
     std::uint64_t accepted = 0;
     bool result = false;
   };
+  mutable std::mutex open_mu_;  // open_ is read by open_connections() on the transport's thread
   std::map<std::uint32_t, connection> open_;
   std::uint64_t accepted_ = 0;
   bool failed_just_now_ = false;  // a handshake failure, whose disconnect comes next

@@ -2,6 +2,7 @@
 
 #include <zmq.hpp>
 
+#include <arpa/inet.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
 
@@ -10,6 +11,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <optional>
@@ -20,6 +22,7 @@
 #include "gossip/zmq/connection_guard.hpp"
 #include "gossip/zmq/curve_keys.hpp"
 #include "gossip/zmq/link_liveness.hpp"
+#include "gossip/zmq/path_progress.hpp"
 #include "gossip/zmq/send_buffers.hpp"
 #include "gossip/zmq/tcp_progress.hpp"
 
@@ -129,6 +132,19 @@ bool is_tcp_to_port(int fd, int port) {
   return false;
 }
 
+// The numeric address of the peer of TCP socket fd ("10.1.2.3", "fd00::3"); empty when fd is not a
+// connected inet socket.
+std::string peer_host(int fd) {
+  sockaddr_storage peer{};
+  socklen_t len = sizeof peer;
+  if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &len) != 0) return {};
+  char text[INET6_ADDRSTRLEN] = {};
+  const void* addr = nullptr;
+  if (peer.ss_family == AF_INET) addr = &reinterpret_cast<const sockaddr_in&>(peer).sin_addr;
+  if (peer.ss_family == AF_INET6) addr = &reinterpret_cast<const sockaddr_in6&>(peer).sin6_addr;
+  return addr && inet_ntop(peer.ss_family, addr, text, sizeof text) ? std::string(text) : std::string();
+}
+
 }  // namespace
 
 struct zmq_transport::impl {
@@ -145,6 +161,7 @@ struct zmq_transport::impl {
     // Pacing: the rate this link should have (bytes/s; 0: not set yet) and the rate last set on
     // fd (0: none).
     int fd = -1;
+    std::string host{};  // fd's peer address (peer_host), for paths
     std::uint64_t want = 0;
     std::uint64_t applied = 0;
     // Heartbeats over tcp: the connection's progress, judged while it is up and its counters
@@ -152,6 +169,7 @@ struct zmq_transport::impl {
     std::optional<link_liveness> liveness;
     bool watching = false;
     bool judged_silent = false;  // suspected by judge_links, its connection still open
+    tcp_progress sample{};  // judge_links' reading of fd in the current pass
   };
 
   zmq_options options;
@@ -178,6 +196,7 @@ struct zmq_transport::impl {
   // losses confirmed and not yet taken (ascending, unique).
   std::map<int, transport_clock::time_point> suspected;
   std::vector<int> lost;
+  std::map<int, std::string> causes;  // why each peer was last suspected (loss_cause)
   // What receive() polls: the inbound socket, then each watched link's monitor (peer in watched).
   std::vector<zmq::pollitem_t> items;
   std::vector<int> watched;
@@ -187,6 +206,10 @@ struct zmq_transport::impl {
   std::uint64_t links_made = 0;
   // When receive() next reads the watched links' TCP counters (judge_links).
   transport_clock::time_point next_judgement{};
+  // Heartbeats over tcp: whether anything moves between this host and each neighbour's, on our
+  // links and on the inbound connections (path_progress.hpp); inbound_fds is scratch.
+  std::optional<path_progress> paths;
+  std::vector<int> inbound_fds;
 
   explicit impl(const zmq_options& o) : options(o), context(o.io_threads), out_context(o.io_threads) {}
 
@@ -257,6 +280,7 @@ void zmq_transport::impl::read_monitor(int peer, link& l) {
     const int fd = static_cast<int>(value);
     if (event == ZMQ_EVENT_CONNECTED && is_tcp_to_port(fd, endpoint_port(l.endpoint))) {
       l.fd = fd;
+      l.host = peer_host(fd);
       l.applied = 0;
       if (pacing()) {
         if (l.want == 0) l.want = static_cast<std::uint64_t>(options.pace_bytes_per_s / static_cast<double>(links.size()));
@@ -285,6 +309,7 @@ void zmq_transport::impl::read_monitor(int peer, link& l) {
       l.up = false;
       l.watching = false;
       suspected.emplace(peer, transport_clock::now() + options.loss_grace);
+      causes[peer] = "its link closed";
     }
   }
 }
@@ -299,6 +324,8 @@ void zmq_transport::impl::start_watching(link& l, transport_clock::time_point no
 }
 
 void zmq_transport::impl::judge_links(transport_clock::time_point now) {
+  // One pass over every connection to or from a neighbour's host: ours, then the inbound ones.
+  if (paths) paths->begin_pass();
   for (auto& [peer, l] : links) {
     if (!l.watching || l.forgotten || !l.up) continue;
     const auto p = l.fd >= 0 ? read_tcp_progress(l.fd) : std::nullopt;
@@ -306,7 +333,32 @@ void zmq_transport::impl::judge_links(transport_clock::time_point now) {
       l.watching = false;
       continue;
     }
-    if (!l.liveness->judge(now, *p)) continue;
+    l.sample = *p;
+    if (paths && !l.host.empty()) paths->observe(now, l.fd, l.host, *p);
+  }
+  if (paths) {
+    inbound_fds.clear();
+    guard->open_connections(inbound_fds);
+    for (int fd : inbound_fds) {
+      const std::string host = peer_host(fd);
+      const auto p = host.empty() ? std::nullopt : read_tcp_progress(fd);
+      if (p) paths->observe(now, fd, host, *p);
+    }
+    paths->end_pass();
+  }
+  for (auto& [peer, l] : links) {
+    if (!l.watching || l.forgotten || !l.up) continue;
+    // Lost: no answer from the neighbour within its connection's limit, or nothing at all moved
+    // between the two hosts (a cut path) within the path's.
+    if (l.liveness->judge(now, l.sample)) {
+      causes[peer] = "it answered no heartbeat";
+    } else if (paths && paths->stuck(now, l.host)) {
+      char seconds[32];
+      std::snprintf(seconds, sizeof seconds, "%.1f", std::chrono::duration<double>(paths->limit(l.host)).count());
+      causes[peer] = "nothing moved to or from its host " + l.host + " for " + seconds + " s (the path is cut)";
+    } else {
+      continue;
+    }
     // No answer within the limit: lost, as a closed connection is, without the grace (the limit
     // was longer). Reported once; a later handshake on a new connection watches it again.
     l.up = false;
@@ -445,6 +497,7 @@ void zmq_transport::connect(int peer, const std::string& endpoint) {
       s.set(zmq::sockopt::heartbeat_timeout, 0);
       s.set(zmq::sockopt::heartbeat_ttl, 0);
       liveness.emplace(o.heartbeat_timeout, std::max(o.heartbeat_timeout, o.send_timeout));
+      if (!impl_->paths) impl_->paths.emplace(o.heartbeat_timeout, std::max(o.heartbeat_timeout, o.send_timeout));
     } else {
       // ipc: no queue between the processes to wait behind; ZeroMQ's own timeout serves, and the
       // TTL sent in each PING (deciseconds, at most 6553.5 s) has the neighbour drop our
@@ -517,6 +570,11 @@ std::optional<std::uint64_t> zmq_transport::bytes_acknowledged(int peer) const {
 std::optional<std::uint64_t> zmq_transport::bytes_heard(int peer) const {
   const auto p = link_progress(peer);
   return p ? std::optional<std::uint64_t>(p->bytes_received) : std::nullopt;
+}
+
+std::string zmq_transport::loss_cause(int peer) const {
+  const auto it = impl_->causes.find(peer);
+  return it == impl_->causes.end() ? std::string() : it->second;
 }
 
 void zmq_transport::forget_peer(int peer) {

@@ -184,6 +184,7 @@ class zmq_transport final : public transport {
   void take_lost_peers(std::vector<int>& out) override;
   // Also sets the link's linger to 0 and stops watching it.
   void forget_peer(int peer) override;
+  std::string loss_cause(int peer) const override;
   // Closes the link to peer (its queue discarded) and connects a new one to the same endpoint.
   void watch_peer(int peer) override;
   // Links whose handshake the peer failed with an authentication error (ZAP: this node's key is not

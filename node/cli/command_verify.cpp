@@ -37,7 +37,7 @@ int print_replica_check(const std::string& run_dir) {
     for (const auto& u : r.unfinished) std::fprintf(stderr, "verify: %s\n", u.c_str());
     std::fprintf(stderr,
                  "verify: %s: the run did not finish, so its copies were not compared (they differ mid-run); "
-                 "verify a run whose every node ended with status ok\n",
+                 "verify a run whose every node ended with status ok (or halted, at one round)\n",
                  run_dir.c_str());
     return 2;
   }
@@ -67,7 +67,8 @@ void add_verify_command(CLI::App& app, int* exit_code) {
       "of j must hash-equal j's own public copy (per edge with asynchronous gossip). Exit 0 when all match, 1 when\n"
       "some do not, 2 when the run did not finish (a node with no summary, a status other than ok, or\n"
       "fewer rounds than the others): then nothing is compared and the unfinished nodes are named; also 2\n"
-      "when RUN_DIR is no run folder.");
+      "when RUN_DIR is no run folder. A run halted by SIGUSR1 (status halted: every node stopped after the\n"
+      "same agreed round) is compared at that round.");
   auto dir = std::make_shared<std::string>();
   cmd->add_option("RUN_DIR", *dir, "Run directory (runs/<name>)")->required();
   cmd->callback([dir, exit_code] { *exit_code = print_replica_check(*dir); });

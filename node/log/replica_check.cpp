@@ -32,6 +32,10 @@ summaries_by_rank readable_summaries(const run_dir_contents& run, replica_check_
   return summaries;
 }
 
+// A node that completed its rounds (ok), or stopped after the round every node agreed on (halted:
+// SIGUSR1 before a time limit, docs/slurm.md), its copies exact at that round.
+bool ended_cleanly(const std::string* status) { return status && (*status == "ok" || *status == "halted"); }
+
 // The ranks the survivors' summaries say left the run ("departed": "3 5").
 // Ranks some node lists as departed at the end, except those that came back and finished (docs/
 // failures.md, "Rejoining": a rank whose own summary is ok with the most rounds any node completed;
@@ -49,7 +53,7 @@ std::set<int> departed_ranks(const summaries_by_rank& summaries) {
   for (auto it = departed.begin(); it != departed.end();) {
     const auto own = summaries.find(*it);
     const std::string* status = own == summaries.end() ? nullptr : json_string(*own->second, "status");
-    const bool back = status && *status == "ok" && json_number(*own->second, "rounds").value_or(-1) >= last_round;
+    const bool back = ended_cleanly(status) && json_number(*own->second, "rounds").value_or(-1) >= last_round;
     it = back ? departed.erase(it) : std::next(it);
   }
   return departed;
@@ -57,7 +61,8 @@ std::set<int> departed_ranks(const summaries_by_rank& summaries) {
 
 // An unfinished run: its copies legitimately differ (a node stopped mid-round), so comparing them
 // would report mismatches that are no fault. Every rank of run.json's n must have a summary with
-// status ok and as many rounds as the most any node completed; fills result.unfinished otherwise.
+// status ok (or halted) and as many rounds as the most any node completed; fills result.unfinished
+// otherwise.
 // An asynchronous node that stopped when every neighbour had finished: its rounds are its own.
 bool stopped_with_neighbours(const json& s) {
   const std::string* ended = json_string(s, "ended");
@@ -77,7 +82,7 @@ void find_unfinished(const summaries_by_rank& summaries, int expected, const std
     const std::string* status = json_string(*s, "status");
     const double done = json_number(*s, "rounds").value_or(-1);
     const std::string who = "node " + std::to_string(rank);
-    if (!status || *status != "ok") {
+    if (!ended_cleanly(status)) {
       const std::string* error = json_string(*s, "error");
       result.unfinished.push_back(who + " did not finish: status " + (status ? *status : "missing") +
                                   " after " + std::to_string(static_cast<long long>(std::max(0.0, done))) +

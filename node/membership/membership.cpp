@@ -214,4 +214,12 @@ std::vector<std::vector<int>> membership::components() const {
   return out;
 }
 
+bool membership::cut_off() const {
+  const auto parts = components();
+  const auto& own = parts.front();
+  return std::any_of(parts.begin() + 1, parts.end(), [&](const std::vector<int>& p) {
+    return p.size() > own.size() || (p.size() == own.size() && p.front() < own.front());
+  });
+}
+
 }  // namespace qgossip

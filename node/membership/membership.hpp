@@ -71,6 +71,9 @@ class membership {
   // The surviving graph's connected components (every departure known here removed), each
   // ascending, this node's first. More than one: the graph split.
   [[nodiscard]] std::vector<std::vector<int>> components() const;
+  // This node's component is not the largest (of equal ones, the one holding the lowest rank is
+  // kept): after a cut, this side is the one that rejoins the other (docs/failures.md).
+  [[nodiscard]] bool cut_off() const;
 
   // Checkpoints: the departures, the joins and every announced degree, so a resumed node mixes as
   // it would have. load_state into a fresh object of the same topology and rank; throws state_error for a

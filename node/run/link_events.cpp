@@ -30,4 +30,6 @@ void link_events::foreign_join(int from, std::uint64_t run_id) {
   if (rejoin_) rejoin_->on_foreign_join(from, run_id);
 }
 
+status link_events::dropped_peer_heard(int from) { return rejoin_ ? failures_.dropped_peer_heard(from) : status::ok(); }
+
 }  // namespace qgossip

@@ -27,6 +27,7 @@ class link_events final : public exchange_events {
   status notice(int from, std::span<const std::byte> payload) override;
   status join(int from, const wire_header& header, std::span<const std::byte> payload) override;
   void foreign_join(int from, std::uint64_t run_id) override;
+  status dropped_peer_heard(int from) override;
 
  private:
   int rank_;

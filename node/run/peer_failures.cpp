@@ -31,7 +31,11 @@ std::string list(const std::vector<int>& ranks) {
 }  // namespace
 
 peer_failures::peer_failures(const run_config& c, const topology& topo, int rank, std::vector<int> peers)
-    : rank_(rank), n_(topo.n()), continue_(c.network.on_peer_failure == peer_failure_policy::train_on), members_(topo, rank, reweights(c)),
+    : rank_(rank),
+      n_(topo.n()),
+      continue_(c.network.on_peer_failure == peer_failure_policy::train_on),
+      initial_(topo, rank, reweights(c)),
+      members_(initial_),
       peers_(std::move(peers)) {}
 
 void peer_failures::attach(exchange& ex, algorithm& alg, run_log& log) {
@@ -186,6 +190,20 @@ void peer_failures::note_rejoin(const std::string& text) {
 void peer_failures::note_own_rejoin(std::uint64_t from, int donor) {
   note_rejoin("this node from round " + std::to_string(from));
   rejoin_account_ += ", from rank " + std::to_string(donor) + "'s model)";
+}
+
+status peer_failures::dropped_peer_heard(int from) {
+  if (!continue_ || !rejoins_ || healed_cut_ || !members_.departed(from) || !members_.cut_off()) return status::ok();
+  const auto parts = members_.components();
+  healed_cut_ = true;
+  return status::error(errc::rejoin, "rank " + std::to_string(from) + " is reachable again: this node's part of the run [" +
+                                         list(parts.front()) + "] is not the largest, so it rejoins the run");
+}
+
+void peer_failures::begin_rejoin() {
+  if (!std::exchange(healed_cut_, false)) return;
+  members_ = initial_;
+  departed_at_.clear();
 }
 
 void peer_failures::joined_at(std::uint64_t from, std::span<const std::pair<int, int>> admitted) {

@@ -71,6 +71,13 @@ class peer_failures {
   // Rejoining (node/run/rejoining.hpp): told it was dropped, this node asks to be admitted again
   // (the round ends with errc::rejoin) instead of stopping. Set for continue with synchronous gossip.
   void allow_rejoining() { rejoins_ = true; }
+  // A message from a neighbour this node dropped arrived (exchange_events::dropped_peer_heard): the
+  // path to it moves again after a cut (docs/failures.md, "A cut path"). A node in a smaller part of
+  // the split graph (cut_off()) then rejoins as a restarted node does: errc::rejoin. Otherwise ok.
+  status dropped_peer_heard(int from);
+  // The joiner starts rejoining (rejoining::join). After a cut it forgets what it saw while cut off
+  // and starts from the topology, as a restarted node: its neighbours' offers tell it who left.
+  void begin_rejoin();
   // A departed rank comes back from round `from` on (its accept
   // of this node's offer, degree = its degree then; or news from told_by): recorded, forwarded hop
   // by hop ("joined"), this node's new degree announced, logged.
@@ -104,6 +111,8 @@ class peer_failures {
   int n_;
   bool continue_;
   bool rejoins_ = false;  // allow_rejoining()
+  bool healed_cut_ = false;  // dropped_peer_heard asked to rejoin; begin_rejoin forgets the cut
+  const membership initial_;  // the topology's, for begin_rejoin
   std::uint64_t joined_at_ = 0;  // the round this node last rejoined at (joined_at)
   membership members_;
   std::vector<int> peers_;

@@ -139,6 +139,9 @@ status rejoining::on_request(int from) {
   if (!departed && !ex_->heard_from(from)) return status::ok();  // a fresh run: it starts as we do
   if (!departed && !failures_->on_peer_failure(from, "it restarted: it asked to rejoin the run"))
     return status::ok();  // stop policy: the failure ends the round
+  // A joiner's model is about to be replaced, and a cut-off node's is not the run's: neither admits.
+  if (in_join_) return refuse(from, "it is rejoining the run itself");
+  if (failures_->members().cut_off()) return refuse(from, "it is cut off from the larger part of the run");
   ex_->refresh_link(from);  // a fresh link for the reply: no reconnection back-off
   // The round this node proposes; it will not begin it before the joiner's answer (admit_due). A
   // repeated request gets the same round while it stands, so every offer the joiner holds is valid.
@@ -284,7 +287,9 @@ status rejoining::exchange_states(std::uint64_t T, const std::vector<int>& accep
   std::map<int, inbound_message> states;
   auto settled = [&] {
     for (int j : accepted) {
-      if (states.count(j) || refusals_.count(j) || ex_->dropped(j)) continue;
+      // A neighbour that failed meanwhile has departed (a node rejoining after a cut has dropped its
+      // neighbours across the cut from its exchange until they admit it: readmit).
+      if (states.count(j) || refusals_.count(j) || failures_->members().departed(j)) continue;
       if (!ex_->take_state(j, T, states[j])) {
         states.erase(j);
         return false;
@@ -319,6 +324,7 @@ status rejoining::exchange_states(std::uint64_t T, const std::vector<int>& accep
 
 status rejoining::join(std::uint64_t current, std::uint64_t& restart_at) {
   in_join_ = joining_ = true;
+  failures_->begin_rejoin();
   status last;
   for (int attempt = 1; attempt <= kAttempts; ++attempt) {
     if (status s = gather_offers(current); !s) {

@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
-# qgossip on a real Slurm of four hosts, all on this machine (scripts/slurm-local.sh --nodes 4: host i
-# is a slurmd in network namespace <prefix>i with hostname sp<i>, at A.B.C.i on a veth into one
-# bridge; docs/slurm.md). Two tasks on each host:
+# qgossip on a real Slurm of four hosts, all on this machine (tests/integration/slurm_hosts.sh). Two
+# tasks on each host:
 #  1. `qgossip keys` in an allocation of the 4 hosts, then `srun -N 4 -n 8 qgossip run`: every copy
 #     equal, run.json listing sp1..sp4 (two ranks each) as the step's hosts, the bytes across hosts;
 #  2. `srun --distribution=cyclic`: refused by every task (exit 2, saying so);
@@ -18,90 +17,9 @@
 # Usage: bash tests/integration/slurm_multinode.sh QGOSSIP_BINARY   (or QGOSSIP=... in the environment)
 # Exit 77 (CTest: skipped) where it cannot run: not root, no network namespaces, or slurm-wlm / munge
 # not installed (scripts/setup.sh installs them).
-set -euo pipefail
-
-qgossip="${1:-${QGOSSIP:-}}"
-export PATH="$PATH:/usr/sbin:/sbin"
-repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-
-skip() { echo "slurm_multinode: SKIPPED: $*"; exit 77; }
-fail() { echo "slurm_multinode: FAILED: $*" >&2; exit 1; }
-elapsed() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}'; }
-
-[[ -n "$qgossip" && -x "$qgossip" ]] || fail "no qgossip binary given (argument 1 or QGOSSIP)"
-qgossip="$(realpath "$qgossip")"
-[[ "$(id -u)" -eq 0 ]] || skip "not root: slurmd and network namespaces need root"
-for c in munged mungekey slurmctld slurmd slurmstepd srun salloc sbatch squeue scontrol sinfo ip nsenter unshare python3; do
-  command -v "$c" >/dev/null || skip "no '$c' here: apt-get install slurm-wlm munge iproute2 (scripts/setup.sh does)"
-done
-prefix="qgm$(($$ % 10000))"
-ip netns add "${prefix}probe" 2>/dev/null || skip "cannot create a network namespace here ('ip netns add' failed)"
-ip netns del "${prefix}probe"
-while read -r v; do unset "$v"; done < <(compgen -e | grep '^SLURM_' || true)
-
-free_port() {  # a port free here and in every namespace (they start empty)
-  python3 -c 'import socket; s = socket.socket(); s.bind(("", 0)); print(s.getsockname()[1])'
-}
-
-tmp=$(mktemp -d /tmp/qgossip-multinode.XXXXXX)
-chmod 0755 "$tmp"
-subnet="10.216.$(($$ % 250))"
-cluster=(bash "$repo/scripts/slurm-local.sh" --dir "$tmp/slurm" --port "$(free_port)")
-cleanup() {
-  local rc=$?
-  trap - EXIT INT TERM
-  if ! "${cluster[@]}" stop >"$tmp/stop.txt" 2>&1; then
-    cat "$tmp/stop.txt" >&2
-    echo "slurm_multinode: FAILED: scripts/slurm-local.sh stop failed (above)" >&2
-    rc=1
-  fi
-  if ip netns list | grep -q "^$prefix[0-9]"; then
-    echo "slurm_multinode: FAILED: namespaces left behind: $(ip netns list | grep "^$prefix" | tr '\n' ' ')" >&2
-    rc=1
-  fi
-  rm -rf "$tmp"
-  exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-t0=$(date +%s.%N)
-timeout 60 "${cluster[@]}" --nodes 4 --prefix "$prefix" --subnet "$subnet" --private "$tmp/priv" start ||
-  fail "scripts/slurm-local.sh --nodes 4 start failed (above)"
-echo "slurm_multinode: 4 hosts up in $(elapsed "$t0") s"
-export SLURM_CONF="$tmp/slurm/slurm.conf"
-cd "$tmp"
-
-# 8 ranks in a ring, on the step's hosts from port $base.
-write_config() {  # NAME EPOCHS [no-keys [OUTPUT_DIR [", more: train keys"]]]
-  base=$(free_port)
-  cat >"$tmp/$1.yaml" <<EOF
-name: $1
-seed: 5
-topology: {graph: ring, n: 8, nodes: {from: slurm, base_port: $base}}
-algorithm: dcd
-compressor: {name: qsgd, bits: 4, bucket: 64}
-model: {kind: mlp, hidden: [32]}
-data:
-  dataset: synthetic
-  synthetic: {train: 2048, test: 500, dim: 32, classes: 4, noise: 3.0}
-train: {epochs: $2, batch: 16, lr: 0.05, log_every: 4, eval_every: 0, eval_examples: 0${5:-}}
-network: {round_timeout_s: 20, start_timeout_s: 30, linger_s: 2}
-output: {dir: ${4:-$tmp/runs}}
-EOF
-  mkdir -p "$tmp/logs/$1"
-  [[ "${3:-}" == no-keys ]] ||  # the keys, made in an allocation of the 4 hosts (train.sbatch makes its own)
-    salloc -Q -N 4 -n 8 --overcommit "$qgossip" keys --config "$tmp/$1.yaml" >/dev/null ||
-    fail "salloc -N 4 -n 8 qgossip keys --config $1.yaml failed"
-}
-step() {  # NAME SECONDS [srun options]: srun -N 4 -n 8 of run NAME, logs in logs/NAME/
-  local name="$1" seconds="$2"
-  shift 2
-  timeout "$seconds" srun -N 4 -n 8 --overcommit --kill-on-bad-exit=0 --job-name="qg-$name" "$@" \
-    --output="$tmp/logs/$name/node-%t.events" --error="$tmp/logs/$name/node-%t.log" \
-    "$qgossip" run --config "$tmp/$name.yaml"
-}
+test_name=slurm_multinode
+source "$(dirname "${BASH_SOURCE[0]}")/slurm_hosts.sh"
+hosts_up private
 
 # ---- 1. keys, then 8 ranks on 4 hosts ------------------------------------------------------------
 write_config whole 4
@@ -129,7 +47,6 @@ write_config killed 2000
 rc=0
 step killed 60 2>"$tmp/srun-killed.txt" &
 srun_pid=$!
-rows() { [[ -f "$1" ]] && wc -l <"$1" || echo 0; }
 training() { local r; for r in {0..7}; do (($(rows "$tmp/runs/killed/node-$r.csv") >= 3)) || return 1; done; }
 for _ in $(seq 300); do training && break; sleep 0.1; done
 training || fail "the ranks of run 'killed' did not start training within 30 s"

@@ -85,6 +85,25 @@ TEST_CASE("a node with status ok but fewer rounds than the others did not reach 
   CHECK(res.mismatches.empty());
 }
 
+TEST_CASE("a run halted at one agreed round (SIGUSR1) is compared there; one halted early is not") {
+  scratch s;
+  for (int r = 0; r < 3; ++r) write_node(s.dir, 3, r, "halted", 80, 7, 7);
+  const replica_check_result res = check_replicas(s.dir);
+  CHECK(res.finished());
+  CHECK(res.ok());
+  CHECK(res.edges_checked == 6);
+
+  scratch t;  // a halted node behind the others, and a mismatch the halt does not excuse
+  write_node(t.dir, 3, 0, "halted", 80, 7, 7);
+  write_node(t.dir, 3, 1, "halted", 79, 7, 7);
+  write_node(t.dir, 3, 2, "halted", 80, 7, 7);
+  CHECK(has(check_replicas(t.dir).unfinished, "node 1 did not reach the last round: 79 rounds of 80"));
+  write_node(t.dir, 3, 1, "halted", 80, 7, 8);
+  const replica_check_result bad = check_replicas(t.dir);
+  CHECK(bad.finished());
+  CHECK(!bad.ok());
+}
+
 TEST_CASE("an unreadable summary is a problem that names the file and what is wrong with it") {
   scratch s;
   for (int r = 0; r < 3; ++r) write_node(s.dir, 3, r, "ok", 100, 7, 7);

@@ -135,6 +135,44 @@ TEST_CASE("membership: a split graph is reported with this node's part first") {
   CHECK(m.live_neighbours() == std::vector<int>{5});
 }
 
+TEST_CASE("membership: after a cut, the side whose part is not the largest is the one cut off") {
+  // Ring of 8 cut around ranks 2 and 3 (one host): each side drops its neighbours across the cut.
+  const topology t = ring_of(8);
+  for (int r : {2, 3}) {
+    membership m(t, r, true);
+    CHECK_FALSE(m.cut_off());
+    m.record_departure(gone(1), 5);
+    m.record_departure(gone(4), 5);
+    CHECK(m.components().size() == 2);  // [2, 3] and [0, 5, 6, 7]: it sees the other side's rest
+    CHECK(m.cut_off());
+  }
+  for (int r : {0, 1, 4, 5, 6, 7}) {
+    membership m(t, r, true);
+    m.record_departure(gone(2), 5);
+    m.record_departure(gone(3), 5);
+    CHECK(m.components().size() == 1);
+    CHECK_FALSE(m.cut_off());
+  }
+  // Two sides can never both be cut off: each compares itself with what it has not seen leave of
+  // the other side, which is smaller than that side. So halves (ranks 2..5 against 6, 7, 0, 1) both
+  // see 4 against 2 and neither rejoins: they stay apart, as docs/failures.md says.
+  membership low(t, 1, true), high(t, 2, true);
+  low.record_departure(gone(2), 5);
+  low.record_departure(gone(5), 5);
+  high.record_departure(gone(1), 5);
+  high.record_departure(gone(6), 5);
+  CHECK(low.components() == std::vector<std::vector<int>>{{0, 1, 6, 7}, {3, 4}});
+  CHECK(high.components() == std::vector<std::vector<int>>{{2, 3, 4, 5}, {0, 7}});
+  CHECK_FALSE(low.cut_off());
+  CHECK_FALSE(high.cut_off());
+  // Equal parts in one view: the one holding the lower rank is kept.
+  membership mid(ring_of(6), 4, true);
+  mid.record_departure(gone(0), 5);
+  mid.record_departure(gone(3), 5);
+  CHECK(mid.components() == std::vector<std::vector<int>>{{4, 5}, {1, 2}});
+  CHECK(mid.cut_off());
+}
+
 TEST_CASE("membership: announcements never go back in time") {
   const topology t = ring_of(6);
   membership m(t, 0, true);
