@@ -32,6 +32,7 @@
 #include <utility>
 #include <vector>
 
+#include "algorithms/robust_mixing.hpp"
 #include "core/aligned.hpp"
 #include "core/names.hpp"
 #include "core/state_io.hpp"
@@ -125,6 +126,10 @@ class algorithm {
   // algorithms save no row (every node takes part). REQUIRES: called between rounds.
   virtual void save_state(state_writer& out) const = 0;
   virtual void load_state(state_reader& in) = 0;
+
+  // Robust mixing's last round (options.robust on): the radius, the fraction of terms clipped and
+  // the largest neighbour distance; nullptr when off (or the algorithm does not clip).
+  virtual const clip_stats* clipping() const { return nullptr; }
 };
 
 // Parameters some algorithms take (the run YAML's `algorithm:` mapping).
@@ -140,6 +145,9 @@ struct algorithm_options {
   // CHOCO-SGD keeps its own public copy per edge, so that a link can fall behind alone
   // (per_edge_messages; docs/algorithms.md, "A busy uplink"). The others ignore it.
   bool per_edge_copies = false;
+  // Robust mixing (algorithms/robust_mixing.hpp): CHOCO-SGD clips each neighbour's term. Off: as
+  // without it, bit for bit.
+  robust_options robust{};
 };
 
 // The row of a node that talks to every other node with equal weight 1/n: the centralized

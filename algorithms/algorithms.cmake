@@ -7,6 +7,7 @@ add_library(qgossip_algorithms STATIC
   dcd_psgd.cpp
   ecd_psgd.cpp
   metropolis.cpp
+  robust_mixing.cpp
   remix.cpp
 )
 target_link_libraries(qgossip_algorithms PUBLIC qgossip_core)

@@ -20,6 +20,7 @@ choco_sgd::choco_sgd(const mixing_row& row, std::span<const float> x0, const alg
       received_(row.neighbours.size(), options.asynchronous) {
   QG_ENFORCE(options.consensus_step > 0 && options.consensus_step <= 1,
              "consensus_step=" << options.consensus_step);
+  if (options.robust.on) clip_.emplace(options.robust);
   if (per_edge_) {
     edge_copies_ = copies_;
     edge_sent_.assign(row.neighbours.size(), 0);
@@ -69,12 +70,12 @@ void choco_sgd::absorb(int from, std::span<const float> decoded, std::uint64_t) 
 void choco_sgd::finish(std::uint64_t t) {
   received_.check_complete(row_, t);
   mix_weights_.assign(copies_.size(), 0.0f);
+  for (std::size_t k = 0; k < copies_.size(); ++k)
+    if (received_.take_fresh(k)) mix_weights_[k] = consensus_step_ * static_cast<float>(row_.weights[k]);
+  if (clip_) clip_terms();
   float kept = 1.0f;
-  for (std::size_t k = 0; k < copies_.size(); ++k) {
-    if (!received_.take_fresh(k)) continue;
-    mix_weights_[k] = consensus_step_ * static_cast<float>(row_.weights[k]);
-    if (!sent_on(k)) kept -= mix_weights_[k];
-  }
+  for (std::size_t k = 0; k < copies_.size(); ++k)
+    if (mix_weights_[k] != 0.0f && !sent_on(k)) kept -= mix_weights_[k];
   if (kept != 1.0f) mixing::scale(x_, kept, x_);
   for (std::size_t k = 0; k < copies_.size(); ++k) {
     const float a = mix_weights_[k];
@@ -82,6 +83,21 @@ void choco_sgd::finish(std::uint64_t t) {
     mixing::axpy(x_, a, copies_[k]);
     if (sent_on(k)) mixing::axpy(x_, -a, own_copy_for(k));
   }
+}
+
+// Neighbour k's term is a_k (x^_k - own), own its edge's public copy of this node when this round
+// sent on it, else x itself.
+void choco_sgd::clip_terms() {
+  distances_.clear();
+  in_mix_.clear();
+  for (std::size_t k = 0; k < copies_.size(); ++k) {
+    if (mix_weights_[k] == 0.0f) continue;
+    distances_.push_back(distance(copies_[k], sent_on(k) ? std::span<const float>(own_copy_for(k)) : x_));
+    in_mix_.push_back(k);
+  }
+  scales_.resize(distances_.size());
+  clip_->scales(distances_, scales_);
+  for (std::size_t i = 0; i < in_mix_.size(); ++i) mix_weights_[in_mix_[i]] *= scales_[i];
 }
 
 std::vector<held_copy> choco_sgd::held_copies() const {

@@ -20,6 +20,7 @@
 // behind x, so its mix takes x itself as the node's term on that edge:
 //   x_{t+1}   = x_{t+1/2} + gamma_c sum_{fresh j} W_ij (x^_j - x_{t+1/2})
 // a convex combination; the stale copy would push x by the same difference round after round.
+#include <optional>
 #include <vector>
 
 #include "algorithms/algorithm.hpp"
@@ -62,7 +63,12 @@ class choco_sgd final : public algorithm, public async_mixing, public per_edge_m
   void restart(std::span<const float> model) override;
   void admit(const mixing_row& next, int peer, std::span<const float> state) override;
 
+  const clip_stats* clipping() const override { return clip_ ? &clip_->last() : nullptr; }
+
  private:
+  // Robust mixing: scales mix_weights_[k] by min(1, τ/‖x^_k − own term‖) (robust_mixing.hpp).
+  void clip_terms();
+
   // Neighbour k's edge: the copy of this node that k holds, and whether this round sent on it.
   const float_vector& own_copy_for(std::size_t k) const { return per_edge_ ? edge_copies_[k] : own_copy_; }
   bool sent_on(std::size_t k) const { return per_edge_ ? edge_sent_[k] != 0 : own_sent_; }
@@ -79,6 +85,10 @@ class choco_sgd final : public algorithm, public async_mixing, public per_edge_m
   std::vector<char> edge_sent_;
   std::vector<float_vector> copies_;  // x^_j by neighbour index
   std::vector<float> mix_weights_;    // finish(): scratch, gamma_c W_ij of each fresh neighbour
+  std::optional<clip_rule> clip_;     // options.robust on
+  std::vector<double> distances_;     // clip_terms(): scratch, by term in the mix
+  std::vector<float> scales_;
+  std::vector<std::size_t> in_mix_;
   round_receipts received_;
 };
 

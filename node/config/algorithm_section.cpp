@@ -1,5 +1,7 @@
 // The algorithm:, compressor: and device: keys (node/config/sections.hpp): what a node runs, what
 // its messages are made of, and where a libtorch model computes.
+#include <cmath>
+
 #include "algorithms/compress/isgq.hpp"
 #include "node/config/config_fields.hpp"
 #include "node/config/sections.hpp"
@@ -42,6 +44,28 @@ void emit_codec(YAML::Emitter& y, const codec_spec& c) {
   y << YAML::EndMap;
 }
 
+// algorithm.robust: {clip: auto | τ, tolerate: b} (algorithms/robust_mixing.hpp).
+robust_options read_robust(yaml_reader& rr, algorithm_kind algorithm) {
+  if (algorithm != algorithm_kind::choco)
+    throw rr.error("algorithm.robust: only choco clips its neighbours' terms so far (dpsgd, naive, dcd and ecd "
+                   "do not yet; docs/security.md)");
+  robust_options o{.on = true};
+  if (rr.has("clip") && rr.get_string("clip", "auto") != "auto") {
+    const double tau = rr.get_double("clip", 0);
+    if (!(tau > 0) || !std::isfinite(tau))
+      throw rr.error_at(rr.key_node("clip"), "algorithm.robust.clip: expected auto or a radius > 0, got " +
+                                                 std::to_string(tau));
+    o.tau = tau;
+  }
+  const std::int64_t b = rr.get_int("tolerate", o.tolerate);
+  if (b < 0 || b > 1024)
+    throw rr.error_at(rr.key_node("tolerate"), "algorithm.robust.tolerate: expected the number of hostile "
+                                                   "neighbours to tolerate, 0 to 1024, got " + std::to_string(b));
+  o.tolerate = static_cast<int>(b);
+  rr.finish();
+  return o;
+}
+
 }  // namespace
 
 void read_algorithm(yaml_reader& r, run_config& c) {
@@ -52,6 +76,7 @@ void read_algorithm(yaml_reader& r, run_config& c) {
                                                             1e-9, 1.0, "the consensus step size");
     if (c.algorithm != algorithm_kind::choco && ar.has("consensus_step"))
       throw ar.error("algorithm.consensus_step is only read by choco");
+    if (auto rr = ar.map("robust")) c.algorithm_params.robust = read_robust(*rr, c.algorithm);
     ar.finish();
   } else {
     c.algorithm = get_choice(r, "algorithm", c.algorithm);
@@ -65,6 +90,14 @@ void emit_algorithm(YAML::Emitter& y, const run_config& c) {
     << std::string(name_of(c.algorithm));
   if (c.algorithm == algorithm_kind::choco)
     y << YAML::Key << "consensus_step" << YAML::Value << c.algorithm_params.consensus_step;
+  if (const robust_options& r = c.algorithm_params.robust; r.on) {
+    y << YAML::Key << "robust" << YAML::Value << YAML::BeginMap << YAML::Key << "clip" << YAML::Value;
+    if (r.tau)
+      y << *r.tau;
+    else
+      y << "auto";
+    y << YAML::Key << "tolerate" << YAML::Value << r.tolerate << YAML::EndMap;
+  }
   y << YAML::EndMap;
   y << YAML::Key << "compressor" << YAML::Value;
   emit_codec(y, c.compressor);

@@ -1,6 +1,8 @@
 #pragma once
 // A program's own numbers for the node's log (model.kind external: node.log(val_loss=…) in Python,
-// docs/python.md): each name becomes a CSV column after kCsvColumns and a key of the summary. A row
+// docs/python.md), and the node's robust-mixing figures (clip_tau, clip_fraction,
+// clip_largest_distance: algorithms/robust_mixing.hpp): each name becomes a CSV column after
+// kCsvColumns and a key of the summary. A row
 // holds each metric's mean over the values logged since the previous row, empty when none was.
 // The columns are fixed when the first row is written (the CSV has one header): a name logged for
 // the first time after that is refused, as is a name that is not an identifier or that is already

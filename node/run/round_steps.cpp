@@ -93,6 +93,11 @@ void round_steps::absorb(std::uint64_t t) {
   s_.links.pattern->absorb(t);
   const auto absorbed = clock::now();
   s_.learner.alg->finish(t);
+  if (const clip_stats* c = s_.learner.alg->clipping()) {  // robust mixing: columns of the CSV
+    metrics_.add("clip_tau", c->tau);
+    metrics_.add("clip_fraction", c->clipped_fraction);
+    metrics_.add("clip_largest_distance", c->largest_distance);
+  }
   training_.finish_round();
   completed_ = t;
   codec_s_ += seconds(absorbed - start);

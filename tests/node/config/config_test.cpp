@@ -64,6 +64,36 @@ TEST_CASE("duplicate keys, non-finite numbers, wrong types and bad choices are e
   CHECK(error_of(f).find("train.batch: 0 is out of range") != std::string::npos);
 }
 
+TEST_CASE("algorithm.robust: clipping for choco, auto or a radius, recorded in the canonical config") {
+  scratch s;
+  std::string f = s.write("robust.yaml", "topology: {graph: ring, n: 4}\nalgorithm: {name: choco, robust: {clip: auto, tolerate: 2}}\n");
+  run_config c = load_run_config(f);
+  CHECK(c.algorithm_params.robust.on);
+  CHECK_FALSE(c.algorithm_params.robust.tau);
+  CHECK(c.algorithm_params.robust.tolerate == 2);
+  CHECK(c.canonical.find("robust") != std::string::npos);
+  const std::string again = s.write("again.yaml", c.canonical);
+  const run_config back = load_run_config(again);
+  CHECK(back.algorithm_params.robust.on);
+  CHECK(back.algorithm_params.robust.tolerate == 2);
+  CHECK(back.run_id == c.run_id);
+  f = s.write("radius.yaml", "topology: {graph: ring, n: 4}\nalgorithm: {name: choco, robust: {clip: 0.5}}\n");
+  c = load_run_config(f);
+  CHECK(c.algorithm_params.robust.tau == 0.5);
+  CHECK(c.algorithm_params.robust.tolerate == 1);
+  CHECK(c.run_id != load_run_config(s.write("plain.yaml", "topology: {graph: ring, n: 4}\nalgorithm: choco\n")).run_id);
+  CHECK_FALSE(load_run_config(s.write("off.yaml", "topology: {graph: ring, n: 4}\nalgorithm: choco\n"))
+                  .algorithm_params.robust.on);
+  f = s.write("dcd.yaml", "topology: {graph: ring, n: 4}\nalgorithm: {name: dcd, robust: {clip: auto}}\n");
+  CHECK(error_of(f).find("algorithm.robust: only choco clips") != std::string::npos);
+  f = s.write("neg.yaml", "topology: {graph: ring, n: 4}\nalgorithm: {name: choco, robust: {clip: -1}}\n");
+  CHECK(error_of(f).find("expected auto or a radius > 0") != std::string::npos);
+  f = s.write("tol.yaml", "topology: {graph: ring, n: 4}\nalgorithm: {name: choco, robust: {tolerate: -1}}\n");
+  CHECK(error_of(f).find("algorithm.robust.tolerate: expected") != std::string::npos);
+  f = s.write("typo.yaml", "topology: {graph: ring, n: 4}\nalgorithm: {name: choco, robust: {clips: auto}}\n");
+  CHECK(error_of(f).find("unknown key 'clips'") != std::string::npos);
+}
+
 TEST_CASE("the compressor is validated with its position, inline or as a mapping") {
   scratch s;
   std::string f = s.write("c1.yaml", std::string(kMinimal) + "compressor: {name: qsgd, bits: 8, bucket: 128}\n");

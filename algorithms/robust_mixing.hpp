@@ -1,0 +1,52 @@
+#pragma once
+// Robust mixing: self-centred clipping (docs/security.md, "A hostile key holder"; ClippedGossip: He,
+// Karimireddy and Jaggi, 2022; the radius rule: Gaucher, Dieuleveut and Hendrikx, 2025). Where an
+// algorithm mixes x_i + Σ_j a_j · z_j, with z_j what it holds of neighbour j less its own term
+// (CHOCO-SGD: j's public copy less its own), it mixes x_i + Σ_j a_j · CLIP(z_j, τ_i) instead,
+// CLIP(z, τ) = min(1, τ/‖z‖) · z. Whatever bytes a neighbour sends, its term then has norm at most
+// a_j · τ_i, and nothing travels on the wire for it.
+//
+// τ_i is fixed (`clip: τ`) or chosen each round (`clip: auto`) as the (b+1)-th largest of the
+// distances ‖z_j‖ of the neighbours in that round's mix, b = `tolerate`: with at most b hostile
+// neighbours, τ_i is at most the largest honest distance, so a hostile neighbour pulls no further
+// than the farthest honest one could. With fewer than b+1 neighbours in the mix τ_i = 0: none can be
+// told from a hostile one, and the node keeps its own model. A distance that is not finite (a copy
+// that overflowed) gets scale 0.
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+namespace qgossip {
+
+struct robust_options {
+  bool on = false;            // off: every algorithm mixes as without it, bit for bit
+  std::optional<double> tau{};  // a fixed radius; nullopt: auto, the (tolerate+1)-th largest distance
+  int tolerate = 1;           // b: hostile neighbours the auto radius tolerates
+};
+
+// What the last round's clipping did, for the node's CSV.
+struct clip_stats {
+  double tau = 0;               // the radius used
+  double clipped_fraction = 0;  // of the neighbours in the mix, the fraction whose term was shortened
+  double largest_distance = 0;  // the largest ‖z_j‖ (finite ones; infinity when one was not)
+};
+
+class clip_rule {
+ public:
+  explicit clip_rule(const robust_options& o);
+  // distances[k] = ‖z_k‖ of the k-th neighbour in the mix; writes scale[k] = min(1, τ/‖z_k‖) (1 for
+  // z_k = 0, 0 for a distance that is not finite). REQUIRES: the spans have the same size.
+  void scales(std::span<const double> distances, std::span<float> scale);
+  [[nodiscard]] const clip_stats& last() const { return last_; }
+
+ private:
+  robust_options options_;
+  clip_stats last_;
+  std::vector<double> sorted_;  // scratch
+};
+
+// ‖a − b‖₂, summed in double (a copy's entries may be near FLT_MAX).
+[[nodiscard]] double distance(std::span<const float> a, std::span<const float> b);
+
+}  // namespace qgossip
