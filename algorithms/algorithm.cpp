@@ -17,10 +17,10 @@ std::unique_ptr<algorithm> make_algorithm(algorithm_kind kind, const mixing_row&
   QG_ENFORCE(row.neighbours.size() == row.weights.size());
   QG_ENFORCE(std::is_sorted(row.neighbours.begin(), row.neighbours.end()), "neighbours must be ascending");
   switch (kind) {
-    case algorithm_kind::dpsgd: return std::make_unique<dpsgd>(row, x0, false, options.asynchronous);
-    case algorithm_kind::naive: return std::make_unique<dpsgd>(row, x0, true, options.asynchronous);
-    case algorithm_kind::dcd: return std::make_unique<dcd_psgd>(row, x0, options.asynchronous);
-    case algorithm_kind::ecd: return std::make_unique<ecd_psgd>(row, x0, options.asynchronous);
+    case algorithm_kind::dpsgd: return std::make_unique<dpsgd>(row, x0, false, options.asynchronous, options.robust);
+    case algorithm_kind::naive: return std::make_unique<dpsgd>(row, x0, true, options.asynchronous, options.robust);
+    case algorithm_kind::dcd: return std::make_unique<dcd_psgd>(row, x0, options.asynchronous, options.robust);
+    case algorithm_kind::ecd: return std::make_unique<ecd_psgd>(row, x0, options.asynchronous, options.robust);
     case algorithm_kind::choco:
       if (!(options.consensus_step > 0 && options.consensus_step <= 1))
         throw config_error("algorithm.consensus_step must be in (0, 1], got " + std::to_string(options.consensus_step));

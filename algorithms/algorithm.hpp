@@ -145,8 +145,8 @@ struct algorithm_options {
   // CHOCO-SGD keeps its own public copy per edge, so that a link can fall behind alone
   // (per_edge_messages; docs/algorithms.md, "A busy uplink"). The others ignore it.
   bool per_edge_copies = false;
-  // Robust mixing (algorithms/robust_mixing.hpp): CHOCO-SGD clips each neighbour's term. Off: as
-  // without it, bit for bit.
+  // Robust mixing (algorithms/robust_mixing.hpp): the decentralized algorithms clip each
+  // neighbour's term. Off: as without it, bit for bit.
   robust_options robust{};
 };
 

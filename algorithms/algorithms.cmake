@@ -3,6 +3,7 @@ add_library(qgossip_algorithms STATIC
   capabilities.cpp
   centralized_sgd.cpp
   choco_sgd.cpp
+  clipped_mix.cpp
   dpsgd.cpp
   dcd_psgd.cpp
   ecd_psgd.cpp

@@ -3,24 +3,26 @@
 #include <algorithm>
 
 #include "algorithms/algorithm_state.hpp"
+#include "algorithms/clipped_mix.hpp"
 #include "algorithms/mixing.hpp"
 #include "algorithms/neighbour_index.hpp"
 #include "algorithms/remix.hpp"
 
 namespace qgossip {
 
-dcd_psgd::dcd_psgd(const mixing_row& row, std::span<const float> x0, bool asynchronous)
+dcd_psgd::dcd_psgd(const mixing_row& row, std::span<const float> x0, bool asynchronous,
+                   const robust_options& robust)
     : row_(row), x_(x0.begin(), x0.end()), z_(x0.size()),
       replicas_(row.neighbours.size(), float_vector(x0.begin(), x0.end())),
-      received_(row.neighbours.size(), asynchronous) {}
+      received_(row.neighbours.size(), asynchronous) {
+  if (robust.on) clip_.emplace(robust);
+}
 
 std::span<const float> dcd_psgd::outgoing(std::span<const float> grad, float lr, std::uint64_t) {
   // z = (W_ii x + sum_j W_ij x^_j - gamma g) - x, built in z_ (asynchronous: a neighbour that sent
   // nothing since the last mix leaves its weight W_ij on x).
   const std::vector<bool> fresh = take_fresh(received_, replicas_.size());
-  mixing::scale(z_, static_cast<float>(own_weight(row_, fresh)), x_);
-  for (std::size_t k = 0; k < replicas_.size(); ++k)
-    if (fresh[k]) mixing::axpy(z_, static_cast<float>(row_.weights[k]), replicas_[k]);
+  mix_neighbours(z_, x_, replicas_, row_, fresh, clip_ ? &*clip_ : nullptr);
   mixing::axpy(z_, -lr, grad);
   mixing::axpy(z_, -1.0f, x_);
   received_.begin_round();

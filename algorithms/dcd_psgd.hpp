@@ -6,10 +6,12 @@
 //   x_{t+1}   = x_t + C(z_t)          (the decoded message, exactly as receivers apply it)
 //   on receipt from j:  x^_j += C(z_j)
 // Invariant (tested end to end): node i's replica of j equals j's own x bit for bit, every round.
+#include <optional>
 #include <vector>
 
 #include "algorithms/algorithm.hpp"
 #include "algorithms/capabilities.hpp"
+#include "algorithms/clipped_mix.hpp"
 #include "algorithms/neighbour_index.hpp"
 #include "algorithms/receipts.hpp"
 
@@ -17,7 +19,8 @@ namespace qgossip {
 
 class dcd_psgd final : public algorithm, public async_mixing, public rejoinable {
  public:
-  dcd_psgd(const mixing_row& row, std::span<const float> x0, bool asynchronous = false);
+  dcd_psgd(const mixing_row& row, std::span<const float> x0, bool asynchronous = false,
+           const robust_options& robust = {});
 
   std::string_view name() const override { return "dcd"; }
   bool compresses() const override { return true; }
@@ -41,12 +44,15 @@ class dcd_psgd final : public algorithm, public async_mixing, public rejoinable 
   void restart(std::span<const float> model) override;
   void admit(const mixing_row& next, int peer, std::span<const float> state) override;
 
+  const clip_stats* clipping() const override { return clip_ ? &clip_->rule.last() : nullptr; }
+
  private:
   mixing_row row_;
   float_vector x_;
   float_vector z_;
   std::vector<float_vector> replicas_;  // x^_j by neighbour index
   round_receipts received_;
+  std::optional<clipped_mixing> clip_;  // robust mixing (options.robust on)
 };
 
 }  // namespace qgossip

@@ -3,16 +3,20 @@
 #include <algorithm>
 
 #include "algorithms/algorithm_state.hpp"
+#include "algorithms/clipped_mix.hpp"
 #include "algorithms/mixing.hpp"
 #include "algorithms/neighbour_index.hpp"
 #include "algorithms/remix.hpp"
 
 namespace qgossip {
 
-dpsgd::dpsgd(const mixing_row& row, std::span<const float> x0, bool compressed, bool asynchronous)
+dpsgd::dpsgd(const mixing_row& row, std::span<const float> x0, bool compressed, bool asynchronous,
+             const robust_options& robust)
     : row_(row), compressed_(compressed), x_(x0.begin(), x0.end()), step_(x0.size()),
       // Every node starts at x0: before a neighbour's first message, x0 is its model.
-      inbox_(row.neighbours.size(), float_vector(x0.begin(), x0.end())), received_(row.neighbours.size(), asynchronous) {}
+      inbox_(row.neighbours.size(), float_vector(x0.begin(), x0.end())), received_(row.neighbours.size(), asynchronous) {
+  if (robust.on) clip_.emplace(robust);
+}
 
 std::span<const float> dpsgd::outgoing(std::span<const float> grad, float lr, std::uint64_t) {
   mixing::scale(step_, lr, grad);
@@ -31,9 +35,7 @@ void dpsgd::finish(std::uint64_t t) {
   // Every input of the sum was fixed before this point, so x_ may be overwritten in place.
   // Asynchronous: a neighbour that sent nothing since the last mix leaves its weight on x.
   const std::vector<bool> fresh = take_fresh(received_, inbox_.size());
-  mixing::scale(x_, static_cast<float>(own_weight(row_, fresh)), x_);
-  for (std::size_t k = 0; k < inbox_.size(); ++k)
-    if (fresh[k]) mixing::axpy(x_, static_cast<float>(row_.weights[k]), inbox_[k]);
+  mix_neighbours(x_, x_, inbox_, row_, fresh, clip_ ? &*clip_ : nullptr);
   mixing::axpy(x_, -1.0f, step_);
 }
 

@@ -3,10 +3,12 @@
 //   x_{t+1}^i = W_ii x_t^i + sum_{j in N(i)} W_ij m_t^j - gamma g_t^i
 // where the message m^j is x_t^j itself (D-PSGD) or its compression C(x_t^j) (naive). Naive is
 // kept as the baseline the paper shows stalling (Fig. 1): the error of C(x) never shrinks.
+#include <optional>
 #include <vector>
 
 #include "algorithms/algorithm.hpp"
 #include "algorithms/capabilities.hpp"
+#include "algorithms/clipped_mix.hpp"
 #include "algorithms/neighbour_index.hpp"
 #include "algorithms/receipts.hpp"
 
@@ -15,7 +17,8 @@ namespace qgossip {
 class dpsgd final : public algorithm, public async_mixing, public rejoinable {
  public:
   // compressed = false: D-PSGD; true: naive compressed D-PSGD.
-  dpsgd(const mixing_row& row, std::span<const float> x0, bool compressed, bool asynchronous = false);
+  dpsgd(const mixing_row& row, std::span<const float> x0, bool compressed, bool asynchronous = false,
+        const robust_options& robust = {});
 
   std::string_view name() const override { return compressed_ ? "naive" : "dpsgd"; }
   bool compresses() const override { return compressed_; }
@@ -40,6 +43,8 @@ class dpsgd final : public algorithm, public async_mixing, public rejoinable {
   void restart(std::span<const float> model) override;
   void admit(const mixing_row& next, int peer, std::span<const float> state) override;
 
+  const clip_stats* clipping() const override { return clip_ ? &clip_->rule.last() : nullptr; }
+
  private:
   mixing_row row_;
   bool compressed_;
@@ -47,6 +52,7 @@ class dpsgd final : public algorithm, public async_mixing, public rejoinable {
   float_vector step_;                  // gamma * g_t, kept until finish()
   std::vector<float_vector> inbox_;    // m_t^j by neighbour index
   round_receipts received_;
+  std::optional<clipped_mixing> clip_;  // robust mixing (options.robust on)
 };
 
 }  // namespace qgossip

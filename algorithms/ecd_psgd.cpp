@@ -3,24 +3,26 @@
 #include <algorithm>
 
 #include "algorithms/algorithm_state.hpp"
+#include "algorithms/clipped_mix.hpp"
 #include "algorithms/mixing.hpp"
 #include "algorithms/neighbour_index.hpp"
 #include "algorithms/remix.hpp"
 
 namespace qgossip {
 
-ecd_psgd::ecd_psgd(const mixing_row& row, std::span<const float> x0, bool asynchronous)
+ecd_psgd::ecd_psgd(const mixing_row& row, std::span<const float> x0, bool asynchronous,
+                   const robust_options& robust)
     : row_(row), x_(x0.begin(), x0.end()), next_(x0.size()), z_(x0.size()), own_estimate_(x0.begin(), x0.end()),
       estimates_(row.neighbours.size(), float_vector(x0.begin(), x0.end())),
-      received_(row.neighbours.size(), asynchronous) {}
+      received_(row.neighbours.size(), asynchronous) {
+  if (robust.on) clip_.emplace(robust);
+}
 
 std::span<const float> ecd_psgd::outgoing(std::span<const float> grad, float lr, std::uint64_t t) {
   QG_ENFORCE(t >= 1, "ECD-PSGD rounds count from 1");
   // Asynchronous: a neighbour that sent nothing since the last mix leaves its weight on the node's own estimate.
   const std::vector<bool> fresh = take_fresh(received_, estimates_.size());
-  mixing::scale(next_, static_cast<float>(own_weight(row_, fresh)), own_estimate_);
-  for (std::size_t k = 0; k < estimates_.size(); ++k)
-    if (fresh[k]) mixing::axpy(next_, static_cast<float>(row_.weights[k]), estimates_[k]);
+  mix_neighbours(next_, own_estimate_, estimates_, row_, fresh, clip_ ? &*clip_ : nullptr);
   mixing::axpy(next_, -lr, grad);
   // z = x + (t/2)(x_next - x): the same value as (1 - t/2)x + (t/2)x_next, without the
   // cancellation of two large terms when t is large.

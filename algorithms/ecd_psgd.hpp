@@ -6,10 +6,12 @@
 //   send C(z_t); for every j in N(i) and i:  x~_j = (1 - 2/t) x~_j + (2/t) C(z_j)
 // Since every holder of x~_i applies the same decoded C(z_i) in the same way, node i's own
 // estimate equals its neighbours' estimate of i bit for bit (tested end to end).
+#include <optional>
 #include <vector>
 
 #include "algorithms/algorithm.hpp"
 #include "algorithms/capabilities.hpp"
+#include "algorithms/clipped_mix.hpp"
 #include "algorithms/neighbour_index.hpp"
 #include "algorithms/receipts.hpp"
 
@@ -17,7 +19,8 @@ namespace qgossip {
 
 class ecd_psgd final : public algorithm, public async_mixing, public rejoinable {
  public:
-  ecd_psgd(const mixing_row& row, std::span<const float> x0, bool asynchronous = false);
+  ecd_psgd(const mixing_row& row, std::span<const float> x0, bool asynchronous = false,
+           const robust_options& robust = {});
 
   std::string_view name() const override { return "ecd"; }
   bool compresses() const override { return true; }
@@ -41,6 +44,8 @@ class ecd_psgd final : public algorithm, public async_mixing, public rejoinable 
   void restart(std::span<const float> model) override;
   void admit(const mixing_row& next, int peer, std::span<const float> state) override;
 
+  const clip_stats* clipping() const override { return clip_ ? &clip_->rule.last() : nullptr; }
+
  private:
   void update_estimate(float_vector& estimate, std::span<const float> decoded, std::uint64_t t) const;
 
@@ -51,6 +56,7 @@ class ecd_psgd final : public algorithm, public async_mixing, public rejoinable 
   float_vector own_estimate_;
   std::vector<float_vector> estimates_;  // x~_j by neighbour index
   round_receipts received_;
+  std::optional<clipped_mixing> clip_;  // robust mixing (options.robust on)
 };
 
 }  // namespace qgossip

@@ -46,9 +46,10 @@ void emit_codec(YAML::Emitter& y, const codec_spec& c) {
 
 // algorithm.robust: {clip: auto | τ, tolerate: b} (algorithms/robust_mixing.hpp).
 robust_options read_robust(yaml_reader& rr, algorithm_kind algorithm) {
-  if (algorithm != algorithm_kind::choco)
-    throw rr.error("algorithm.robust: only choco clips its neighbours' terms so far (dpsgd, naive, dcd and ecd "
-                   "do not yet; docs/security.md)");
+  if (is_centralized(algorithm))
+    throw rr.error("algorithm.robust: " + std::string(name_of(algorithm)) +
+                   " mixes no neighbours' models (every node sums every gradient): clipping is for the "
+                   "decentralized algorithms, dpsgd, naive, dcd, ecd and choco (docs/security.md)");
   robust_options o{.on = true};
   if (rr.has("clip") && rr.get_string("clip", "auto") != "auto") {
     const double tau = rr.get_double("clip", 0);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "algorithms/algorithm.hpp"
+#include "algorithms/clipped_mix.hpp"
 
 using namespace qgossip;
 
@@ -174,6 +175,72 @@ TEST_CASE("robust CHOCO-SGD: a hostile neighbour's pull is bounded by the honest
   CHECK(violations == 0);
   MESSAGE("hostile term clipped in " << shortened << " of " << rounds << " rounds");
   CHECK(shortened >= 300);  // the check has teeth: the attacks are mostly far outside the radius
+}
+
+TEST_CASE("mix_neighbours: the clipped mix keeps what it takes from a neighbour on the node's own term") {
+  const mixing_row row = complete_row();
+  const std::vector<float> base{0, 0, 0};
+  const std::vector<float_vector> copies{{1, 0, 0}, {0, 3, 0}, {0, 0, 2}, {1e30f, 1e30f, 0}};
+  std::vector<float> plain(3), clipped(3);
+  mix_neighbours(plain, base, copies, row, std::vector<bool>(4, true), nullptr);
+  CHECK(plain[0] > 1e28f);  // unclipped, the far copy carries the mix away
+  clipped_mixing clip(robust_options{.on = true, .tolerate = 1});
+  mix_neighbours(clipped, base, copies, row, std::vector<bool>(4, true), &clip);
+  CHECK(clip.rule.last().tau == 3.0);  // distances 1, 3, 2, 1.4e30: the second largest
+  // base + 0.2 (1, 0, 0) + 0.2 (0, 3, 0) + 0.2 (0, 0, 2) + 0.2 * 3 / 1.414e30 (1e30, 1e30, 0)
+  CHECK(clipped[0] == doctest::Approx(0.2 + 0.6 / std::sqrt(2.0)));
+  CHECK(clipped[1] == doctest::Approx(0.6 + 0.6 / std::sqrt(2.0)));
+  CHECK(clipped[2] == doctest::Approx(0.4));
+  // A silent neighbour (not fresh) leaves its weight on base, and is not in the radius.
+  mix_neighbours(clipped, base, copies, row, std::vector<bool>{true, false, true, true}, &clip);
+  CHECK(clip.rule.last().tau == 2.0);
+  CHECK(clipped[1] == doctest::Approx(0.4 / std::sqrt(2.0)));
+}
+
+// D-PSGD, DCD-PSGD and ECD-PSGD mix inside their round: with one neighbour sending a model 1e30
+// away, the node's step away from its own (less its gradient step) is at most Σ_j W_ij τ, and τ is
+// at most the largest honest distance, so a few units here.
+TEST_CASE("robust D-PSGD, DCD-PSGD and ECD-PSGD: a hostile neighbour moves the node no further than an honest one") {
+  const std::size_t d = 16;
+  for (algorithm_kind kind : {algorithm_kind::dpsgd, algorithm_kind::dcd, algorithm_kind::ecd}) {
+    CAPTURE(static_cast<int>(kind));
+    for (const bool robust : {true, false}) {
+      std::mt19937_64 rng(7);
+      std::normal_distribution<float> g(0.0f, 1.0f);
+      std::vector<float> x0(d);
+      for (float& v : x0) v = g(rng);
+      algorithm_options o;
+      o.robust = {.on = robust, .tolerate = 1};
+      auto alg = make_algorithm(kind, complete_row(), x0, o);
+      const std::vector<float> zero(d, 0.0f);
+      double largest_pull = 0;
+      for (std::uint64_t t = 1; t <= 4; ++t) {
+        const std::vector<float> before(alg->model().begin(), alg->model().end());
+        const auto out = alg->outgoing(zero, 0.0f, t);  // no gradient: the change is the mix
+        const std::vector<float> sent(out.begin(), out.end());
+        alg->absorb_own(kind == algorithm_kind::dpsgd ? std::span<const float>(zero) : sent, t);
+        for (int j = 1; j <= 4; ++j) {
+          std::vector<float> m(d);
+          for (std::size_t i = 0; i < d; ++i) m[i] = j == 3 ? 1e30f : (kind == algorithm_kind::dpsgd ? x0[i] : 0.0f) + 0.5f * g(rng);
+          alg->absorb(j, m, t);
+        }
+        alg->finish(t);
+        double pull = 0;
+        for (std::size_t i = 0; i < d; ++i) {
+          const double c = static_cast<double>(alg->model()[i]) - before[i];
+          pull += c * c;
+        }
+        largest_pull = std::max(largest_pull, std::sqrt(pull));
+      }
+      if (robust) {
+        REQUIRE(alg->clipping() != nullptr);
+        CHECK(largest_pull < 100.0);  // honest copies lie within a few units: 4 x 0.2 x tau
+      } else {
+        CHECK(alg->clipping() == nullptr);
+        CHECK(largest_pull > 1e20);  // the test has teeth: unclipped, the hostile model drags it away
+      }
+    }
+  }
 }
 
 TEST_CASE("robust mixing off: CHOCO-SGD reports no clipping") {

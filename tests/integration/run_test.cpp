@@ -120,24 +120,33 @@ TEST_CASE("a ring of 8 trains with every algorithm, and copies equal their owner
   }
 }
 
-TEST_CASE("robust CHOCO-SGD (clipping, nobody attacking) trains, logs its radius per row, and keeps exact copies") {
+TEST_CASE("robust CHOCO-SGD and DCD-PSGD (clipping, nobody attacking) train, log the radius, keep exact copies") {
   temp_dir tmp;
-  ring_run run = launch_ring(tmp, "ring-robust", "{name: choco, consensus_step: 0.5, robust: {clip: auto, tolerate: 1}}",
-                             "{name: qsgd, bits: 4, bucket: 128, norm: max}");
-  for (const auto& [rank, s] : run.nodes) {
-    CAPTURE(rank);
-    CHECK(text(s, "status") == "ok");
-    CHECK(number(s, "test_acc") > 0.9);  // as the plain run's bar above
-    // On a ring with tolerate 1 the radius is the nearer neighbour's distance: the farther is clipped.
-    CHECK(number(s, "clip_fraction") == doctest::Approx(0.5));
-    CHECK(number(s, "clip_tau") <= number(s, "clip_largest_distance"));
-    const auto rows = csv_rows(run.dir / ("node-" + std::to_string(rank) + ".csv"));
-    REQUIRE_FALSE(rows.empty());
-    CHECK_FALSE(rows.back().at("clip_tau").empty());
+  struct cas {
+    const char* name;
+    const char* algorithm;
+    const char* compressor;
+  };
+  for (cas c : {cas{"ring-robust-choco", "{name: choco, consensus_step: 0.5, robust: {clip: auto, tolerate: 1}}",
+                    "{name: qsgd, bits: 4, bucket: 128, norm: max}"},
+                cas{"ring-robust-dcd", "{name: dcd, robust: {clip: auto, tolerate: 1}}", "{name: qsgd, bits: 8, bucket: 512}"}}) {
+    CAPTURE(c.name);
+    ring_run run = launch_ring(tmp, c.name, c.algorithm, c.compressor);
+    for (const auto& [rank, s] : run.nodes) {
+      CAPTURE(rank);
+      CHECK(text(s, "status") == "ok");
+      CHECK(number(s, "test_acc") > 0.9);  // as the plain runs' bar above
+      // On a ring with tolerate 1 the radius is the nearer neighbour's distance: the farther is clipped.
+      CHECK(number(s, "clip_fraction") == doctest::Approx(0.5));
+      CHECK(number(s, "clip_tau") <= number(s, "clip_largest_distance"));
+      const auto rows = csv_rows(run.dir / ("node-" + std::to_string(rank) + ".csv"));
+      REQUIRE_FALSE(rows.empty());
+      CHECK_FALSE(rows.back().at("clip_tau").empty());
+    }
+    replica_check_result check = check_replicas(run.dir);
+    CHECK(check.mismatches.empty());
+    CHECK(check.edges_checked == 16);
   }
-  replica_check_result check = check_replicas(run.dir);
-  CHECK(check.mismatches.empty());
-  CHECK(check.edges_checked == 16);
 }
 
 TEST_CASE("8-bit QSGD sends at most 0.27x the bytes of 32-bit per round, headers included") {

@@ -64,7 +64,7 @@ TEST_CASE("duplicate keys, non-finite numbers, wrong types and bad choices are e
   CHECK(error_of(f).find("train.batch: 0 is out of range") != std::string::npos);
 }
 
-TEST_CASE("algorithm.robust: clipping for choco, auto or a radius, recorded in the canonical config") {
+TEST_CASE("algorithm.robust: clipping for the decentralized algorithms, auto or a radius, recorded in the canonical config") {
   scratch s;
   std::string f = s.write("robust.yaml", "topology: {graph: ring, n: 4}\nalgorithm: {name: choco, robust: {clip: auto, tolerate: 2}}\n");
   run_config c = load_run_config(f);
@@ -85,7 +85,9 @@ TEST_CASE("algorithm.robust: clipping for choco, auto or a radius, recorded in t
   CHECK_FALSE(load_run_config(s.write("off.yaml", "topology: {graph: ring, n: 4}\nalgorithm: choco\n"))
                   .algorithm_params.robust.on);
   f = s.write("dcd.yaml", "topology: {graph: ring, n: 4}\nalgorithm: {name: dcd, robust: {clip: auto}}\n");
-  CHECK(error_of(f).find("algorithm.robust: only choco clips") != std::string::npos);
+  CHECK(load_run_config(f).algorithm_params.robust.on);
+  f = s.write("ar.yaml", "topology: {graph: ring, n: 4}\nalgorithm: {name: allreduce, robust: {clip: auto}}\n");
+  CHECK(error_of(f).find("algorithm.robust: allreduce mixes no neighbours' models") != std::string::npos);
   f = s.write("neg.yaml", "topology: {graph: ring, n: 4}\nalgorithm: {name: choco, robust: {clip: -1}}\n");
   CHECK(error_of(f).find("expected auto or a radius > 0") != std::string::npos);
   f = s.write("tol.yaml", "topology: {graph: ring, n: 4}\nalgorithm: {name: choco, robust: {tolerate: -1}}\n");
