@@ -125,7 +125,8 @@ case_continue() {  # RUN
   for _ in $(seq 100); do (($(rows "$tmp/runs/$name/node-2.csv") > rows_then + 5)) && break; sleep 0.05; done
   scancel --signal=USR1 "$(squeue -h -s --name="qg-$name" -o %i | head -n1)" || fail "scancel --signal=USR1 failed"
   wait "$srun_pid" || rc=$?
-  ((rc == 75)) || { cat "$tmp/srun-$name.txt"; tail -n 3 "$tmp/logs/$name"/node-*.log; fail "srun exited $rc after the halt, expected 75"; }
+  # On a failure, each node's whole log but its rejection lines (the rejoin's story).
+  ((rc == 75)) || { cat "$tmp/srun-$name.txt"; grep -v "rejected a message\|suppressed" "$tmp/logs/$name"/node-*.log | tail -n 400; fail "srun exited $rc after the halt, expected 75"; }
   for r in "${outside[@]}"; do  # (ranks 2 and 3 may each end without the other: an edge left down)
     [[ -z "$(summary "$tmp/runs/$name/node-$r.json" departed)" ]] ||
       fail "rank $r ends with ranks $(summary "$tmp/runs/$name/node-$r.json" departed) departed; its returns: $(summary "$tmp/runs/$name/node-$r.json" rejoins)"
