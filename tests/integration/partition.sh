@@ -15,6 +15,13 @@ source "$(dirname "${BASH_SOURCE[0]}")/slurm_hosts.sh"
 only="${2:-}" repeat="${3:-1}"
 [[ -z "$only" || "$only" == stop || "$only" == continue ]] || fail "case '$only': expected stop or continue"
 hosts_up
+# A failed case shows its nodes' logs but their rejection lines (the story of its cut and rejoin).
+story_of=""
+fail() {
+  [[ -z "$story_of" ]] || grep -v "rejected a message\|suppressed" "$tmp/logs/$story_of"/node-*.log | tail -n 400 >&2
+  echo "$test_name: FAILED: $*" >&2
+  exit 1
+}
 
 outside=(0 1 4 5 6 7)
 cable="${prefix}2h"  # sp2's veth into the bridge
@@ -91,6 +98,7 @@ peers_named() {  # NAME RANK: the peers of its peer_left events, sorted, on one 
 case_continue() {  # RUN
   local name="cut-continue-$1" rc=0 t0 times t worst back r left _ rejoined_at rows_then verify
   write_config "$name" 100000 "" "" ", checkpoint_every: 1000000" ", on_peer_failure: continue"
+  story_of="$name"
   start_training "$name" 120
   t0=$(now)
   ip link set "$cable" down
@@ -125,8 +133,7 @@ case_continue() {  # RUN
   for _ in $(seq 100); do (($(rows "$tmp/runs/$name/node-2.csv") > rows_then + 5)) && break; sleep 0.05; done
   scancel --signal=USR1 "$(squeue -h -s --name="qg-$name" -o %i | head -n1)" || fail "scancel --signal=USR1 failed"
   wait "$srun_pid" || rc=$?
-  # On a failure, each node's whole log but its rejection lines (the rejoin's story).
-  ((rc == 75)) || { cat "$tmp/srun-$name.txt"; grep -v "rejected a message\|suppressed" "$tmp/logs/$name"/node-*.log | tail -n 400; fail "srun exited $rc after the halt, expected 75"; }
+  ((rc == 75)) || { cat "$tmp/srun-$name.txt"; fail "srun exited $rc after the halt, expected 75"; }
   for r in "${outside[@]}"; do  # (ranks 2 and 3 may each end without the other: an edge left down)
     [[ -z "$(summary "$tmp/runs/$name/node-$r.json" departed)" ]] ||
       fail "rank $r ends with ranks $(summary "$tmp/runs/$name/node-$r.json" departed) departed; its returns: $(summary "$tmp/runs/$name/node-$r.json" rejoins)"
