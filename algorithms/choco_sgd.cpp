@@ -88,16 +88,18 @@ void choco_sgd::finish(std::uint64_t t) {
 // Neighbour k's term is a_k (x^_k - own), own its edge's public copy of this node when this round
 // sent on it, else x itself.
 void choco_sgd::clip_terms() {
-  distances_.clear();
+  std::vector<double>& distances = clip_->distances;
+  std::vector<float>& scales = clip_->scales;
+  distances.clear();
   in_mix_.clear();
   for (std::size_t k = 0; k < copies_.size(); ++k) {
     if (mix_weights_[k] == 0.0f) continue;
-    distances_.push_back(distance(copies_[k], sent_on(k) ? std::span<const float>(own_copy_for(k)) : x_));
+    distances.push_back(distance(copies_[k], sent_on(k) ? std::span<const float>(own_copy_for(k)) : x_));
     in_mix_.push_back(k);
   }
-  scales_.resize(distances_.size());
-  clip_->scales(distances_, scales_);
-  for (std::size_t i = 0; i < in_mix_.size(); ++i) mix_weights_[in_mix_[i]] *= scales_[i];
+  scales.resize(distances.size());
+  clip_->rule.scales(distances, scales);
+  for (std::size_t i = 0; i < in_mix_.size(); ++i) mix_weights_[in_mix_[i]] *= scales[i];
 }
 
 std::vector<held_copy> choco_sgd::held_copies() const {

@@ -25,6 +25,7 @@
 
 #include "algorithms/algorithm.hpp"
 #include "algorithms/capabilities.hpp"
+#include "algorithms/clipped_mix.hpp"
 #include "algorithms/neighbour_index.hpp"
 #include "algorithms/receipts.hpp"
 
@@ -63,7 +64,7 @@ class choco_sgd final : public algorithm, public async_mixing, public per_edge_m
   void restart(std::span<const float> model) override;
   void admit(const mixing_row& next, int peer, std::span<const float> state) override;
 
-  const clip_stats* clipping() const override { return clip_ ? &clip_->last() : nullptr; }
+  const clip_stats* clipping() const override { return clip_ ? &clip_->rule.last() : nullptr; }
 
  private:
   // Robust mixing: scales mix_weights_[k] by min(1, τ/‖x^_k − own term‖) (robust_mixing.hpp).
@@ -85,10 +86,8 @@ class choco_sgd final : public algorithm, public async_mixing, public per_edge_m
   std::vector<char> edge_sent_;
   std::vector<float_vector> copies_;  // x^_j by neighbour index
   std::vector<float> mix_weights_;    // finish(): scratch, gamma_c W_ij of each fresh neighbour
-  std::optional<clip_rule> clip_;     // options.robust on
-  std::vector<double> distances_;     // clip_terms(): scratch, by term in the mix
-  std::vector<float> scales_;
-  std::vector<std::size_t> in_mix_;
+  std::optional<clipped_mixing> clip_;  // options.robust on (its rule, and scratch by term in the mix)
+  std::vector<std::size_t> in_mix_;     // clip_terms(): the neighbour of each term
   round_receipts received_;
 };
 

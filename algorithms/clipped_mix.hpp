@@ -14,7 +14,7 @@
 
 namespace qgossip {
 
-// A clip rule and the scratch of its mixes.
+// A clip rule and the scratch of its mixes (CHOCO-SGD's too: choco_sgd::clip_terms).
 struct clipped_mixing {
   explicit clipped_mixing(const robust_options& o) : rule(o) {}
   clip_rule rule;

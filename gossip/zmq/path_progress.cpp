@@ -25,10 +25,10 @@ void path_progress::observe(clock::time_point now, int fd, const std::string& ho
   p.pass = pass_;
   auto [ci, fresh] = connections_.try_emplace(fd);
   connection& c = ci->second;
-  const bool same = !fresh && c.host == host && s.bytes_received >= c.last.bytes_received &&
-                    s.bytes_acked >= c.last.bytes_acked && s.delivered >= c.last.delivered;
-  if (!same || s.bytes_received > c.last.bytes_received || s.bytes_acked > c.last.bytes_acked ||
-      s.delivered > c.last.delivered)
+  // A counter that grew is movement; one that shrank, or another host, is a new connection (also
+  // movement: its handshake crossed).
+  if (fresh || c.host != host || s.bytes_received != c.last.bytes_received || s.bytes_acked != c.last.bytes_acked ||
+      s.delivered != c.last.delivered)
     moved(p, now, s.rto);
   c.host = host;
   c.last = s;
