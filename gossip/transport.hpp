@@ -87,8 +87,9 @@ class transport {
   // for error messages; empty when the transport cannot say.
   virtual std::string loss_cause(int peer) const { return {}; }
   // Stop watching peer (it has been dropped from the run): no more loss reports for it (a pending
-  // one is withdrawn), and its queued outgoing messages are discarded when the transport closes
-  // instead of lingering.
+  // one is withdrawn), and its queued outgoing messages are discarded when its link closes
+  // (watch_peer, or the transport's end) instead of lingering, those in the operating system's
+  // send buffer too: none arrives late, after the peer was admitted again on a new link.
   virtual void forget_peer(int peer) {}
   // Watch peer afresh (it rejoined the run, docs/failures.md "Rejoining"): what forget_peer did is
   // undone on a new link to it, whose connection starts at once (no reconnection back-off), and whose

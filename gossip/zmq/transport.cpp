@@ -219,6 +219,9 @@ struct zmq_transport::impl {
   [[nodiscard]] bool pacing() const { return options.pace_bytes_per_s > 0; }
 
   // Sets l.want on its connection (SO_MAX_PACING_RATE), once per change of rate or connection.
+  static void abort_on_close(const link& l);
+  // Stops watching peer's link l: no monitor, no pending loss, its queue discarded at close.
+  void unwatch(int peer, link& l);
   static void apply_pacing(link& l) {
     if (l.fd < 0 || l.want == 0 || l.want == l.applied) return;
     // The 32-bit form every kernel since 3.13 takes; ~0U means unlimited (above 34 Gbit/s).
@@ -577,19 +580,37 @@ std::string zmq_transport::loss_cause(int peer) const {
   return it == impl_->causes.end() ? std::string() : it->second;
 }
 
-void zmq_transport::forget_peer(int peer) {
-  auto it = impl_->links.find(peer);
-  if (it == impl_->links.end()) return;
-  impl::link& l = it->second;
+// A forgotten peer's connection ends with a reset when ZeroMQ closes it (watch_peer, or this
+// transport's end): what this host still holds for the peer in the connection's send buffer is
+// discarded. Otherwise, after a cut path came back, the kernel would deliver it on its next
+// retransmission, seconds later, after the peer had been admitted again over a new connection:
+// news older than its return ("you left", departures it has seen come back since) would count
+// as new (docs/failures.md, "A cut path"). The descriptor is checked to still be that connection.
+void zmq_transport::impl::abort_on_close(const link& l) {
+  if (l.fd < 0 || !is_tcp_to_port(l.fd, endpoint_port(l.endpoint)) || peer_host(l.fd) != l.host) return;
+  const ::linger abort{.l_onoff = 1, .l_linger = 0};
+  (void)setsockopt(l.fd, SOL_SOCKET, SO_LINGER, &abort, sizeof abort);
+}
+
+void zmq_transport::impl::unwatch(int peer, link& l) {
   l.forgotten = true;
   l.socket.set(zmq::sockopt::linger, 0);
   if (l.monitor) {
     (void)zmq_socket_monitor(l.socket.handle(), nullptr, 0);  // stops it
     l.monitor.close();
-    impl_->items_stale = true;
+    items_stale = true;
   }
-  impl_->suspected.erase(peer);
-  impl_->lost.erase(std::remove(impl_->lost.begin(), impl_->lost.end(), peer), impl_->lost.end());
+  suspected.erase(peer);
+  lost.erase(std::remove(lost.begin(), lost.end(), peer), lost.end());
+}
+
+void zmq_transport::forget_peer(int peer) {
+  auto it = impl_->links.find(peer);
+  if (it == impl_->links.end() || it->second.forgotten) return;
+  impl::link& l = it->second;
+  if (l.monitor) impl_->read_monitor(peer, l);  // l.fd is the connection open now
+  impl::abort_on_close(l);
+  impl_->unwatch(peer, l);
 }
 
 std::vector<int> zmq_transport::peers_refusing_this_node() const {
@@ -603,7 +624,7 @@ void zmq_transport::watch_peer(int peer) {
   auto it = impl_->links.find(peer);
   if (it == impl_->links.end()) return;
   const std::string endpoint = it->second.endpoint;
-  forget_peer(peer);  // stops its monitor and drops any pending loss
+  impl_->unwatch(peer, it->second);  // stops its monitor and drops any pending loss
   impl_->links.erase(it);
   impl_->items_stale = true;
   connect(peer, endpoint);

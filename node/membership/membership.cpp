@@ -28,6 +28,7 @@ bool membership::record_departure(const departure& d, std::uint64_t effective) {
   QG_ENFORCE(d.rank >= 0 && static_cast<std::size_t>(d.rank) < departed_.size() && d.rank != rank_,
              "departure of rank " << d.rank << " recorded by rank " << rank_);
   if (departed_[static_cast<std::size_t>(d.rank)]) return false;
+  if (d.round < joined_from_[static_cast<std::size_t>(d.rank)]) return false;  // older than its return
   departed_[static_cast<std::size_t>(d.rank)] = true;
   departures_.push_back(d);
   auto it = std::find(live_.begin(), live_.end(), d.rank);

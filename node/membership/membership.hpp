@@ -45,7 +45,9 @@ class membership {
   [[nodiscard]] bool departed(int r) const;
   [[nodiscard]] const std::vector<departure>& departures() const { return departures_; }
 
-  // Records a departure. Returns false when this node knew already (nothing to forward). When the
+  // Records a departure. Returns false when this node knew already (nothing to forward), or when
+  // the departure is older than the rank's latest return (record_join: news that reached this node
+  // late, after the return; it is not forwarded either). When the
   // leaver is a live neighbour, this node's degree drops from round `effective` on (the first
   // round after the one whose message it sends next) and degree_notice() says so.
   bool record_departure(const departure& d, std::uint64_t effective);

@@ -81,6 +81,7 @@ void rejoining::on_foreign_join(int from, std::uint64_t run_id) {
 
 void rejoining::announce(std::uint64_t last_round) {
   joining_ = true;
+  announced_at_ = last_round;
   const notice_item ask{.what = notice_item::kind::join, .round = last_round};
   for (int j : neighbours_)
     if (status s = reply(j, std::span(&ask, 1)); !s)
@@ -238,6 +239,9 @@ status rejoining::admit_due(std::uint64_t t) {
   if (status s = ex_->poll(); !s) return s;  // a node left with no neighbour still hears joiners
   if (status s = hold_for_offers(t); !s) return s;
   round_ = t;
+  // The round after the start-up announcement completed: this node is in the run, and an offer or
+  // a refusal that reaches it now (a neighbour's stale queue) is nothing to act on.
+  if (joining_ && !in_join_ && t > announced_at_ + 1) joining_ = false;
   for (auto it = due_.begin(); it != due_.end();) {
     const auto [peer, a] = *it;
     if (a.round != t) {

@@ -109,7 +109,8 @@ class rejoining {
   std::uint64_t round_ = 0;                   // the latest round this node began
   std::map<int, admission> due_;              // joiners accepted here, by rank
   std::map<int, std::uint64_t> offered_;      // joiners offered a round here, by rank
-  bool joining_ = false;                      // between announce/a "you left" and a join's end
+  bool joining_ = false;                      // from announce until a join's end, or a round done
+  std::uint64_t announced_at_ = 0;            // the round announce() named
   bool in_join_ = false;                      // inside join(): offers do not end a round
   std::map<int, offer> offers_;               // the joiner's: by neighbour
   std::map<int, std::string> refusals_;       // the joiner's: by neighbour

@@ -155,6 +155,7 @@ void round_steps::fill_record(std::uint64_t t) {
 
 step_end round_steps::back_or_end(step_end end, std::uint64_t& t) {
   if (end || !end.rejoin) return end;
+  say(s_.rank, "rejoining the run: " + end.error);  // why, as the exchange or a neighbour said
   step_end back = rejoin(t);
   back.rejoined = static_cast<bool>(back);
   return back;

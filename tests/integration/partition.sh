@@ -2,10 +2,11 @@
 # A network partition on a real Slurm of four hosts (tests/integration/slurm_hosts.sh; two ranks on
 # each host, a ring of 8): host sp2 (ranks 2 and 3) has its link cut mid-run, its veth into the
 # bridge set down as a pulled cable would (docs/failures.md, "A cut path").
-#  1. on_peer_failure: stop: every rank on the other hosts stops naming rank 2 or 3 within 3 s of
-#     the cut (the round time-out is 20 s: found by the path's silence, not by the time-out);
+#  1. on_peer_failure: stop: every rank on the other hosts stops naming rank 2 or 3 within 6 s of
+#     the cut (the round time-out is 20 s: found by the path's silence, not by the time-out; 1.5 to
+#     2.5 s on an idle machine, up to 3.8 s with two of these clusters running at once);
 #  2. on_peer_failure: continue: the ranks on each side drop the other side's neighbours within
-#     3 s; the link comes back; the cut host's ranks rejoin as a restarted node does; every rank
+#     6 s; the link comes back; the cut host's ranks rejoin as a restarted node does; every rank
 #     finishes, and every copy of every edge is equal.
 # Usage: bash tests/integration/partition.sh QGOSSIP_BINARY [stop|continue] [REPEAT]
 #   (or QGOSSIP=... in the environment); one case, REPEAT times, measures it (median printed).
@@ -76,7 +77,7 @@ case_stop() {  # RUN: cut, every outside rank stops naming rank 2 or 3; prints t
   read -r -a t <<<"$times"
   ((${#t[@]} == ${#outside[@]})) || fail "not every outside rank failed within 10 s of the cut (seconds: $times)"
   worst=$(printf '%s\n' "${t[@]}" | sort -g | tail -n1)
-  [[ "$(awk -v w="$worst" 'BEGIN {print (w <= 3)}')" == 1 ]] || fail "the last outside rank stopped $worst s after the cut (> 3 s)"
+  [[ "$(awk -v w="$worst" 'BEGIN {print (w <= 6)}')" == 1 ]] || fail "the last outside rank stopped $worst s after the cut (> 6 s)"
   echo "partition: stop, run $1: outside ranks stopped after ${t[*]} s; rank 4 says: $(summary "$tmp/runs/$name/node-4.json" error)"
   echo "$worst" >>"$tmp/stop-times"
 }
@@ -116,16 +117,20 @@ case_continue() {  # RUN
     [[ "$left" == "1 4 " ]] || fail "cut rank $r dropped '$left', not its neighbours across the cut, 1 and 4"
   done
   worst=$(printf '%s\n' "${t[@]}" | sort -g | tail -n1)
-  [[ "$(awk -v w="$worst" 'BEGIN {print (w <= 3)}')" == 1 ]] || fail "the last outside rank dropped the cut ranks $worst s after the cut (> 3 s)"
+  [[ "$(awk -v w="$worst" 'BEGIN {print (w <= 6)}')" == 1 ]] || fail "the last outside rank dropped the cut ranks $worst s after the cut (> 6 s)"
   sleep 1
   ip link set "$cable" up
   back=$(now)
-  for _ in $(seq 200); do
+  # Within 30 s: they rejoin once a message from across the cut reaches them, at the next fire of
+  # TCP's retransmission timer on a stuck connection (median 1.7 s, at most 16.3 s in 90 runs with
+  # two of these clusters at once).
+  local until=$(($(date +%s) + 30))
+  while (($(date +%s) < until)); do
     [[ -n "$(events_of "$name" 2 rejoined)" && -n "$(events_of "$name" 3 rejoined)" ]] && break
     sleep 0.05
   done
   for r in 2 3; do
-    [[ -n "$(events_of "$name" "$r" rejoined)" ]] || fail "cut rank $r did not rejoin within 10 s of the link's return: $(tail -n 5 "$tmp/logs/$name/node-$r.log")"
+    [[ -n "$(events_of "$name" "$r" rejoined)" ]] || fail "cut rank $r did not rejoin within 30 s of the link's return: $(tail -n 5 "$tmp/logs/$name/node-$r.log")"
   done
   rejoined_at=$(events_of "$name" 2 rejoined; events_of "$name" 3 rejoined)
   rejoined_at=$(grep -o '"unix_s":[0-9.]*' <<<"$rejoined_at" | cut -d: -f2 | sort -g | tail -n1)

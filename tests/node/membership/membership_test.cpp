@@ -282,3 +282,17 @@ TEST_CASE("membership: a checkpoint replays departures and joins in their order"
     CHECK(a.self_weight == b.self_weight);
   }
 }
+
+TEST_CASE("membership: a departure older than the rank's latest return is stale news") {
+  // Rank 3 left at round 10 and came back from round 30; news of its departure at round 10 that
+  // reaches this node late (a link's queue after a cut) neither drops it nor is forwarded.
+  const topology t = ring_of(6);
+  membership view(t, 2, true);
+  CHECK(view.record_departure(gone(3, 10), 12));
+  CHECK(view.record_join(3, 30, 2));
+  CHECK_FALSE(view.record_departure(gone(3, 10), 32));
+  CHECK_FALSE(view.departed(3));
+  CHECK(view.live_neighbours() == std::vector<int>{1, 3});
+  CHECK(view.record_departure(gone(3, 31), 33));  // it left again after its return
+  CHECK(view.departed(3));
+}

@@ -1,0 +1,76 @@
+// peer_failures (node/run/peer_failures.hpp) on news that reaches a node late, after a return: a
+// cut path that comes back delivers what its connections held (docs/failures.md, "A cut path").
+// Such news must change nothing; the same news sent after the return must still count.
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "node/config/config.hpp"
+#include "node/membership/notice.hpp"
+#include "node/run/peer_failures.hpp"
+#include "topology/graph.hpp"
+#include "topology/topology.hpp"
+
+using namespace qgossip;
+
+namespace {
+
+run_config continuing() {
+  run_config c;
+  c.network.on_peer_failure = peer_failure_policy::train_on;
+  c.topology.weights = weight_kind::uniform;
+  return c;
+}
+
+// A ring of 8; rank's exchange talks to its two neighbours. No exchange attached: nothing is sent.
+peer_failures node(int rank) {
+  const topology t = make_topology(qgossip::ring(8), weight_kind::uniform);
+  peer_failures f(continuing(), t, rank, {(rank + 7) % 8, (rank + 1) % 8});
+  f.allow_rejoining();
+  return f;
+}
+
+std::string left_notice(int rank, std::uint64_t round) {
+  const notice_item i{
+      .what = notice_item::kind::left, .rank = rank, .round = round, .cause = "its link closed"};
+  return encode_notice(std::span(&i, 1));
+}
+
+status hear(peer_failures& f, int from, const std::string& payload) {
+  return f.on_notice(from, std::as_bytes(std::span(payload.data(), payload.size())));
+}
+
+}  // namespace
+
+TEST_CASE("peer_failures: a neighbour's word that it dropped this node, from before its return, is stale") {
+  // Rank 4 dropped rank 3 at round 47 (a cut) and admitted it again at round 1962. Rank 3's notice
+  // "rank 4 left at round 47", queued on its old connection during the cut, arrives after that.
+  peer_failures f = node(4);
+  f.begin_round(47);
+  CHECK(f.on_peer_failure(3, "nothing moved to or from its host"));
+  CHECK(f.members().departed(3));
+  f.rejoined(3, 1962, 2, 4);
+  CHECK_FALSE(f.members().departed(3));
+  CHECK(hear(f, 3, left_notice(4, 47)).is_ok());
+  // The same word sent after rank 3's return is news: this node rejoins.
+  const status later = hear(f, 3, left_notice(4, 1970));
+  CHECK(later.code() == errc::rejoin);
+}
+
+TEST_CASE("peer_failures: after this node's own return, departures older than it are stale news") {
+  // Rank 2 rejoined at round 1989 admitted by rank 1 (and rank 3). A notice that rank 3 left at
+  // round 412, forwarded to it before the cut and delivered late, is older than its return.
+  peer_failures f = node(2);
+  const std::vector<std::pair<int, int>> admitted{{1, 2}, {3, 2}};
+  f.joined_at(1989, admitted);
+  CHECK(hear(f, 1, left_notice(3, 412)).is_ok());
+  CHECK_FALSE(f.members().departed(3));
+  CHECK(hear(f, 1, left_notice(2, 1500)).is_ok());  // nor its own departure from before its return
+  // A departure after the return counts.
+  CHECK(hear(f, 1, left_notice(3, 1995)).is_ok());
+  CHECK(f.members().departed(3));
+}
