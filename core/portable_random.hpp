@@ -44,6 +44,27 @@ namespace qgossip {
   return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
 }
 
+// Gamma(shape, 1) by Marsaglia and Tsang's squeeze (2000); a shape below 1 draws Gamma(shape + 1)
+// and scales it by U^(1/shape). REQUIRES: shape > 0. (libm's log, exp and pow as standard_normal.)
+[[nodiscard]] inline double standard_gamma(std::mt19937_64& rng, double shape) {
+  if (shape < 1.0) {
+    const double u = static_cast<double>((rng() >> 11) + 1) * 0x1.0p-53;  // (0, 1]
+    return standard_gamma(rng, shape + 1.0) * std::pow(u, 1.0 / shape);
+  }
+  const double d = shape - 1.0 / 3.0, c = 1.0 / std::sqrt(9.0 * d);
+  for (;;) {
+    double x = 0.0, v = 0.0;
+    do {
+      x = standard_normal(rng);
+      v = 1.0 + c * x;
+    } while (v <= 0.0);
+    v = v * v * v;
+    const double u = uniform_01(rng);
+    if (u < 1.0 - 0.0331 * x * x * x * x) return d * v;
+    if (u > 0.0 && std::log(u) < 0.5 * x * x + d * (1.0 - v + std::log(v))) return d * v;
+  }
+}
+
 // Fills values with N(0, stddev²) draws, in order.
 // Each value uniform on [-bound, bound), drawn in order from rng.
 inline void fill_uniform(std::span<float> values, double bound, std::mt19937_64& rng) {

@@ -70,6 +70,7 @@ void write_shards(const shards_options& o) {
       {"dir", c.data.dir},
       {"partition", to_text(c.data.partition)},
       {"skew", c.data.skew},
+      {"alpha", c.data.alpha},
       {"total_train", whole.total_train},
       {"test_examples", whole.test.size},
       {"dim", whole.train.dim},
@@ -114,12 +115,13 @@ void add_shards_command(CLI::App& app, int* exit_code) {
   cmd->footer(
       "Computes, with the nodes' own code, what each rank r of the run trains on and writes into --out:\n"
       "  shard-<r>.npy    int64 (|shard|,): the training-set indices of rank r's shard, ascending\n"
-      "                   (data.partition and data.skew over the topology's n nodes, seeded by `seed`)\n"
+      "                   (data.partition with data.skew or data.alpha, over the topology's n nodes,\n"
+      "                   seeded by `seed`)\n"
       "  batches-<r>.npy  int64 (steps, batch): the training-set indices of rank r's batch at each step,\n"
       "                   in the order its node draws them (a fresh seeded permutation every epoch)\n"
-      "  shards.json      n, seed, partition, batch, steps_per_epoch, steps_written, total_train,\n"
-      "                   dim, classes, model_params, standardize, and channel_mean/channel_stddev of the\n"
-      "                   whole training set (what data.standardize uses), shard_sizes\n"
+      "  shards.json      n, seed, partition, skew, alpha, batch, steps_per_epoch, steps_written,\n"
+      "                   total_train, dim, classes, model_params, standardize, and channel_mean/\n"
+      "                   channel_stddev of the whole training set (what data.standardize uses), shard_sizes\n"
       "Indices count from 0 in the data set's own order (Fashion-MNIST: the IDX file's). bench/peers/ reads\n"
       "these so that its PyTorch trainers see the same examples in the same order as qgossip's nodes.\n"
       "Example: qgossip shards --config configs/demo.yaml --out runs/shards/demo --epochs 12");

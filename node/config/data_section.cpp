@@ -36,6 +36,9 @@ void read_data(yaml_reader& r, run_config& c) {
   spec.dir = d->get_string("dir", spec.dir);
   spec.partition = get_choice(*d, "partition", spec.partition);
   spec.skew = get_double_in(*d, "skew", spec.skew, 0.0, 1.0);
+  if (d->has("alpha") && spec.partition != partition_kind::dirichlet)
+    throw d->error("data.alpha is only read by partition: dirichlet");
+  spec.alpha = get_double_in(*d, "alpha", spec.alpha, 1e-3, 1e6);
   spec.standardize = d->get_bool("standardize", spec.standardize);
   read_cache(*d, spec);
   if (auto a = d->map("augment")) {
@@ -50,11 +53,13 @@ void read_data(yaml_reader& r, run_config& c) {
 }
 
 void emit_data(YAML::Emitter& y, const data_spec& d) {
-  y << YAML::BeginMap << YAML::Key << "dataset" << YAML::Value << std::string(name_of(d.dataset)) << YAML::Key << "dir"
-    << YAML::Value << d.dir << YAML::Key << "partition" << YAML::Value << std::string(name_of(d.partition))
-    << YAML::Key << "skew" << YAML::Value << d.skew << YAML::Key << "standardize" << YAML::Value << d.standardize
-    << YAML::Key << "augment" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "crop_padding"
-    << YAML::Value << d.augment.crop_padding << YAML::Key << "flip" << YAML::Value << d.augment.flip << YAML::EndMap;
+  y << YAML::BeginMap << YAML::Key << "dataset" << YAML::Value << std::string(name_of(d.dataset)) << YAML::Key
+    << "dir" << YAML::Value << d.dir << YAML::Key << "partition" << YAML::Value
+    << std::string(name_of(d.partition)) << YAML::Key << "skew" << YAML::Value << d.skew;
+  if (d.partition == partition_kind::dirichlet) y << YAML::Key << "alpha" << YAML::Value << d.alpha;
+  y << YAML::Key << "standardize" << YAML::Value << d.standardize << YAML::Key << "augment" << YAML::Value
+    << YAML::Flow << YAML::BeginMap << YAML::Key << "crop_padding" << YAML::Value << d.augment.crop_padding
+    << YAML::Key << "flip" << YAML::Value << d.augment.flip << YAML::EndMap;
   if (d.dataset == dataset_kind::synthetic)
     y << YAML::Key << "synthetic" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "train" << YAML::Value
       << d.synthetic_train << YAML::Key << "test" << YAML::Value << d.synthetic_test << YAML::Key << "dim"

@@ -147,8 +147,20 @@ void check_data_files(const data_spec& spec) {
 
 std::vector<std::size_t> shard_indices(const data_spec& spec, const dataset& train, int n, int rank,
                                        std::uint64_t seed) {
-  return spec.partition == partition_kind::iid ? partition_iid(train.size, n, rank, seed)
-                                 : partition_by_label(train.labels, train.classes, n, rank, seed, spec.skew);
+  switch (spec.partition) {
+    case partition_kind::label:
+      return partition_by_label(train.labels, train.classes, n, rank, seed, spec.skew);
+    case partition_kind::dirichlet: {
+      // At least 10 examples per node (or an equal share, when that is less), drawn again otherwise.
+      const std::size_t least =
+          std::min<std::size_t>(10, train.size / static_cast<std::size_t>(std::max(n, 1)));
+      return partition_dirichlet(train.labels, train.classes, n, rank, seed, spec.alpha,
+                                 std::max<std::size_t>(least, 1));
+    }
+    case partition_kind::iid:
+      break;
+  }
+  return partition_iid(train.size, n, rank, seed);
 }
 
 data_split load_shard(const data_spec& spec, int n, int rank, std::uint64_t seed, const data_log& log) {

@@ -37,6 +37,38 @@ std::vector<std::size_t> shuffled_indices(std::size_t n, std::uint64_t seed) {
   return perm;
 }
 
+void check_labels(std::span<const std::uint8_t> labels, std::size_t classes) {
+  for (std::size_t i = 0; i < labels.size(); ++i) {
+    if (labels[i] >= classes) {
+      throw config_error("partition: label " + std::to_string(labels[i]) + " of example " +
+                         std::to_string(i) + " >= classes " + std::to_string(classes));
+    }
+  }
+}
+
+// Where each node's piece of `count` items starts when cut at the cumulative proportions p
+// (starts[n] = count).
+std::vector<std::size_t> cuts(std::size_t count, const std::vector<double>& p) {
+  std::vector<std::size_t> starts(p.size() + 1, count);
+  double cumulative = 0.0;
+  for (std::size_t r = 0; r < p.size(); ++r) {
+    starts[r] =
+        std::min(count, static_cast<std::size_t>(std::floor(cumulative * static_cast<double>(count))));
+    cumulative += p[r];
+  }
+  return starts;
+}
+
+// Dir(alpha, ..., alpha) over n nodes; empty when every Gamma draw underflowed to 0.
+std::vector<double> dirichlet(int n, double alpha, std::mt19937_64& rng) {
+  std::vector<double> p(static_cast<std::size_t>(n));
+  double sum = 0.0;
+  for (double& x : p) sum += (x = standard_gamma(rng, alpha));
+  if (!(sum > 0.0)) return {};
+  for (double& x : p) x /= sum;
+  return p;
+}
+
 }  // namespace
 
 std::vector<std::size_t> partition_iid(std::size_t n_examples, int n_nodes, int rank, std::uint64_t seed) {
@@ -55,12 +87,7 @@ std::vector<std::size_t> partition_by_label(std::span<const std::uint8_t> labels
   if (!(skew >= 0.0 && skew <= 1.0)) {
     throw config_error("partition: skew must be in [0, 1], got " + std::to_string(skew));
   }
-  for (std::size_t i = 0; i < n; ++i) {
-    if (labels[i] >= classes) {
-      throw config_error("partition: label " + std::to_string(labels[i]) + " of example " +
-                         std::to_string(i) + " >= classes " + std::to_string(classes));
-    }
-  }
+  check_labels(labels, classes);
 
   // Shard sizes s_r and their skewed parts k_r; prefix sums give each piece's offset.
   std::size_t skewed_total = 0, skewed_before = 0, iid_before = 0;
@@ -89,6 +116,50 @@ std::vector<std::size_t> partition_by_label(std::span<const std::uint8_t> labels
   shard.insert(shard.end(), iid_begin, iid_begin + static_cast<std::ptrdiff_t>(s_rank - k_rank));
   std::sort(shard.begin(), shard.end());
   return shard;
+}
+
+std::vector<std::size_t> partition_dirichlet(std::span<const std::uint8_t> labels, std::size_t classes,
+                                             int n_nodes, int rank, std::uint64_t seed, double alpha,
+                                             std::size_t min_examples) {
+  const std::size_t n = labels.size();
+  check_nodes(n, n_nodes, rank);
+  if (!(alpha > 0.0 && std::isfinite(alpha)))
+    throw config_error("partition: alpha must be a positive number, got " + std::to_string(alpha));
+  if (min_examples * static_cast<std::size_t>(n_nodes) > n)
+    throw config_error("partition: " + std::to_string(n) + " examples cannot give each of " +
+                       std::to_string(n_nodes) + " nodes " + std::to_string(min_examples));
+  check_labels(labels, classes);
+  // Each class's examples in the order of the seeded shuffle.
+  std::vector<std::vector<std::size_t>> by_class(classes);
+  for (std::size_t i : shuffled_indices(n, seed)) by_class[labels[i]].push_back(i);
+
+  constexpr int kDraws = 1000;
+  const auto nodes = static_cast<std::size_t>(n_nodes);
+  for (int draw = 0; draw < kDraws; ++draw) {
+    std::mt19937_64 rng(derive_seed(seed, 0xd1c7ULL + static_cast<std::uint64_t>(draw)));
+    std::vector<std::vector<std::size_t>> starts(classes);
+    std::vector<std::size_t> sizes(nodes, 0);
+    bool drawn = true;
+    for (std::size_t c = 0; c < classes && drawn; ++c) {
+      const std::vector<double> p = dirichlet(n_nodes, alpha, rng);
+      drawn = !p.empty();
+      if (!drawn) break;
+      starts[c] = cuts(by_class[c].size(), p);
+      for (std::size_t r = 0; r < nodes; ++r) sizes[r] += starts[c][r + 1] - starts[c][r];
+    }
+    if (!drawn || *std::min_element(sizes.begin(), sizes.end()) < min_examples) continue;
+    std::vector<std::size_t> shard;
+    const auto r = static_cast<std::size_t>(rank);
+    for (std::size_t c = 0; c < classes; ++c)
+      shard.insert(shard.end(), by_class[c].begin() + static_cast<std::ptrdiff_t>(starts[c][r]),
+                   by_class[c].begin() + static_cast<std::ptrdiff_t>(starts[c][r + 1]));
+    std::sort(shard.begin(), shard.end());
+    return shard;
+  }
+  throw config_error("partition: dirichlet with alpha " + std::to_string(alpha) +
+                     " left some node with fewer than " + std::to_string(min_examples) +
+                     " examples in each of " + std::to_string(kDraws) +
+                     " draws; raise data.alpha or use fewer nodes");
 }
 
 }  // namespace qgossip

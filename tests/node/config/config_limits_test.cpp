@@ -154,6 +154,14 @@ TEST_CASE("quantities that must be positive say so, and ranges print their numbe
   CHECK(error_of(f) == f + ":2:19: train.momentum: 1 is out of range [0, 0.999999]");
   f = s.write("skew.yaml", "topology: {graph: ring, n: 4}\ndata: {skew: 1.25}\n");
   CHECK(error_of(f) == f + ":2:14: data.skew: 1.25 is out of range [0, 1]");
+  f = s.write("alpha.yaml", "topology: {graph: ring, n: 4}\ndata: {partition: dirichlet, alpha: 0}\n");
+  CHECK(error_of(f) == f + ":2:37: data.alpha: 0 is out of range [0.001, 1e+06]");
+  f = s.write("alpha-iid.yaml", "topology: {graph: ring, n: 4}\ndata: {alpha: 0.5}\n");
+  CHECK(error_of(f) == f + ":2:7: data.alpha is only read by partition: dirichlet");
+  f = s.write("dirichlet.yaml", "topology: {graph: ring, n: 4}\ndata: {partition: dirichlet, alpha: 0.3}\n");
+  const run_config c = load_run_config(f);
+  CHECK(c.data.partition == partition_kind::dirichlet);
+  CHECK(c.data.alpha == 0.3);
 }
 
 TEST_CASE("network.on_peer_failure: continue only where every round can go on without a node") {

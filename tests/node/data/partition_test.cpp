@@ -5,10 +5,13 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <random>
 #include <set>
 #include <vector>
 
 #include "core/errors.hpp"
+#include "core/portable_random.hpp"
 #include "node/data/dataset.hpp"
 #include "node/data/synthetic.hpp"
 
@@ -127,6 +130,98 @@ TEST_CASE("skew 0.5: half of each shard comes from the node's own labels, the re
   }
 }
 
+namespace {
+
+// Each shard's count of every class.
+std::vector<std::vector<std::size_t>> class_counts(const std::vector<std::vector<std::size_t>>& shards,
+                                                   const std::vector<std::uint8_t>& labels,
+                                                   std::size_t classes) {
+  std::vector<std::vector<std::size_t>> counts(shards.size(), std::vector<std::size_t>(classes, 0));
+  for (std::size_t r = 0; r < shards.size(); ++r)
+    for (std::size_t i : shards[r]) ++counts[r][labels[i]];
+  return counts;
+}
+
+std::vector<std::vector<std::size_t>> dirichlet_shards(const std::vector<std::uint8_t>& labels, int n_nodes,
+                                                       double alpha, std::uint64_t seed, std::size_t least) {
+  std::vector<std::vector<std::size_t>> shards;
+  std::vector<int> owner(labels.size(), -1);
+  for (int r = 0; r < n_nodes; ++r) {
+    shards.push_back(partition_dirichlet(labels, 10, n_nodes, r, seed, alpha, least));
+    const auto& s = shards.back();
+    CHECK(std::is_sorted(s.begin(), s.end()));
+    CHECK(s.size() >= least);
+    for (std::size_t i : s) {
+      REQUIRE(i < labels.size());
+      CHECK_MESSAGE(owner[i] == -1, "example " << i << " in shards " << owner[i] << " and " << r);
+      owner[i] = r;
+    }
+  }
+  CHECK(std::count(owner.begin(), owner.end(), -1) == 0);
+  return shards;
+}
+
+}  // namespace
+
+TEST_CASE("dirichlet partition covers every example exactly once, each shard at least the least asked") {
+  for (double alpha : {0.05, 0.5, 1.0, 100.0}) {
+    for (int n_nodes : {1, 4, 16}) {
+      CAPTURE(alpha);
+      CAPTURE(n_nodes);
+      const auto shards = dirichlet_shards(balanced_labels(3001, 10), n_nodes, alpha, 5, 10);
+      CHECK(shards.size() == static_cast<std::size_t>(n_nodes));
+    }
+  }
+  const auto labels = balanced_labels(2000, 10);
+  CHECK(partition_dirichlet(labels, 10, 8, 3, 5, 1.0) == partition_dirichlet(labels, 10, 8, 3, 5, 1.0));
+  CHECK(partition_dirichlet(labels, 10, 8, 3, 5, 1.0) != partition_dirichlet(labels, 10, 8, 3, 6, 1.0));
+}
+
+TEST_CASE("dirichlet alpha: small gives each node a few classes, large gives each about 1/classes of each") {
+  // Seeded, so the figures are exact; the bounds are the statistical expectation's, with margins
+  // of several standard deviations (noted at each), so another seed would pass as well.
+  const auto labels = balanced_labels(20000, 10);
+  // alpha 0.1 over 16 nodes: a class lands mostly on one or two nodes; a node's largest class is
+  // on average well over half its shard (iid: 0.1).
+  auto counts = class_counts(dirichlet_shards(labels, 16, 0.1, 7, 10), labels, 10);
+  double top_share = 0.0;
+  for (const auto& c : counts) {
+    std::size_t total = 0;
+    for (std::size_t x : c) total += x;
+    top_share +=
+        static_cast<double>(*std::max_element(c.begin(), c.end())) / static_cast<double>(total) / 16.0;
+  }
+  CHECK(top_share > 0.6);
+  // alpha 1000: each node's class shares are 0.1 within 0.02 (their spread is about 0.003 here).
+  counts = class_counts(dirichlet_shards(labels, 16, 1000.0, 7, 10), labels, 10);
+  for (const auto& c : counts) {
+    std::size_t total = 0;
+    for (std::size_t x : c) total += x;
+    for (std::size_t x : c) CHECK(std::abs(static_cast<double>(x) / static_cast<double>(total) - 0.1) < 0.02);
+  }
+}
+
+TEST_CASE("standard_gamma: mean and variance are the shape's (200,000 draws per shape)") {
+  // Gamma(k, 1): mean k, variance k. The standard error of the mean is sqrt(k / 200000), under 0.8 %
+  // of k for k >= 0.1; the 3 % bound is more than 4 of them. The variance's bound (8 %) is as wide
+  // in its own standard errors (Gamma's fourth moment is large for small shapes).
+  for (double shape : {0.1, 0.5, 1.0, 2.5, 10.0}) {
+    std::mt19937_64 rng(derive_seed(99, static_cast<std::uint64_t>(shape * 10)));
+    constexpr int kDraws = 200000;
+    double sum = 0.0, sum2 = 0.0;
+    for (int i = 0; i < kDraws; ++i) {
+      const double x = standard_gamma(rng, shape);
+      REQUIRE(x >= 0.0);
+      sum += x;
+      sum2 += x * x;
+    }
+    const double mean = sum / kDraws, var = sum2 / kDraws - mean * mean;
+    CAPTURE(shape);
+    CHECK(std::abs(mean - shape) < 0.03 * shape);
+    CHECK(std::abs(var - shape) < 0.08 * shape);
+  }
+}
+
 TEST_CASE("bad partition arguments are configuration errors") {
   const auto labels = balanced_labels(10, 3);
   CHECK_THROWS_AS((void)partition_iid(10, 0, 0, 1), config_error);
@@ -136,4 +231,11 @@ TEST_CASE("bad partition arguments are configuration errors") {
   CHECK_THROWS_AS((void)partition_by_label(labels, 3, 2, 0, 1, 1.5), config_error);
   CHECK_THROWS_AS((void)partition_by_label(labels, 3, 2, 0, 1, -0.1), config_error);
   CHECK_THROWS_AS((void)partition_by_label(labels, 2, 2, 0, 1, 0.5), config_error);  // label 2 >= 2
+  CHECK_THROWS_AS((void)partition_dirichlet(labels, 3, 2, 0, 1, 0.0), config_error);
+  CHECK_THROWS_AS((void)partition_dirichlet(labels, 3, 2, 0, 1, -1.0), config_error);
+  CHECK_THROWS_AS((void)partition_dirichlet(labels, 3, 2, 0, 1, 1.0, 6), config_error);  // 2 x 6 > 10
+  // Three classes cannot give eight nodes 10 examples each when alpha puts a class on one node.
+  const auto three = balanced_labels(300, 3);
+  CHECK_THROWS_WITH_AS((void)partition_dirichlet(three, 3, 8, 0, 1, 0.001, 10),
+                       doctest::Contains("raise data.alpha"), config_error);
 }
