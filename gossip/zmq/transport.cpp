@@ -218,10 +218,11 @@ struct zmq_transport::impl {
   [[nodiscard]] transport_clock::duration judgement_interval() const { return options.heartbeat_interval / 2; }
   [[nodiscard]] bool pacing() const { return options.pace_bytes_per_s > 0; }
 
-  // Sets l.want on its connection (SO_MAX_PACING_RATE), once per change of rate or connection.
+  // Makes l's connection end with a reset when it closes (forget_peer).
   static void abort_on_close(const link& l);
   // Stops watching peer's link l: no monitor, no pending loss, its queue discarded at close.
   void unwatch(int peer, link& l);
+  // Sets l.want on its connection (SO_MAX_PACING_RATE), once per change of rate or connection.
   static void apply_pacing(link& l) {
     if (l.fd < 0 || l.want == 0 || l.want == l.applied) return;
     // The 32-bit form every kernel since 3.13 takes; ~0U means unlimited (above 34 Gbit/s).

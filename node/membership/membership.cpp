@@ -18,6 +18,26 @@ membership::membership(const topology& topo, int rank, bool reweight)
   for (int j : neighbours_) weights_.push_back(topo.weight(rank, j));
   live_ = neighbours_;
   theirs_.resize(neighbours_.size());
+  stale_margin_ = 2 * diameter() + 2;
+}
+
+std::uint64_t membership::diameter() const {
+  std::uint64_t widest = 0;
+  const std::size_t n = graph_.size();
+  for (std::size_t from = 0; from < n; ++from) {  // breadth-first from each node
+    std::vector<std::uint64_t> hops(n, ~std::uint64_t{0});
+    std::vector<std::size_t> queue{from};
+    hops[from] = 0;
+    for (std::size_t head = 0; head < queue.size(); ++head)
+      for (int j : graph_[queue[head]])
+        if (hops[static_cast<std::size_t>(j)] == ~std::uint64_t{0}) {
+          hops[static_cast<std::size_t>(j)] = hops[queue[head]] + 1;
+          queue.push_back(static_cast<std::size_t>(j));
+        }
+    for (std::uint64_t h : hops)
+      if (h != ~std::uint64_t{0}) widest = std::max(widest, h);
+  }
+  return widest;
 }
 
 bool membership::departed(int r) const {
@@ -28,7 +48,8 @@ bool membership::record_departure(const departure& d, std::uint64_t effective) {
   QG_ENFORCE(d.rank >= 0 && static_cast<std::size_t>(d.rank) < departed_.size() && d.rank != rank_,
              "departure of rank " << d.rank << " recorded by rank " << rank_);
   if (departed_[static_cast<std::size_t>(d.rank)]) return false;
-  if (d.round < joined_from_[static_cast<std::size_t>(d.rank)]) return false;  // older than its return
+  if (d.reported_by != rank_ && d.round + stale_margin_ < joined_from_[static_cast<std::size_t>(d.rank)])
+    return false;  // news older than the rank's return
   departed_[static_cast<std::size_t>(d.rank)] = true;
   departures_.push_back(d);
   auto it = std::find(live_.begin(), live_.end(), d.rank);

@@ -46,10 +46,11 @@ class membership {
   [[nodiscard]] const std::vector<departure>& departures() const { return departures_; }
 
   // Records a departure. Returns false when this node knew already (nothing to forward), or when
-  // the departure is older than the rank's latest return (record_join: news that reached this node
-  // late, after the return; it is not forwarded either). When the
-  // leaver is a live neighbour, this node's degree drops from round `effective` on (the first
-  // round after the one whose message it sends next) and degree_notice() says so.
+  // it is news from another node (reported_by not this node) older than the rank's latest return
+  // by more than stale_margin() rounds (record_join: news that reached this node late, after the
+  // return; it is not forwarded either). When the leaver is a live neighbour, this node's degree
+  // drops from round `effective` on (the first round after the one whose message it sends next)
+  // and degree_notice() says so.
   bool record_departure(const departure& d, std::uint64_t effective);
   // The latest own degree announcement: "degree d R", for the neighbours.
   [[nodiscard]] std::optional<std::pair<int, std::uint64_t>> degree_notice() const;
@@ -67,6 +68,10 @@ class membership {
   void join_at(std::uint64_t from, std::span<const std::pair<int, int>> admitted, const std::string& why);
   // The round a rejoined neighbour's edge runs again from (0: it never left, or is departed).
   [[nodiscard]] std::uint64_t joined_from(int r) const;
+  // How many rounds before a return news of a departure may still be new: twice the graph's
+  // diameter and 2 (how far apart two nodes' rounds can be, and a join's round from its offer's:
+  // a joiner can fail between its accept and its join round). What this node saw itself is new.
+  [[nodiscard]] std::uint64_t stale_margin() const { return stale_margin_; }
 
   // This node's mixing row for round r: the live neighbours with their weights (see the top).
   [[nodiscard]] mixing_row row_for(std::uint64_t r) const;
@@ -96,6 +101,8 @@ class membership {
   int rank_;
   bool reweight_;
   std::vector<std::vector<int>> graph_;   // every node's topology neighbours
+  std::uint64_t stale_margin_ = 0;        // stale_margin()
+  [[nodiscard]] std::uint64_t diameter() const;  // of graph_ (its largest part's, if split)
   std::vector<int> neighbours_;           // this node's, ascending
   std::vector<double> weights_;           // configured W_{rank, neighbours_[k]}
   std::vector<int> live_;

@@ -142,7 +142,8 @@ status peer_failures::on_notice(int from, std::span<const std::byte> payload) {
       members_.record_degree(from, i.degree, i.round);
     } else if (i.what == notice_item::kind::joined) {
       if (i.rank != rank_) rejoined(i.rank, i.round, std::nullopt, from);
-    } else if (i.round < joined_at_ || (i.rank == rank_ && i.round < members_.joined_from(from))) {
+    } else if (i.round + members_.stale_margin() < joined_at_ ||
+               (i.rank == rank_ && i.round + members_.stale_margin() < members_.joined_from(from))) {
       // News older than a return, from a link's stale queue (after a cut path came back): older
       // than this node's own return (its neighbours' offers told it what holds since), or the
       // sender's word that it dropped this node from before the sender itself came back.

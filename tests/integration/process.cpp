@@ -11,6 +11,7 @@
 #include <array>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -45,6 +46,10 @@ temp_dir::temp_dir() {
 }
 
 temp_dir::~temp_dir() {
+  if (std::getenv("QGOSSIP_TEST_KEEP")) {  // for a failure's post-mortem: the nodes' logs stay
+    std::fprintf(stderr, "kept %s\n", path.c_str());
+    return;
+  }
   std::error_code ec;
   fs::remove_all(path, ec);
 }

@@ -18,7 +18,8 @@ struct process_result {
 // Runs `qgossip ARGS...` (the binary built with this test) and waits for it.
 process_result run_qgossip(const std::vector<std::string>& args);
 
-// A fresh directory under the system temp dir, removed by the destructor.
+// A fresh folder under the system's temporary one, removed at the end (kept, and its path printed,
+// when QGOSSIP_TEST_KEEP is set).
 struct temp_dir {
   temp_dir();
   ~temp_dir();

@@ -283,16 +283,26 @@ TEST_CASE("membership: a checkpoint replays departures and joins in their order"
   }
 }
 
-TEST_CASE("membership: a departure older than the rank's latest return is stale news") {
+TEST_CASE("membership: news of a departure older than the rank's latest return is stale") {
   // Rank 3 left at round 10 and came back from round 30; news of its departure at round 10 that
-  // reaches this node late (a link's queue after a cut) neither drops it nor is forwarded.
+  // reaches this node late (a link's queue after a cut) neither drops it nor is forwarded. The
+  // margin is twice the ring's diameter (3) and 2: news from round 22 on may be new.
   const topology t = ring_of(6);
   membership view(t, 2, true);
+  CHECK(view.stale_margin() == 8);
   CHECK(view.record_departure(gone(3, 10), 12));
   CHECK(view.record_join(3, 30, 2));
   CHECK_FALSE(view.record_departure(gone(3, 10), 32));
+  CHECK_FALSE(view.record_departure(gone(3, 21), 32));
   CHECK_FALSE(view.departed(3));
   CHECK(view.live_neighbours() == std::vector<int>{1, 3});
-  CHECK(view.record_departure(gone(3, 31), 33));  // it left again after its return
+  CHECK(view.record_departure(gone(3, 22), 33));  // within the margin: it may have failed since
   CHECK(view.departed(3));
+  // What this node sees itself is never stale: a joiner that fails after its accept, before its
+  // join round, is a departure here (the exchange drops it; the views must agree).
+  membership own(t, 2, true);
+  CHECK(own.record_departure(gone(3, 10), 12));
+  CHECK(own.record_join(3, 30, 2));
+  CHECK(own.record_departure({.rank = 3, .round = 5, .cause = "its link closed", .reported_by = 2}, 7));
+  CHECK(own.departed(3));
 }

@@ -61,6 +61,19 @@ TEST_CASE("peer_failures: a neighbour's word that it dropped this node, from bef
   CHECK(later.code() == errc::rejoin);
 }
 
+TEST_CASE("peer_failures: a joiner that fails between its accept and its join round is a departure") {
+  // Rank 4 accepted rank 3 back from round 1962 while at round 1960; rank 3's link fails before
+  // 1962. The exchange drops it, so the membership must too (or the next remix names a neighbour
+  // the algorithm has forgotten: an internal error).
+  peer_failures f = node(4);
+  f.begin_round(1000);
+  CHECK(f.on_peer_failure(3, "its link closed"));
+  f.rejoined(3, 1962, 2, 4);
+  f.begin_round(1960);
+  CHECK(f.on_peer_failure(3, "its link closed"));
+  CHECK(f.members().departed(3));
+}
+
 TEST_CASE("peer_failures: after this node's own return, departures older than it are stale news") {
   // Rank 2 rejoined at round 1989 admitted by rank 1 (and rank 3). A notice that rank 3 left at
   // round 412, forwarded to it before the cut and delivered late, is older than its return.
