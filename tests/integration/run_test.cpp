@@ -149,6 +149,50 @@ TEST_CASE("robust CHOCO-SGD and DCD-PSGD (clipping, nobody attacking) train, log
   }
 }
 
+TEST_CASE("robust mixing with local steps, synchronous and asynchronous: trains, logs the radius, exact copies") {
+  // Clipping acts on what each round mixes, whatever made the round's change: 4 local steps per
+  // round, and asynchronous gossip (a round mixes the newest copy of each neighbour that sent one).
+  temp_dir tmp;
+  struct cas {
+    const char* name;
+    const char* algorithm;
+    const char* compressor;
+    std::vector<std::string> sets;
+  };
+  for (const cas& c :
+       {cas{"robust-choco-h4-async", "{name: choco, consensus_step: 0.5, robust: {clip: auto, tolerate: 1}}",
+            "{name: qsgd, bits: 4, bucket: 128, norm: max}", {"train.local_steps=4", "train.max_staleness=2"}},
+        cas{"robust-dcd-h4", "{name: dcd, robust: {clip: auto, tolerate: 1}}", "{name: qsgd, bits: 8, bucket: 512}",
+            {"train.local_steps=4"}}}) {
+    const std::string name = c.name;
+    CAPTURE(name);
+    ring_run run = launch_ring(tmp, c.name, c.algorithm, c.compressor, 3, c.sets);
+    for (const auto& [rank, s] : run.nodes) {
+      CAPTURE(rank);
+      CHECK(text(s, "status") == "ok");
+      CHECK(number(s, "test_acc") > 0.9);
+      // Every logged round: the radius within the largest distance, a fraction; and the farther
+      // neighbour clipped in some of them. (Asynchronous: a round may mix one neighbour's copy, or
+      // none, and clip nothing, so not in every one.)
+      const auto rows = csv_rows(run.dir / ("node-" + std::to_string(rank) + ".csv"));
+      REQUIRE_FALSE(rows.empty());
+      double most_clipped = 0.0;
+      for (const auto& row : rows) {
+        if (row.at("clip_tau").empty()) continue;  // (no round of the row mixed a neighbour)
+        CHECK(std::stod(row.at("clip_tau")) <= std::stod(row.at("clip_largest_distance")));
+        const double fraction = std::stod(row.at("clip_fraction"));
+        CHECK(fraction >= 0.0);
+        CHECK(fraction <= 1.0);
+        most_clipped = std::max(most_clipped, fraction);
+      }
+      CHECK(most_clipped > 0.0);
+    }
+    replica_check_result check = check_replicas(run.dir);
+    CHECK(check.mismatches.empty());
+    CHECK(check.edges_checked == 16);
+  }
+}
+
 TEST_CASE("8-bit QSGD sends at most 0.27x the bytes of 32-bit per round, headers included") {
   temp_dir tmp;
   ring_run full = launch_ring(tmp, "bytes-32", "dcd", "identity", 0.5);
