@@ -24,8 +24,32 @@ fail() { echo "$test_name: FAILED: $*" >&2; exit 1; }
 elapsed() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}'; }
 rows() { [[ -f "$1" ]] && wc -l <"$1" || echo 0; }
 summary() { python3 -c 'import json, sys; print(json.load(open(sys.argv[1])).get(sys.argv[2], ""))' "$1" "$2"; }
-free_port() {  # a port free here and in every namespace (they start empty)
-  python3 -c 'import socket; s = socket.socket(); s.bind(("", 0)); print(s.getsockname()[1])'
+# A base port with COUNT ports from it free here (and so in every namespace: they start empty),
+# outside the ephemeral range and apart from the ports in AVOID (slurmctld's and slurmd's): the
+# kernel's ephemeral picks lie close together, and a node on a host whose slurmd held its port
+# could not bind it.
+free_ports() {  # COUNT [AVOID...]
+  python3 - "$@" <<'PY'
+import random, socket, sys
+n, avoid = int(sys.argv[1]), {int(p) for p in sys.argv[2:]}
+for _ in range(200):
+    base = random.randrange(20000, 32000 - n)
+    if any(base <= p < base + n for p in avoid):
+        continue
+    socks = []
+    try:
+        for p in range(base, base + n):
+            socks.append(socket.socket())
+            socks[-1].bind(("", p))
+    except OSError:
+        continue
+    finally:
+        for s in socks:
+            s.close()
+    print(base)
+    sys.exit(0)
+sys.exit("no free port range found")
+PY
 }
 
 hosts_up() {
@@ -43,7 +67,8 @@ hosts_up() {
   tmp=$(mktemp -d "/tmp/qgossip-$test_name.XXXXXX")
   chmod 0755 "$tmp"
   subnet="10.$((216 + ${#test_name} % 20)).$(($$ % 250))"
-  cluster=(bash "$repo/scripts/slurm-local.sh" --dir "$tmp/slurm" --port "$(free_port)")
+  slurm_port=$(free_ports 2)
+  cluster=(bash "$repo/scripts/slurm-local.sh" --dir "$tmp/slurm" --port "$slurm_port")
   trap hosts_down EXIT
   trap 'exit 130' INT
   trap 'exit 143' TERM
@@ -75,7 +100,7 @@ hosts_down() {
 }
 
 write_config() {  # NAME EPOCHS [no-keys [OUTPUT_DIR [", more: train keys" [", more: network keys"]]]]
-  base=$(free_port)
+  base=$(free_ports 8 "$slurm_port" "$((slurm_port + 1))")
   cat >"$tmp/$1.yaml" <<EOF
 name: $1
 seed: 5

@@ -178,11 +178,12 @@ TEST_CASE("dirichlet partition covers every example exactly once, each shard at 
 }
 
 TEST_CASE("dirichlet alpha: small gives each node a few classes, large gives each about 1/classes of each") {
-  // Seeded, so the figures are exact; the bounds are the statistical expectation's, with margins
-  // of several standard deviations (noted at each), so another seed would pass as well.
+  // Seeded, so the figures are exact; the bounds sit several standard deviations from what is
+  // expected (noted at each), so another seed would pass as well.
   const auto labels = balanced_labels(20000, 10);
-  // alpha 0.1 over 16 nodes: a class lands mostly on one or two nodes; a node's largest class is
-  // on average well over half its shard (iid: 0.1).
+  // alpha 0.1 over 16 nodes: a class lands mostly on one or two nodes, and a node's largest class
+  // is on average about two thirds of its shard (Fashion-MNIST: 0.64, each node's between 0.42 and
+  // 0.98, so the mean of 16 varies by about 0.04); alpha 1 gives 0.30, iid 0.1.
   auto counts = class_counts(dirichlet_shards(labels, 16, 0.1, 7, 10), labels, 10);
   double top_share = 0.0;
   for (const auto& c : counts) {
@@ -191,8 +192,9 @@ TEST_CASE("dirichlet alpha: small gives each node a few classes, large gives eac
     top_share +=
         static_cast<double>(*std::max_element(c.begin(), c.end())) / static_cast<double>(total) / 16.0;
   }
-  CHECK(top_share > 0.6);
-  // alpha 1000: each node's class shares are 0.1 within 0.02 (their spread is about 0.003 here).
+  CHECK(top_share > 0.45);
+  // alpha 1000: each node's class shares are 0.1 within 0.02 (a node's share of a class varies by
+  // about 3 % of 1/16, and the cuts round by under 1 %: a share's spread is about 0.003).
   counts = class_counts(dirichlet_shards(labels, 16, 1000.0, 7, 10), labels, 10);
   for (const auto& c : counts) {
     std::size_t total = 0;
