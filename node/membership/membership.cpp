@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/errors.hpp"
+#include "topology/diameter.hpp"
 
 namespace qgossip {
 
@@ -18,26 +19,7 @@ membership::membership(const topology& topo, int rank, bool reweight)
   for (int j : neighbours_) weights_.push_back(topo.weight(rank, j));
   live_ = neighbours_;
   theirs_.resize(neighbours_.size());
-  stale_margin_ = 2 * diameter() + 2;
-}
-
-std::uint64_t membership::diameter() const {
-  std::uint64_t widest = 0;
-  const std::size_t n = graph_.size();
-  for (std::size_t from = 0; from < n; ++from) {  // breadth-first from each node
-    std::vector<std::uint64_t> hops(n, ~std::uint64_t{0});
-    std::vector<std::size_t> queue{from};
-    hops[from] = 0;
-    for (std::size_t head = 0; head < queue.size(); ++head)
-      for (int j : graph_[queue[head]])
-        if (hops[static_cast<std::size_t>(j)] == ~std::uint64_t{0}) {
-          hops[static_cast<std::size_t>(j)] = hops[queue[head]] + 1;
-          queue.push_back(static_cast<std::size_t>(j));
-        }
-    for (std::uint64_t h : hops)
-      if (h != ~std::uint64_t{0}) widest = std::max(widest, h);
-  }
-  return widest;
+  stale_margin_ = 2 * static_cast<std::uint64_t>(graph_diameter(topo)) + 2;
 }
 
 bool membership::departed(int r) const {

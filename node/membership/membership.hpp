@@ -102,7 +102,6 @@ class membership {
   bool reweight_;
   std::vector<std::vector<int>> graph_;   // every node's topology neighbours
   std::uint64_t stale_margin_ = 0;        // stale_margin()
-  [[nodiscard]] std::uint64_t diameter() const;  // of graph_ (its largest part's, if split)
   std::vector<int> neighbours_;           // this node's, ascending
   std::vector<double> weights_;           // configured W_{rank, neighbours_[k]}
   std::vector<int> live_;

@@ -17,6 +17,7 @@
 #include "node/log/run_log.hpp"
 #include "node/run/node_setup.hpp"
 #include "node/run/resume.hpp"
+#include "topology/diameter.hpp"
 #include "node/run/round_steps.hpp"
 
 namespace qgossip {

@@ -10,6 +10,7 @@
 #include "node/config/topology_builder.hpp"
 #include "node/models/model_factory.hpp"
 #include "node/run/resume.hpp"
+#include "topology/diameter.hpp"
 
 namespace qgossip {
 

@@ -1,7 +1,6 @@
 #include "node/run/resume.hpp"
 
 #include <algorithm>
-#include <deque>
 #include <vector>
 
 #include "core/errors.hpp"
@@ -14,26 +13,6 @@ namespace fs = std::filesystem;
 
 fs::path checkpoint_dir(const run_config& c, int rank) {
   return fs::path(c.output_dir) / c.name / "checkpoints" / ("node-" + std::to_string(rank));
-}
-
-int graph_diameter(const topology& t) {
-  int diameter = 0;
-  for (int from = 0; from < t.n(); ++from) {
-    std::vector<int> distance(static_cast<std::size_t>(t.n()), -1);
-    std::deque<int> next{from};
-    distance[static_cast<std::size_t>(from)] = 0;
-    while (!next.empty()) {
-      const int i = next.front();
-      next.pop_front();
-      for (int j : t.neighbours(i))
-        if (distance[static_cast<std::size_t>(j)] < 0) {
-          distance[static_cast<std::size_t>(j)] = distance[static_cast<std::size_t>(i)] + 1;
-          diameter = std::max(diameter, distance[static_cast<std::size_t>(j)]);
-          next.push_back(j);
-        }
-    }
-  }
-  return diameter;
 }
 
 std::size_t checkpoint_keep(std::uint64_t rounds_apart, std::uint64_t every) {

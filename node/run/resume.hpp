@@ -19,9 +19,6 @@ class topology;
 // <output_dir>/<name>/checkpoints/node-<rank>.
 [[nodiscard]] std::filesystem::path checkpoint_dir(const run_config& c, int rank);
 
-// The greatest graph distance between two nodes (0 for one node). REQUIRES: a connected topology.
-[[nodiscard]] int graph_diameter(const topology& t);
-
 // Checkpoints a node keeps so that the newest round every node has survives any kill: nodes whose
 // rounds can differ by `rounds_apart` (the graph diameter; 1 for the centralized algorithms, whose
 // every round waits for every node) checkpointing every `every` rounds need 1 + ceil(rounds_apart /

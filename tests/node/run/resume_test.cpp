@@ -19,6 +19,7 @@
 #include "node/config/topology_builder.hpp"
 #include "node/log/run_log.hpp"
 #include "node/run/resume.hpp"
+#include "topology/diameter.hpp"
 #include "topology/topology.hpp"
 #include "tests/scratch_dir.hpp"
 
