@@ -28,7 +28,7 @@ LAYERS = [
     ["kernels/cuda"],
     ["algorithms/compress", "topology", "gossip", "gossip/exchange"],
     ["algorithms", "gossip/zmq", "gossip/inproc"],
-    ["node/data", "node/optim"],
+    ["node/data", "node/optim", "node/attack"],
     ["node/models"],
     ["node/config"],
     ["node/membership"],

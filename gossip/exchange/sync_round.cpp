@@ -187,25 +187,54 @@ status sync_round::check_round(message_kind kind, std::uint64_t iteration, const
       if ((i > 0 && list[i] <= list[i - 1]) || !core_.index_of(list[i]))
         return status::error(errc::invalid, "round peers must be sorted, unique neighbours; rank " +
                                                 std::to_string(list[i]) + " is not");
+  for (std::size_t i = 0; i < peers.own_payloads.size(); ++i) {
+    const link_message& m = peers.own_payloads[i];
+    const bool listed = std::binary_search(peers.send_to.begin(), peers.send_to.end(), m.peer);
+    const bool repeated =
+        std::any_of(peers.own_payloads.begin(), peers.own_payloads.begin() + static_cast<std::ptrdiff_t>(i),
+                    [&](const link_message& o) { return o.peer == m.peer; });
+    if (kind != message_kind::train || !listed || repeated ||
+        m.payload.size() > core_.options().max_payload_bytes)
+      return status::error(errc::invalid,
+                           "a payload of its own for rank " + std::to_string(m.peer) +
+                               ": expected a train round, a peer it sends to, listed once, at most " +
+                               std::to_string(core_.options().max_payload_bytes) + " bytes");
+  }
   return status::ok();
 }
 
 status sync_round::send_round(message_kind kind, std::uint64_t iteration, const outgoing_message& msg,
-                              std::span<const int> send_to, transport_clock::time_point start) {
-  encode_header(core_.header_for(kind, iteration, msg), msg.payload, header_);
+                              const round_peers& peers, transport_clock::time_point start) {
   live_send_.clear();
-  for (int p : send_to) {
+  for (int p : peers.send_to) {
     const std::size_t k = *core_.index_of(p);
-    if (core_.in_round(k, iteration) && !core_.link(k).closed) live_send_.push_back(p);
+    const bool own = std::any_of(peers.own_payloads.begin(), peers.own_payloads.end(),
+                                 [p](const link_message& m) { return m.peer == p; });
+    if (!own && core_.in_round(k, iteration) && !core_.link(k).closed) live_send_.push_back(p);
   }
+  if (status sent = send_payload(kind, iteration, msg, live_send_, msg.payload, start); !sent) return sent;
+  for (const link_message& m : peers.own_payloads) {
+    const std::size_t k = *core_.index_of(m.peer);
+    if (!core_.in_round(k, iteration) || core_.link(k).closed) continue;
+    const int one[] = {m.peer};
+    if (status sent = send_payload(kind, iteration, msg, one, m.payload, start); !sent) return sent;
+  }
+  return status::ok();
+}
+
+status sync_round::send_payload(message_kind kind, std::uint64_t iteration, const outgoing_message& msg,
+                                std::span<const int> to, std::span<const std::byte> payload,
+                                transport_clock::time_point start) {
+  if (to.empty()) return status::ok();
+  outgoing_message one = msg;
+  one.payload = payload;
+  encode_header(core_.header_for(kind, iteration, one), payload, header_);
   exchange_stats& stats = core_.stats();
-  if (!live_send_.empty()) {
-    status sent = core_.net().send_all(live_send_, header_, msg.payload);
-    stats.send_time += transport_clock::now() - start;
-    if (!sent) return sent;
-  }
-  const std::uint64_t bytes = live_send_.size() * (kWireHeaderBytes + msg.payload.size());
-  stats.messages_sent += live_send_.size();
+  status sent = core_.net().send_all(to, header_, payload);
+  stats.send_time += transport_clock::now() - start;
+  if (!sent) return sent;
+  const std::uint64_t bytes = to.size() * (kWireHeaderBytes + payload.size());
+  stats.messages_sent += to.size();
   stats.bytes_sent += bytes;
   if (kind == message_kind::probe) stats.probe_bytes_sent += bytes;
   return status::ok();
@@ -261,7 +290,7 @@ status sync_round::round(message_kind kind, std::uint64_t iteration, const outgo
   core_.base = iteration;
   core_.last_round[exchange_core::kind_index(kind)] = iteration;
   expire_before(iteration);
-  if (status sent = send_round(kind, iteration, msg, peers.send_to, start); !sent) return core_.fail(sent);
+  if (status sent = send_round(kind, iteration, msg, peers, start); !sent) return core_.fail(sent);
   kind_ = kind;
   codec_ = {msg.codec, msg.codec_tag, msg.count};
   out_ = out;

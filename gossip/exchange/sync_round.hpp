@@ -40,8 +40,12 @@ class sync_round final : public exchange_protocol {
   };
   [[nodiscard]] status check_round(message_kind kind, std::uint64_t iteration, const outgoing_message& msg,
                                    const round_peers& peers) const;
+  // The round's message to peers.send_to (each of peers.own_payloads its own), live links only.
   [[nodiscard]] status send_round(message_kind kind, std::uint64_t iteration, const outgoing_message& msg,
-                                  std::span<const int> send_to, transport_clock::time_point start);
+                                  const round_peers& peers, transport_clock::time_point start);
+  [[nodiscard]] status send_payload(message_kind kind, std::uint64_t iteration, const outgoing_message& msg,
+                                    std::span<const int> to, std::span<const std::byte> payload,
+                                    transport_clock::time_point start);
   // out's slots for the peers of receive_from in the round, the messages buffered for it delivered
   // into them; returns how many the round expects.
   std::size_t expect_round(std::uint64_t iteration, std::span<const int> receive_from);

@@ -49,8 +49,8 @@ struct outgoing_message {
   std::span<const std::byte> payload;
 };
 
-// Asynchronous gossip (exchange::gather): what a round sends on one link, to neighbour `peer`. The
-// payload must stay valid during gather().
+// What a round sends on one link, to neighbour `peer` (asynchronous gossip: exchange::gather; a
+// synchronous round: round_peers::own_payloads). The payload must stay valid during the call.
 struct link_message {
   int peer = -1;
   std::span<const std::byte> payload;
@@ -60,6 +60,10 @@ struct link_message {
 struct round_peers {
   std::span<const int> send_to;
   std::span<const int> receive_from;
+  // A train round may send some of send_to a payload of their own (a different message per edge; a
+  // hostile node's equivocation, node/attack/): each listed peer gets its payload instead of the
+  // round's, with the same codec fields. A listed peer must be in send_to, at most once.
+  std::span<const link_message> own_payloads{};
 };
 
 // A validated message from one neighbour, for a caller that collects its round's messages.

@@ -11,11 +11,12 @@
 #include "node/cli/host_checks.hpp"
 #include "node/config/churn_file.hpp"
 #include "node/config/config.hpp"
+#include "node/config/hostile_file.hpp"
+#include "node/config/topology_builder.hpp"
+#include "node/data/load.hpp"
 #include "node/launch/launcher.hpp"
 #include "node/launch/subprocess.hpp"
-#include "node/data/load.hpp"
 #include "node/log/run_dir.hpp"
-#include "node/config/topology_builder.hpp"
 #include "node/run/node_network.hpp"
 #include "node/run/resume.hpp"
 
@@ -104,17 +105,40 @@ struct launch_request {
   std::string exec_prefix;
   std::string exec;  // a program of the user's in place of `qgossip run` (model.kind external)
   bool resume = false;
-  std::string churn;
+  std::string churn;     // --churn: a scenario file, its churn: list only
+  std::string scenario;  // --scenario: a scenario file, its churn: and hostile: lists
 };
 
-// --churn's events, checked against the config: churn kills and stops nodes, which needs continue.
+// The scenario file whose churn: list applies (--scenario or --churn; not both).
+const std::string& churn_file(const launch_request& opt) {
+  if (!opt.churn.empty() && !opt.scenario.empty())
+    throw config_error(
+        "launch: give --scenario FILE (its churn: and hostile: lists) or --churn FILE, not both");
+  return opt.scenario.empty() ? opt.churn : opt.scenario;
+}
+
+// The churn's events, checked against the config: churn kills and stops nodes, which needs continue.
 std::vector<churn_event> launch_churn(const launch_request& opt, const run_config& c) {
-  if (opt.churn.empty()) return {};
-  std::vector<churn_event> churn = read_churn(opt.churn, c.topology.n);
+  const std::string& file = churn_file(opt);
+  if (file.empty()) return {};
+  std::vector<churn_event> churn = read_churn(file, c.topology.n);
   if (!churn.empty() && c.network.on_peer_failure != peer_failure_policy::train_on)
-    throw config_error(opt.churn + ": churn kills and stops nodes, which needs network.on_peer_failure: continue "
-                       "(a node that leaves is trained around and rejoins); add --set network.on_peer_failure=continue");
+    throw config_error(
+        file +
+        ": churn kills and stops nodes, which needs network.on_peer_failure: continue "
+        "(a node that leaves is trained around and rejoins); add --set network.on_peer_failure=continue");
   return churn;
+}
+
+// --scenario's hostile: list, checked against the config before any node starts; each node is then
+// given the file and attacks only when its rank is listed (`qgossip run --scenario`).
+std::vector<attack_spec> launch_hostile(const launch_request& opt, const run_config& c) {
+  if (opt.scenario.empty()) return {};
+  std::vector<attack_spec> hostile = read_hostile(opt.scenario, c.topology.n);
+  check_hostile(c, hostile, opt.scenario);
+  for (const attack_spec& a : hostile)
+    std::fprintf(stderr, "hostile (scenario): rank %d sends the %s attack\n", a.rank, describe(a).c_str());
+  return hostile;
 }
 
 // --resume: one round for every node, chosen here from every node's checkpoint directory; the
@@ -134,7 +158,8 @@ std::vector<std::string> resume_arguments(const run_config& c) {
 // One `qgossip run` process per rank: behind the exec prefix, with the launch's --set options, one
 // GPU each when there are GPUs, stderr into runs/<name>/node-<rank>.log.
 std::vector<node_process> node_processes(const launch_request& opt, const run_config& c,
-                                         const std::filesystem::path& dir, const std::vector<std::string>& resume_args) {
+                                         const std::filesystem::path& dir,
+                                         const std::vector<std::string>& resume_args, bool hostile) {
   const int gpus = count_local_gpus();
   std::vector<node_process> nodes;
   for (int r = 0; r < c.topology.n; ++r) {
@@ -145,6 +170,8 @@ std::vector<node_process> node_processes(const launch_request& opt, const run_co
       p.argv.insert(p.argv.end(), {self_executable(), "run", "--config", opt.config, "--rank", std::to_string(r)});
       for (const auto& s : opt.sets) p.argv.insert(p.argv.end(), {"--set", s});
       p.argv.insert(p.argv.end(), resume_args.begin(), resume_args.end());
+      if (hostile)
+        p.argv.insert(p.argv.end(), {"--scenario", std::filesystem::absolute(opt.scenario).string()});
     } else {  // the program's qgossip.Node reads these (docs/python.md)
       const std::vector<std::string> program = command_words("--exec", opt.exec, r);
       p.argv.insert(p.argv.end(), program.begin(), program.end());
@@ -184,9 +211,13 @@ int launch_run(const launch_request& opt) {
   if (opt.exec.empty()) check_data_files(c.data);  // before any node starts, not once every node has
   if (c.network.transport == transport_kind::tcp) check_hosts(c.topology, opt.exec_prefix);
   const std::vector<churn_event> churn = launch_churn(opt, c);
+  const std::vector<attack_spec> hostile = launch_hostile(opt, c);
+  if (!hostile.empty() && !opt.exec.empty())
+    throw config_error(opt.scenario +
+                       ": a hostile: list is sent by `qgossip run` nodes; --exec runs your program");
   const std::filesystem::path dir = prepare_run_dir(c, opt.resume);
-  const std::vector<node_process> nodes =
-      node_processes(opt, c, dir, opt.resume ? resume_arguments(c) : std::vector<std::string>{});
+  const std::vector<node_process> nodes = node_processes(
+      opt, c, dir, opt.resume ? resume_arguments(c) : std::vector<std::string>{}, !hostile.empty());
   std::fprintf(stderr, "launching %d nodes: %s, %s; logs in %s/\n", c.topology.n, to_text(c.algorithm).c_str(),
                c.compressor.name.c_str(), dir.c_str());
   // The plotter imports its libraries while the nodes train, and draws once they are done.
@@ -255,6 +286,11 @@ void add_launch_command(CLI::App& app, int* exit_code) {
                   "A scenario file whose churn: list ({rank, at_s, down_s, how: kill|stop}) disturbs the nodes "
                   "while they run: killed and started again, or stopped and continued (docs/failures.md, "
                   "\"Churn\"); needs network.on_peer_failure: continue");
+  cmd->add_option(
+      "--scenario", opt->scenario,
+      "A scenario file: its churn: list as --churn, and its hostile: list ({rank, attack, from_round, "
+      "...}): those ranks send attacks instead of honest messages (docs/security.md, \"Attacks as "
+      "experiment input\"); `qgossip logs` and the figures then report the honest nodes");
   cmd->callback([opt, exit_code] { *exit_code = launch_run(*opt); });
 }
 

@@ -10,6 +10,7 @@
 #include "core/errors.hpp"
 #include "node/cli/commands.hpp"
 #include "node/config/config.hpp"
+#include "node/config/hostile_file.hpp"
 #include "node/run/node_runner.hpp"
 
 namespace qgossip {
@@ -95,6 +96,7 @@ void add_run_command(CLI::App& app, int* exit_code) {
     bool quiet = false;
     bool resume = false;
     long long resume_round = -1;
+    std::string scenario;
   };
   auto opt = std::make_shared<options>();
   cmd->add_option("--config,-c", opt->config, "Run YAML (see configs/ and docs/config.md)")->required();
@@ -109,6 +111,10 @@ void add_run_command(CLI::App& app, int* exit_code) {
       cmd->add_option("--resume-round", opt->resume_round,
                       "With --resume: continue from this round's checkpoint (the newest round every node has; "
                       "0 = from the start), for nodes on several hosts");
+  cmd->add_option(
+      "--scenario", opt->scenario,
+      "A scenario file whose hostile: list names this rank: the node sends that attack instead of its "
+      "honest messages (docs/security.md, \"Attacks as experiment input\"); an unlisted rank is honest");
   cmd->callback([opt, exit_code, rank_option, round_option] {
     install_stop_handlers();
     // Where the rank comes from, as the user wrote it (for the message when it is out of range).
@@ -132,6 +138,11 @@ void add_run_command(CLI::App& app, int* exit_code) {
       if (opt->resume_round < 0)
         throw config_error("run: --resume-round " + std::to_string(opt->resume_round) + ": a round is >= 0");
       o.resume_round = static_cast<std::uint64_t>(opt->resume_round);
+    }
+    if (!opt->scenario.empty()) {
+      const std::vector<attack_spec> hostile = read_hostile(opt->scenario, config.topology.n);
+      check_hostile(config, hostile, opt->scenario);
+      o.hostile = hostile_entry(hostile, static_cast<int>(rank));
     }
     o.checkpoint_pause_for_testing = test_checkpoint_pause();
     *exit_code = static_cast<int>(run_node(config, static_cast<int>(rank), o));

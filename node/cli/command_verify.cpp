@@ -44,6 +44,10 @@ int print_replica_check(const std::string& run_dir) {
   if (!r.departed.empty())
     std::printf("verify: ranks that left the run, not compared: %s (the survivors hold no copies of them)\n",
                 rank_list(r.departed).c_str());
+  if (!r.hostile.empty())
+    std::printf(
+        "verify: hostile ranks (a scenario's attack), whose copies are forged on purpose, not compared: %s\n",
+        rank_list(r.hostile).c_str());
   for (const auto& m : r.mismatches) std::fprintf(stderr, "verify: MISMATCH %s\n", m.c_str());
   if (r.copies_kind.empty() && r.problems.empty()) {
     std::printf("verify: %d nodes; this algorithm holds no copies of its neighbours\n", r.nodes);

@@ -117,6 +117,8 @@ void compare_copies(const summaries_by_rank& summaries, int rank, const json& s,
     if (key.rfind("copy_", 0) != 0) continue;
     const int owner = std::stoi(key.substr(5));
     if (owner == rank) continue;  // a node's own estimate is what the others are compared with
+    if (std::binary_search(result.hostile.begin(), result.hostile.end(), owner))
+      continue;  // forged on purpose
     auto it = summaries.find(owner);
     if (it == summaries.end()) {
       result.problems.push_back("node " + std::to_string(owner) + "'s summary is missing");
@@ -144,6 +146,8 @@ replica_check_result check_replicas(const run_dir_contents& run) {
   const std::set<int> departed = departed_ranks(summaries);
   for (int r : departed) summaries.erase(r);  // a leaver's own view is not compared
   result.departed.assign(departed.begin(), departed.end());
+  for (const auto& [rank, s] : summaries)
+    if (const std::string* h = json_string(*s, "hostile"); h && !h->empty()) result.hostile.push_back(rank);
   result.nodes = static_cast<int>(summaries.size());
   find_unfinished(summaries, run.n, departed, result);
   if (!result.unfinished.empty()) return result;

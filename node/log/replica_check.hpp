@@ -31,6 +31,9 @@ struct replica_check_result {
   // ("departed"): not required to finish, and their copies are not compared; the survivors hold
   // none of them.
   std::vector<int> departed;
+  // Hostile ranks (their summary's "hostile": a scenario's attack): their copies are forged on
+  // purpose, so what the others hold of them is not compared; what they hold of others is.
+  std::vector<int> hostile;
   bool finished() const { return unfinished.empty(); }
   bool ok() const { return mismatches.empty() && problems.empty() && unfinished.empty(); }
 };

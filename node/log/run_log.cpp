@@ -239,7 +239,8 @@ json summary_json(const node_summary& s) {
             {"rounds_unsent", s.rounds_unsent},
             {"messages_unsent", s.messages_unsent},
             {"model_hash", hex64(s.model_hash)},
-            {"copies_kind", s.copies_kind}};
+            {"copies_kind", s.copies_kind},
+            {"hostile", s.hostile}};
   for (const auto& c : s.copies)
     j["copy_" + std::to_string(c.rank) + (c.holder >= 0 ? "_at_" + std::to_string(c.holder) : "")] =
         hex64(c.hash);

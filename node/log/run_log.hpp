@@ -76,6 +76,9 @@ struct node_summary {
   double gradient_s = 0;
   std::uint64_t model_hash = 0;
   std::string copies_kind;  // "replica", "estimate", "public_copy" or ""
+  // A hostile node (a scenario's hostile: list, node/attack/): its attack, "flip", "alie (z 1.5)
+  // from round 200"; empty for an honest node. `qgossip logs`, verify and the figures leave it out.
+  std::string hostile;
   std::vector<copy_hash> copies;
   std::string rejected_detail;   // per-reason counts, "crc=2 gap=1"
   // Peers that left the run, as this node learnt of them (network.on_peer_failure: continue):

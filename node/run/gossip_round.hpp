@@ -21,9 +21,14 @@ namespace qgossip {
 class own_message {
  public:
   explicit own_message(const round_pattern_parts& parts);
-  // Encodes the outgoing vector of round t and applies what receivers will decode (absorb_own).
+  // Encodes the outgoing vector of round t and applies what receivers will decode (absorb_own). A
+  // hostile node (parts.hostile) then replaces the message with its attack's, from the attack's
+  // round on: one message for every neighbour, or one of its own per neighbour (own_payloads).
   void encode(std::span<const float> outgoing, std::uint64_t t);
   [[nodiscard]] outgoing_message wire() const;
+  // The round's messages of their own per neighbour (a hostile node's per-neighbour attack); empty
+  // when every neighbour gets wire()'s.
+  [[nodiscard]] std::span<const link_message> own_payloads() const { return own_payloads_; }
   [[nodiscard]] std::string describe(const std::vector<int>& peers) const;
 
  private:
@@ -32,8 +37,13 @@ class own_message {
   int rank_;
   std::uint64_t seed_;
   std::size_t values_;
+  void forge(std::uint64_t t);  // the hostile node's messages of round t, after its honest one
+
   std::vector<std::byte> encoded_;
   float_vector own_decoded_;
+  forger* hostile_;
+  std::vector<std::vector<std::byte>> forged_;  // per neighbour, for a per-neighbour attack
+  std::vector<link_message> own_payloads_;
 };
 
 // Every message in the inbox to the algorithm, each with its sender's round; then clears it.

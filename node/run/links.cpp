@@ -62,8 +62,8 @@ std::uint64_t messages_in_flight(const node_links& l, std::uint64_t rounds) {
 
 }  // namespace
 
-node_links open_links(const run_config& c, int rank, const topology& topo, node_learner& learner, run_log& log,
-                      std::uint64_t rounds) {
+node_links open_links(const run_config& c, int rank, const topology& topo, node_learner& learner,
+                      run_log& log, std::uint64_t rounds, forger* hostile) {
   node_links l;
   plan_peers(c, rank, learner, l);
   const std::size_t params = learner.model->num_params();
@@ -100,7 +100,8 @@ node_links open_links(const run_config& c, int rank, const topology& topo, node_
                                                  .n = c.topology.n,
                                                  .seed = c.seed,
                                                  .train_peers = l.shape.train_peers,
-                                                 .rounds = rounds});
+                                                 .rounds = rounds,
+                                                 .hostile = hostile});
       });
   return l;
 }

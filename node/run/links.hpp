@@ -36,8 +36,10 @@ struct node_links {
 
 // Opens node `rank`'s links: binds, connects to its peers (throws config_error for a host that does
 // not resolve or is not this machine's, a port in use, a missing key), and builds the exchange, the
-// failure handling and the round pattern over the learner's algorithm and codec.
-[[nodiscard]] node_links open_links(const run_config& c, int rank, const topology& topo, node_learner& learner,
-                                    run_log& log, std::uint64_t rounds);
+// failure handling and the round pattern over the learner's algorithm and codec (and, for a hostile
+// node, its forger: node/attack/forger.hpp).
+[[nodiscard]] node_links open_links(const run_config& c, int rank, const topology& topo,
+                                    node_learner& learner, run_log& log, std::uint64_t rounds,
+                                    forger* hostile = nullptr);
 
 }  // namespace qgossip

@@ -121,7 +121,12 @@ node_setup::node_setup(const run_config& c, int r, const node_run_options& optio
   if (rank == 0)
     log->write_run_json(c.name, c.canonical, n, to_text(c.algorithm), learner.codec->describe(), learner.model->describe(),
                         c.run_id, format_report(report), shaping_description(c.network), describe_data());
-  links = open_links(c, rank, topo, learner, *log, plan.rounds);
+  if (options.hostile) {
+    hostile = std::make_unique<forger>(*options.hostile, c.algorithm_params.robust,
+                                       message_form_for(*learner.alg, options.hostile->attack), c.seed);
+    say(rank, "hostile (scenario): this node sends the " + qgossip::describe(*options.hostile) + " attack");
+  }
+  links = open_links(c, rank, topo, learner, *log, plan.rounds, hostile.get());
 }
 
 std::string node_setup::describe_data() const {

@@ -14,14 +14,15 @@
 #include <optional>
 #include <string>
 
+#include "node/attack/forger.hpp"
 #include "node/checkpoint/checkpoint_file.hpp"
 #include "node/config/config.hpp"
 #include "node/data/load.hpp"
 #include "node/log/run_log.hpp"
 #include "node/run/learner.hpp"
 #include "node/run/links.hpp"
-#include "node/run/run_control.hpp"
 #include "node/run/plan.hpp"
+#include "node/run/run_control.hpp"
 #include "node/run/start_up.hpp"
 #include "topology/report.hpp"
 #include "topology/topology.hpp"
@@ -52,6 +53,9 @@ struct node_setup {
   node_plan plan;
   node_checkpoints checkpoints;
   std::unique_ptr<run_log> log;
+  // A hostile node's forger (`qgossip run --scenario FILE` lists its rank; node/attack/): null for
+  // an honest node.
+  std::unique_ptr<forger> hostile;
   node_links links;
 
   // The one-paragraph start-up line of the node log (what runs, with whom, for how long).

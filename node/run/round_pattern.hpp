@@ -23,6 +23,7 @@
 namespace qgossip {
 
 class exchange;
+class forger;
 class message_codec;
 class message_inbox;
 
@@ -93,6 +94,8 @@ struct round_pattern_parts {
   std::vector<int> train_peers;
   // The plan's rounds (0: not known): asynchronous gossip sends the last one on every link.
   std::uint64_t rounds = 0;
+  // A hostile node's forger (node/attack/forger.hpp): its messages, from the attack's round on.
+  forger* hostile = nullptr;
 };
 
 // The pattern of `shape` (gossip: parts.inbox set). Asynchronous gossip needs the algorithm's

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "core/hash.hpp"
+#include "node/attack/label_flip.hpp"
 #include "node/data/npy.hpp"
 #include "node/run/node_setup.hpp"
 
@@ -48,6 +49,7 @@ step_end round_steps::compute(std::uint64_t& t) {
   if (s_.links.rejoin)
     if (status s = s_.links.rejoin->admit_due(t); !s) return back_or_end(failure(s, "round " + std::to_string(t) + ": "), t);
   s_.links.failures->begin_round(t);
+  poison_labels(t);
   const model& m = *s_.learner.model;
   const double transfer_before = m.transfers().seconds;
   const bool mixing_only = async_ && async_->mixing_only();
@@ -60,6 +62,17 @@ step_end round_steps::compute(std::uint64_t& t) {
     return {node_exit::diverged, "diverged at round " + std::to_string(t) + ": the outgoing message is not finite"};
   compute_s_ += seconds(clock::now() - round_start_) - (m.transfers().seconds - transfer_before);
   return {};
+}
+
+// A hostile node with the label_flip attack trains on flipped labels from the attack's round on
+// (after a resume past that round too: once, before the first round it computes).
+void round_steps::poison_labels(std::uint64_t t) {
+  if (labels_flipped_ || !s_.hostile || s_.hostile->spec().attack != attack_kind::label_flip ||
+      t < s_.hostile->spec().from_round)
+    return;
+  flip_labels(s_.data.train);
+  labels_flipped_ = true;
+  say(s_.rank, "hostile (scenario): from round " + std::to_string(t) + " this node trains on flipped labels");
 }
 
 void round_steps::encode(std::uint64_t t) {
@@ -262,6 +275,7 @@ void round_steps::write_summary(const step_end& end) {
   summary.host = host_name();
   const algorithm& alg = *s_.learner.alg;
   summary.copies_kind = std::string(alg.copies_kind());
+  if (s_.hostile) summary.hostile = describe(s_.hostile->spec());
   summary.error = end.error;
   summary.status = end.exit == node_exit::ok ? "ok"
                    : end.exit == node_exit::diverged ? "diverged"

@@ -88,6 +88,7 @@ class round_steps {
   // one it restarts at, with the donor's model.
   [[nodiscard]] step_end rejoin(std::uint64_t& t);
   using clock = std::chrono::steady_clock;
+  void poison_labels(std::uint64_t t);
   void evaluate(std::size_t max_examples);
   void fill_record(std::uint64_t t);
   void leave(std::uint64_t t);
@@ -110,6 +111,7 @@ class round_steps {
   std::uint64_t completed_ = 0;
   std::uint64_t round_sent_ = 0, round_recv_ = 0;  // the latest round's traffic alone
   std::uint64_t staleness_ = 0;                    // the most since the latest row
+  bool labels_flipped_ = false;                    // poison_labels did
   std::uint64_t catch_up_rounds_ = 0;              // rounds that only mixed (mixing_only)
   std::uint64_t row_iteration_ = 0;                // of the latest row, and its wall time
   double row_wall_s_ = 0;

@@ -10,6 +10,8 @@
 #include <span>
 #include <string>
 
+#include "node/attack/attack_kind.hpp"
+
 namespace qgossip {
 
 enum class node_exit : int {
@@ -39,6 +41,9 @@ struct node_run_options {
   // ... and the node's state the program saved with it (node_session::state(), encoded as a
   // checkpoint): the node continues from it as from a checkpoint of --resume. Empty: a fresh start.
   std::span<const std::byte> program_state;
+  // A scenario's hostile: entry for this rank (`qgossip run --scenario FILE`, node/attack/): the node
+  // sends that attack instead of its honest messages. Unset: an honest node, as always.
+  std::optional<attack_spec> hostile;
 };
 
 // Set by the SIGINT/SIGTERM handler that `qgossip run` installs first thing (async-signal-safe: an

@@ -1302,3 +1302,34 @@ TEST_CASE("exchange rejoining: drop_silent drops a neighbour silent at the deadl
     CHECK(ex.round(message_kind::train, 1, m.out, b.out).code() == errc::timeout);
   }
 }
+
+TEST_CASE("exchange: a train round may send some neighbours a payload of their own") {
+  by_hand h;
+  send_as(h.t1, 1, message_kind::train, 0);
+  send_as(h.t3, 3, message_kind::train, 0);
+  message m(0, message_kind::train, 0);
+  const std::vector<std::byte> own = test::pattern(9, 0, message_kind::train, 40);
+  const std::vector<int> all{1, 3};
+  const link_message to_3[] = {{3, own}};
+  REQUIRE(h.ex.round(message_kind::train, 0, m.out, h.out, round_peers{all, all, to_3}).is_ok());
+  inbound_frames rx;
+  REQUIRE(h.t1.receive(transport_clock::now() + 1s, rx).is_ok());
+  CHECK(rx.payload == m.payload);  // rank 1: the round's payload
+  REQUIRE(h.t3.receive(transport_clock::now() + 1s, rx).is_ok());
+  CHECK(rx.payload == own);  // rank 3: its own, under a header whose length and checksum are its own
+  wire_header parsed;
+  const int senders[] = {0};
+  const wire_expectations expect{.run_id = kRun, .senders = senders, .max_payload_bytes = 1 << 20};
+  CHECK(parse_header(rx.header, rx.payload, expect, parsed).is_ok());
+  CHECK(parsed.payload_bytes == own.size());
+  CHECK(h.ex.stats().messages_sent == 2);
+
+  // Refused before anything is sent: a peer the round does not send to, or listed twice.
+  message m1(0, message_kind::train, 1);
+  const std::vector<int> only_1{1};
+  const link_message twice[] = {{1, own}, {1, own}};
+  CHECK(h.ex.round(message_kind::train, 1, m1.out, h.out, round_peers{only_1, all, to_3}).code() ==
+        errc::invalid);
+  CHECK(h.ex.round(message_kind::train, 1, m1.out, h.out, round_peers{all, all, twice}).code() ==
+        errc::invalid);
+}

@@ -25,7 +25,7 @@ using qgossip::testing::scratch;
 // A DCD ring of n: node r holds replicas of r-1 and r+1; `model` gives each node's model hash and
 // `held` the hash of the replica node r holds of owner.
 void write_node(const fs::path& dir, int n, int r, const std::string& status, std::uint64_t rounds,
-                std::uint64_t model, std::uint64_t held) {
+                std::uint64_t model, std::uint64_t held, const std::string& hostile = "") {
   run_log log(dir, r, false);
   if (r == 0) log.write_run_json("ring", "name: ring\n", n, "dcd", "qsgd", "mlp", 1, "", "none", "");
   node_summary s;
@@ -36,6 +36,7 @@ void write_node(const fs::path& dir, int n, int r, const std::string& status, st
   s.model_hash = model;
   s.copies_kind = "replica";
   s.copies = {{(r + n - 1) % n, held}, {(r + 1) % n, held}};
+  s.hostile = hostile;
   log.finish(s);
 }
 
@@ -53,6 +54,23 @@ TEST_CASE("a finished run with equal copies passes") {
   CHECK(res.finished());
   CHECK(res.ok());
   CHECK(res.edges_checked == 6);
+}
+
+TEST_CASE("a hostile node's copies are forged on purpose: not compared; what it holds of others is") {
+  scratch s;
+  // Node 1 is hostile: its model (9) is not what nodes 0 and 2 hold of it (7), which is no fault.
+  write_node(s.dir, 3, 0, "ok", 100, 7, 7);
+  write_node(s.dir, 3, 1, "ok", 100, 9, 7, "flip");
+  write_node(s.dir, 3, 2, "ok", 100, 7, 7);
+  replica_check_result res = check_replicas(s.dir);
+  CHECK(res.ok());
+  CHECK(res.hostile == std::vector<int>{1});
+  CHECK(res.edges_checked == 4);  // 0 and 2 of each other, and 1 of both
+  // Without the mark the same copies are a mismatch.
+  write_node(s.dir, 3, 1, "ok", 100, 9, 7);
+  res = check_replicas(s.dir);
+  CHECK_FALSE(res.ok());
+  CHECK(has(res.mismatches, "replica of 1"));
 }
 
 TEST_CASE("an unfinished run names its unfinished nodes and compares nothing") {
