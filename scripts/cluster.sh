@@ -45,8 +45,10 @@ Options:
                     (exit 2, FILE:LINE:COL). Not with --rate or --latency. With --pace, every node's
                     rate must be the same. Under transport emulation (no netem) every node's delay
                     must be the same, and --ranks refuses a delay. A churn: list
-                    ([{rank, at_s, down_s, how: kill|stop}]) goes to qgossip launch --churn, which kills
-                    (then restarts) or stops (then continues) those nodes while they run.
+                    ([{rank, at_s, down_s, how: kill|stop}]) goes to qgossip launch --scenario, which kills
+                    (then restarts) or stops (then continues) those nodes while they run; so does a
+                    hostile: list ([{rank, attack, from_round, ...}]): those ranks send attacks
+                    (docs/security.md, "Attacks as experiment input").
   --rate RATE       egress bandwidth of each node, in tc's units: 10mbit, 500kbit, 1gbit, 2.5mbit
                     (tc tbf on the node's veth). Default: unshaped.
   --latency DELAY   one-way delay added to each node's egress: 50ms, 500us, 1s. tc netem when this
@@ -140,10 +142,11 @@ if [[ -n "$scenario" ]]; then
   command -v python3 >/dev/null || die "--scenario needs python3 (and python3-yaml) to read the scenario"
   # The file alone (syntax, keys, values): exit 2 with FILE:LINE:COL before anything else.
   python3 "$scenario_py" validate "$scenario" || exit 2
-  # Its churn (kill or stop nodes while they run) is the launcher's to apply.
-  if python3 "$scenario_py" has-churn "$scenario"; then
-    [[ -z "$ranks" ]] || die "$scenario has a churn list, which qgossip launch applies (--churn); --ranks runs other programs: remove the churn"
-    launch_args+=(--churn "$scenario")
+  # Its churn (kill or stop nodes while they run) and its hostile nodes (attacks) are the launcher's
+  # to apply.
+  if python3 "$scenario_py" has-launch-lists "$scenario"; then
+    [[ -z "$ranks" ]] || die "$scenario has a churn: or hostile: list, which qgossip launch applies (--scenario); --ranks runs other programs: remove them"
+    launch_args+=(--scenario "$scenario")
   fi
 fi
 

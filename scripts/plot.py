@@ -9,7 +9,9 @@ Writes into OUT_DIR (default: the first RUN_DIR):
   convergence.png        test accuracy and train loss, against epoch and against wall time
   accuracy_vs_bytes.png  test accuracy against cumulative MB sent
 Thin lines are single nodes, thick lines the mean over a run's nodes (aligned on iteration); with
-several runs each run has one colour. Exits 2 with a message naming the file (and column) when a run
+several runs each run has one colour. A hostile node (a scenario's attack: its node-<rank>.json names
+it under "hostile") is not drawn: the curves are the honest nodes', and a dashed line is their worst
+node (per iteration, the minimum accuracy, the maximum loss). Exits 2 with a message naming the file (and column) when a run
 directory has no node CSVs or a CSV lacks a needed column or holds a bad value.
 
 The shebang is Debian's python3 on purpose: it has python3-matplotlib, a pyenv python3 may not.
@@ -71,6 +73,10 @@ def load_run(run_dir):
     if not nodes:
         raise InputError(f"{run_dir}: no node-<rank>.csv files")
     nodes.sort()
+    hostile = hostile_ranks(run_dir, [rank for rank, _ in nodes])
+    nodes = [(rank, path) for rank, path in nodes if rank not in hostile]
+    if not nodes:
+        raise InputError(f"{run_dir}: every node is hostile (node-<rank>.json \"hostile\"): no honest node to draw")
     data = {rank: read_node_csv(path) for rank, path in nodes}
     if not any(d["iteration"] for d in data.values()):
         raise InputError(f"{run_dir}: the node CSVs have no rows")
@@ -79,7 +85,17 @@ def load_run(run_dir):
     name = str(meta.get("name") or os.path.basename(os.path.normpath(run_dir)))
     parts = [p for p in (describe(meta.get("algorithm")), describe(meta.get("compressor"))) if p]
     label = " + ".join(parts) if parts else name
-    return {"dir": run_dir, "name": name, "label": label, "nodes": data}
+    return {"dir": run_dir, "name": name, "label": label, "nodes": data, "hostile": hostile}
+
+
+def hostile_ranks(run_dir, ranks):
+    """{rank: its attack} of the ranks whose summary names one (a scenario's hostile: list)."""
+    found = {}
+    for rank in ranks:
+        attack = read_json_object(os.path.join(run_dir, f"node-{rank}.json")).get("hostile")
+        if isinstance(attack, str) and attack:
+            found[rank] = attack
+    return found
 
 
 def read_json_object(path):
@@ -110,9 +126,10 @@ def start_offsets(run_dir, data):
     return {rank: start - first for rank, start in starts.items()}
 
 
-def mean_curve(nodes, x_column, y_column):
-    """(xs, ys): per iteration, the mean over nodes of x and y. Uses the iterations at which every node
-    has a y value; when the nodes never agree (different evaluation schedules), those at which any does."""
+def mean_curve(nodes, x_column, y_column, reduce=None):
+    """(xs, ys): per iteration, the mean over nodes of x and y (reduce: another function of the y
+    values, e.g. min for the worst node's accuracy). Uses the iterations at which every node has a y
+    value; when the nodes never agree (different evaluation schedules), those at which any does."""
     by_iteration = {}
     for d in nodes.values():
         for it, x, y in zip(d["iteration"], d[x_column], d[y_column]):
@@ -124,7 +141,7 @@ def mean_curve(nodes, x_column, y_column):
     for it in sorted(chosen):
         pairs = chosen[it]
         xs.append(sum(p[0] for p in pairs) / len(pairs))
-        ys.append(sum(p[1] for p in pairs) / len(pairs))
+        ys.append(reduce([p[1] for p in pairs]) if reduce else sum(p[1] for p in pairs) / len(pairs))
     return xs, ys
 
 
@@ -147,6 +164,10 @@ def draw(ax, runs, colours, x_column, y_column, x_scale=1.0):
         marker = "o" if len(xs) <= MARKED_POINTS else None
         ax.plot([x * x_scale for x in xs], ys, color=colour, linewidth=2.2, marker=marker, markersize=4,
                 label=run["legend"])
+        if run["hostile"]:  # the worst honest node: the lowest accuracy, the highest loss
+            worst = min if "acc" in y_column else max
+            xs, ys = mean_curve(run["nodes"], x_column, y_column, worst)
+            ax.plot([x * x_scale for x in xs], ys, color=colour, linewidth=1.4, linestyle="--")
     ax.grid(True, alpha=0.3)
 
 
@@ -162,7 +183,10 @@ def legends(runs):
         else:
             who = name if names.count(name) == 1 else os.path.normpath(r["dir"])
             legend = f"{who}: {r['label']}"
-        r["legend"] = f"{legend} (mean of {len(r['nodes'])} nodes)"
+        if r["hostile"]:
+            r["legend"] = f"{legend} (mean of {len(r['nodes'])} honest nodes; dashed: the worst)"
+        else:
+            r["legend"] = f"{legend} (mean of {len(r['nodes'])} nodes)"
 
 
 def plot(runs, out_dir, title):
@@ -176,6 +200,9 @@ def plot(runs, out_dir, title):
     colours = [cycle[i % len(cycle)] for i in range(len(runs))]
     if title is None:
         title = f"{runs[0]['name']}: {runs[0]['label']}" if len(runs) == 1 else "comparison"
+        hostile = sorted({f"{attack} (rank {rank})" for r in runs for rank, attack in r["hostile"].items()})
+        if hostile:
+            title += "; hostile, not drawn: " + ", ".join(hostile)
     os.makedirs(out_dir, exist_ok=True)
     written = []
 

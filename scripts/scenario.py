@@ -9,11 +9,14 @@ A scenario file is a YAML mapping with two optional keys:
       2: {rate: 1mbit}
       6: {rate: 1mbit, cpu_share: 0.2}
 
-and a third, for `qgossip launch --churn` (what it does to the nodes while they run; cluster.sh
-passes the file on when it has one):
+and two more, for `qgossip launch --scenario` (what happens to the nodes while they run; cluster.sh
+passes the file on when it has either):
 
     churn: [{rank: 3, at_s: 10, down_s: 3, how: kill}]     # kill: SIGKILL, started again after down_s;
                                                             # stop: SIGSTOP, SIGCONT after down_s
+    hostile: [{rank: 5, attack: flip, from_round: 1}]      # rank 5 sends an attack, holding its real key
+                                                            # (docs/security.md; its parameters are checked
+                                                            # by qgossip, node/config/hostile_file.hpp)
 
 Per node, each key optional (absent = not shaped in that respect):
   rate       egress bandwidth, tc's decimal bit units: bit, kbit, mbit, gbit (10mbit = 10^7 bit/s), at least
@@ -28,6 +31,7 @@ Per node, each key optional (absent = not shaped in that respect):
 Usage (exit 0 when valid, 2 with FILE:LINE:COL: what was expected):
   scenario.py validate FILE [--nodes N] [--cpus C]    check FILE (for a run of N nodes: every rank exists)
   scenario.py has-churn FILE                          exit 0 when FILE has a churn list, 1 when not
+  scenario.py has-launch-lists FILE                   exit 0 when FILE has a churn or a hostile list, 1 when not
   scenario.py describe FILE                           one line for tables, e.g. "rate 100mbit; ranks 2,6: rate 1mbit"
   scenario.py plan FILE --nodes N [--cpus C] [--json] per rank: rank rate_bits delay_us quota_us period_us
                                                       cpu_share ("-" where unset); what cluster.sh applies
@@ -42,7 +46,8 @@ import re
 import sys
 
 NODE_KEYS = ("rate", "delay", "cpu_share")
-TOP_KEYS = ("default", "nodes", "churn")
+TOP_KEYS = ("default", "nodes", "churn", "hostile")
+ATTACKS = ("flip", "scale", "noise", "nan", "label_flip", "alie", "ipm", "dissensus", "equivocate", "adaptive")
 CHURN_KEYS = ("rank", "at_s", "down_s", "how")
 RATE_UNITS = {"bit": 1, "kbit": 10**3, "mbit": 10**6, "gbit": 10**9}
 DELAY_UNITS = {"us": 1, "ms": 10**3, "s": 10**6}
@@ -82,6 +87,7 @@ class Scenario:
     default: dict  # key -> Setting
     nodes: dict  # rank -> (mark of the rank key, {key -> Setting})
     churn: list = dataclasses.field(default_factory=list)  # (mark of the rank, rank, at_s, down_s, how)
+    hostile: list = dataclasses.field(default_factory=list)  # (mark of the rank, rank, attack)
 
     def settings(self, rank):
         """The default's settings with rank's own on top."""
@@ -94,6 +100,10 @@ class Scenario:
         for mark, rank, *_ in self.churn:
             if rank >= n:
                 raise error(self.path, mark, f"churn: rank {rank} does not exist in this run: expected a rank in "
+                                             f"0..{n - 1} (the run has {n} nodes)")
+        for mark, rank, _ in self.hostile:
+            if rank >= n:
+                raise error(self.path, mark, f"hostile: rank {rank} does not exist in this run: expected a rank in "
                                              f"0..{n - 1} (the run has {n} nodes)")
         for rank, (mark, _) in sorted(self.nodes.items()):
             if rank >= n:
@@ -111,6 +121,8 @@ class Scenario:
         if self.churn:
             parts.append("churn " + ", ".join(f"rank {r} {how} at {at:g} s for {down:g} s"
                                               for _, r, at, down, how in self.churn))
+        if self.hostile:
+            parts.append("hostile " + ", ".join(f"rank {r} {attack}" for _, r, attack in self.hostile))
         return "; ".join(parts) or "unshaped"
 
     def plan(self, n, cpus):
@@ -173,6 +185,8 @@ def load(path):
             scenario.default = node_settings(path, value_node)
         elif key_node.value == "churn":
             scenario.churn = churn_list(path, value_node)
+        elif key_node.value == "hostile":
+            scenario.hostile = hostile_list(path, value_node)
         else:
             scenario.nodes = node_table(path, value_node)
     return scenario
@@ -204,6 +218,28 @@ def churn_list(path, node):
             raise error(path, fields["how"].start_mark, f"churn[{i}].how: expected kill or stop, received '{how}'")
         events.append((fields["rank"].start_mark, rank, at_s, down_s, how))
     return events
+
+
+def hostile_list(path, node):
+    """hostile: [{rank, attack, ...}]: the rank and the attack's name, checked before anything
+    starts; the attack's parameters are qgossip's to check (node/config/hostile_file.hpp)."""
+    import yaml
+    if not isinstance(node, yaml.SequenceNode):
+        raise error(path, node.start_mark, "hostile: expected a list of {rank, attack, from_round, ...}")
+    entries = []
+    for i, item in enumerate(node.value):
+        fields = {k.value: v for k, v in unique_items(path, mapping(path, item, "{rank, attack, ...}"),
+                                                          lambda k: k.value)}
+        for key in ("rank", "attack"):
+            if key not in fields:
+                raise error(path, item.start_mark, f"hostile[{i}]: {key} is missing")
+        rank = churn_number(path, fields["rank"], f"hostile[{i}].rank", int, lambda v: v >= 0, "a rank >= 0")
+        attack = scalar_text(path, fields["attack"], "an attack")
+        if attack not in ATTACKS:
+            raise error(path, fields["attack"].start_mark, f"hostile[{i}].attack: expected one of {', '.join(ATTACKS)}, "
+                                                           f"received '{attack}'")
+        entries.append((fields["rank"].start_mark, rank, attack))
+    return entries
 
 
 def churn_number(path, node, what, kind, ok, expected):
@@ -353,7 +389,9 @@ def parse_args(argv):
         s.add_argument("--cpus", type=int, default=os.cpu_count(),
                        help="online CPUs, for cpu_share's fair share (default: this machine's, %(default)s)")
     c = sub.add_parser("has-churn", help="exit 0 when FILE has a churn: list (qgossip launch --churn), 1 when not")
-    for s in (v, d, pl, c):
+    hl = sub.add_parser("has-launch-lists",
+                        help="exit 0 when FILE has a churn: or a hostile: list (qgossip launch --scenario), 1 when not")
+    for s in (v, d, pl, c, hl):
         s.add_argument("file", metavar="FILE")
     args = p.parse_args(argv)
     if getattr(args, "nodes", None) is not None and args.nodes < 1:
@@ -367,6 +405,8 @@ def run(args):
     scenario = load(args.file)
     if args.command == "has-churn":
         return 0 if scenario.churn else 1
+    if args.command == "has-launch-lists":
+        return 0 if scenario.churn or scenario.hostile else 1
     if args.command == "describe":
         print(scenario.describe())
     elif args.command == "validate":

@@ -175,6 +175,7 @@ void fill_from_summary(node_report& r, const json& j) {
   r.departures = text_of(j, "departures");
   r.rejoins = text_of(j, "rejoins");
   r.host = text_of(j, "host");
+  r.hostile = text_of(j, "hostile");
   r.rounds = to_count(json_number(j, "rounds"));
   r.epoch = json_number(j, "epoch").value_or(0);
   r.wall_s = json_number(j, "wall_s").value_or(0);
@@ -346,15 +347,17 @@ std::optional<value_spread> spread_over(const std::vector<node_report>& nodes,
                                         std::optional<double> (*get)(const node_report&)) {
   std::vector<double> v;
   for (const auto& n : nodes)
-    if (auto x = get(n)) v.push_back(*x);
+    if (n.hostile.empty())
+      if (auto x = get(n)) v.push_back(*x);
   return spread_of(std::move(v));
 }
 
 bool has_data(const node_report& n) { return !n.source.empty(); }
 
-// A node that finished normally: the only kind compared against the others (a failed or still-running
-// node has fewer rounds and an earlier accuracy as a matter of course; its status warning says why).
-bool comparable(const node_report& n) { return has_data(n) && n.status == "ok"; }
+// An honest node that finished normally: the only kind compared against the others (a failed or
+// still-running node has fewer rounds and an earlier accuracy as a matter of course; its status
+// warning says why; a hostile node is meant to differ).
+bool comparable(const node_report& n) { return has_data(n) && n.status == "ok" && n.hostile.empty(); }
 
 // In a node's "rejoins" account, its own return: "from round 300 (at 20.1 s, from rank 2's model)"
 // (node/run/peer_failures.hpp); "" when it tells none.
@@ -438,7 +441,7 @@ void add_warnings(run_summary& s, const log_thresholds& th) {
 
   std::vector<double> work;
   for (const auto& n : s.nodes)
-    if (has_data(n)) work.push_back(n.compute_s + n.codec_s);
+    if (has_data(n) && n.hostile.empty()) work.push_back(n.compute_s + n.codec_s);
   if (auto w = spread_of(work); w && w->count >= 2) {
     for (const auto& n : s.nodes) {
       const double mine = n.compute_s + n.codec_s;
@@ -494,6 +497,8 @@ std::optional<run_summary> read_run_summary(const run_dir_contents& d, std::stri
   read_run_meta(s, d);
   read_nodes(s, d);
   classify_unfinished(s, th);
+  for (const auto& n : s.nodes)
+    if (!n.hostile.empty()) s.hostile.push_back(n.rank);
   s.test_acc = spread_over(s.nodes, [](const node_report& n) { return n.test_acc; });
   s.test_loss = spread_over(s.nodes, [](const node_report& n) { return n.test_loss; });
   s.train_loss = spread_over(s.nodes, [](const node_report& n) { return n.train_loss; });
@@ -545,6 +550,7 @@ nlohmann::ordered_json node_json(const node_report& n) {
           {"has_csv", n.has_csv},
           {"csv_rows", n.csv_rows},
           {"host", n.host},
+          {"hostile", n.hostile},
           {"rounds", n.rounds},
           {"epoch", n.epoch},
           {"wall_s", n.wall_s},
@@ -588,18 +594,26 @@ std::string format_run_summary(const run_summary& s) {
       continue;
     }
     const double total = n.compute_s + n.codec_s + n.comm_s;
-    std::snprintf(buf, sizeof buf,
-                  "%4d %-11s %7llu %6.2f %10s %9s %8s %8.2f %8.2f %9.0f %13s %13s %13s %8llu\n", n.rank,
-                  n.status.c_str(), static_cast<unsigned long long>(n.rounds), n.epoch,
-                  opt_text(n.train_loss, "%.4g").c_str(), opt_text(n.test_loss, "%.4g").c_str(),
-                  opt_text(n.test_acc, "%.4f").c_str(), static_cast<double>(n.bytes_sent) / 1e6,
-                  static_cast<double>(n.bytes_recv) / 1e6, n.mean_round_bytes_sent,
-                  time_cell(n.compute_s, total).c_str(), time_cell(n.codec_s, total).c_str(),
-                  time_cell(n.comm_s, total).c_str(), static_cast<unsigned long long>(n.rejected));
+    std::snprintf(
+        buf, sizeof buf, "%4d %-11s %7llu %6.2f %10s %9s %8s %8.2f %8.2f %9.0f %13s %13s %13s %8llu\n",
+        n.rank, (n.hostile.empty() ? n.status : n.status + " hostile").c_str(),
+        static_cast<unsigned long long>(n.rounds), n.epoch, opt_text(n.train_loss, "%.4g").c_str(),
+        opt_text(n.test_loss, "%.4g").c_str(), opt_text(n.test_acc, "%.4f").c_str(),
+        static_cast<double>(n.bytes_sent) / 1e6, static_cast<double>(n.bytes_recv) / 1e6,
+        n.mean_round_bytes_sent, time_cell(n.compute_s, total).c_str(), time_cell(n.codec_s, total).c_str(),
+        time_cell(n.comm_s, total).c_str(), static_cast<unsigned long long>(n.rejected));
     out += buf;
   }
 
-  out += "spread across nodes:\n";
+  if (s.hostile.empty()) {
+    out += "spread across nodes:\n";
+  } else {
+    out += "hostile (a scenario's attack; left out of the spread and the warnings):";
+    for (const auto& n : s.nodes)
+      if (!n.hostile.empty()) out += " rank " + std::to_string(n.rank) + " " + n.hostile + ";";
+    out.back() = '\n';
+    out += "spread across the honest nodes (min: the worst honest node):\n";
+  }
   out += spread_line("test accuracy", s.test_acc, "%.4f");
   out += spread_line("test loss", s.test_loss, "%.4g");
   out += spread_line("train loss", s.train_loss, "%.4g");
@@ -646,6 +660,7 @@ std::string run_summary_json(const run_summary& s) {
                                     {"network_shaping", s.network_shaping},
                                     {"n", s.n},
                                     {"nodes", std::move(nodes)},
+                                    {"hostile", s.hostile},
                                     {"spread",
                                      {{"test_acc", spread_json(s.test_acc)},
                                       {"test_loss", spread_json(s.test_loss)},

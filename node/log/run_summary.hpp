@@ -21,6 +21,9 @@
 //  - "accuracy": a node whose final test accuracy is far below the median;
 //  - "departures": peers that left the run (network.on_peer_failure: continue), who and when;
 //  - "rejoins":  each node's account of the returns it saw (who, from which round, when).
+// Hostile nodes (a scenario's attack, their summary's "hostile") are shown in the table, marked, and
+// left out of the spread and of the warnings that compare nodes: the spread, its minimum the worst
+// honest node, is of the honest nodes only.
 // Thread-safety: read_run_summary only reads files and returns a value; no shared state anywhere.
 #include <cstdint>
 #include <filesystem>
@@ -47,6 +50,7 @@ struct node_report {
   std::string departures;  // peers that left the run, as this node learnt of them (its summary's "departures")
   std::string rejoins;     // returns it saw (its summary's "rejoins"; docs/failures.md "Rejoining")
   std::string host;
+  std::string hostile;       // a hostile node's attack (its summary's "hostile"); empty: honest
   std::uint64_t rounds = 0;  // rounds completed (summary), else the last logged iteration
   double epoch = 0;
   double wall_s = 0;
@@ -96,7 +100,9 @@ struct run_summary {
   std::string network_shaping;  // how the network was shaped, when the run recorded it
   int n = 0;
   std::vector<node_report> nodes;  // by rank
+  // Of the honest nodes (hostile ones left out).
   std::optional<value_spread> test_acc, test_loss, train_loss, wall_s;
+  std::vector<int> hostile;        // ranks whose summary names an attack
   std::vector<std::string> notes;  // run-level: no run.json, ranks with no files at all
   std::vector<run_warning> warnings;
 };

@@ -99,6 +99,29 @@ class PlotFirstHourTest(unittest.TestCase):
         self.plot.legends(runs[:1])
         self.assertEqual(runs[0]["legend"], "choco + qsgd (mean of 3 nodes)")
 
+    def test_a_hostile_node_is_not_drawn_and_the_worst_honest_one_is(self):
+        d = os.path.join(self.dir, "attacked")
+        write_run(d, "attacked", "choco", "qsgd", nodes=4)
+        with open(os.path.join(d, "node-3.json"), "w") as f:
+            json.dump({"rank": 3, "hostile": "flip"}, f)
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        run = self.plot.load_run(d)
+        self.assertEqual(sorted(run["nodes"]), [0, 1, 2])
+        self.assertEqual(run["hostile"], {3: "flip"})
+        self.plot.legends([run])
+        self.assertEqual(run["legend"], "choco + qsgd (mean of 3 honest nodes; dashed: the worst)")
+        fig, ax = plt.subplots()
+        self.plot.draw(ax, [run], ["C0"], "epoch", "test_acc")
+        dashed = [line for line in ax.lines if line.get_linestyle() == "--"]
+        self.assertEqual(len(dashed), 1)
+        # write_run gives rank r an accuracy 0.01 r below rank 0's: the worst honest node is rank 2.
+        self.assertAlmostEqual(dashed[0].get_ydata()[-1], 0.9 - 0.02, places=4)
+        plt.close(fig)
+        r = run_plot(d, "-o", os.path.join(self.dir, "out"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+
     def test_a_restarted_node_is_on_the_first_nodes_clock(self):
         d = os.path.join(self.dir, "churn")
         write_run(d, "churn", "dcd", "identity", nodes=2)

@@ -149,6 +149,29 @@ class Churn(FileCase):
               "F:2:12: churn: rank 7 does not exist in this run: expected a rank in 0..3 (the run has 4 nodes)", nodes=4)
 
 
+class Hostile(FileCase):
+    """hostile: the ranks that send attacks (node/config/hostile_file.hpp reads it, and checks each
+    attack's parameters)."""
+
+    def test_entries_are_read_and_described(self):
+        s = self.load("hostile:\n  - {rank: 5, attack: flip}\n  - {rank: 6, attack: alie, z: 1.5, from_round: 9}\n")
+        self.assertEqual([e[1:] for e in s.hostile], [(5, "flip"), (6, "alie")])
+        self.assertEqual(s.describe(), "hostile rank 5 flip, rank 6 alie")
+        self.assertEqual(scenario.main(["has-launch-lists", self.write("hostile: [{rank: 0, attack: nan}]\n")]), 0)
+        self.assertEqual(scenario.main(["has-launch-lists", self.write("churn: [{rank: 0, at_s: 1, down_s: 1}]\n")]), 0)
+        self.assertEqual(scenario.main(["has-launch-lists", self.write("nodes: {1: {rate: 1mbit}}\n")]), 1)
+
+    def test_bad_entries(self):
+        def check(text, want, nodes=None):
+            self.assertEqual(self.error(text, nodes), want)
+        check("hostile: {rank: 1}\n", "F:1:10: hostile: expected a list of {rank, attack, from_round, ...}")
+        check("hostile:\n  - {rank: 1}\n", "F:2:5: hostile[0]: attack is missing")
+        check("hostile:\n  - {rank: 1, attack: flop}\n", "F:2:23: hostile[0].attack: expected one of flip, scale, "
+              "noise, nan, label_flip, alie, ipm, dissensus, equivocate, adaptive, received 'flop'")
+        check("hostile:\n  - {rank: 7, attack: flip}\n",
+              "F:2:12: hostile: rank 7 does not exist in this run: expected a rank in 0..3 (the run has 4 nodes)", nodes=4)
+
+
 class BadInput(FileCase):
     """Every rejected input, with the exact FILE:LINE:COL message (columns count from 1)."""
 
@@ -198,7 +221,7 @@ class BadInput(FileCase):
         self.check("nodes: {3: {cpu_share: }}\n", f"F:1:23: {expected}")  # PyYAML: an empty value starts after the colon
 
     def test_unknown_keys(self):
-        self.check("default: {rate: 1mbit}\nlinks: {}\n", "F:2:1: unknown key 'links': expected one of default, nodes, churn")
+        self.check("default: {rate: 1mbit}\nlinks: {}\n", "F:2:1: unknown key 'links': expected one of default, nodes, churn, hostile")
         self.check("default: {rate: 1mbit, latency: 5ms}\n",
                    "F:1:24: unknown key 'latency': expected one of rate, delay, cpu_share")
         self.check("nodes:\n  2:\n    rate: 1mbit\n    cpu: 0.5\n",

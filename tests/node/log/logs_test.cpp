@@ -35,6 +35,7 @@ struct fake_node {
   std::string status = "ok";
   std::string error;
   std::string rejoins;  // the summary's account of returns
+  std::string hostile;  // the summary's attack (a hostile node)
   bool write_summary = true;
 };
 
@@ -78,6 +79,7 @@ void write_node(const fs::path& dir, int rank, const std::function<void(fake_nod
   s.copies_kind = "replica";
   s.rejected_detail = f.rank == 1 ? "crc=3" : "";
   s.rejoins = f.rejoins;
+  s.hostile = f.hostile;
   log.finish(s);
 }
 
@@ -256,6 +258,31 @@ TEST_CASE("logs: wall time, straggler and accuracy thresholds, on both sides") {
   strict.wall_min_excess_s = 1.0;
   strict.work_min_excess_s = 0.5;
   CHECK(kinds_for(read(small.dir, strict), 2) == std::vector<std::string>{"wall", "straggler"});
+}
+
+TEST_CASE("logs: a hostile node is marked and left out of the spread and the warnings") {
+  scratch tmp;
+  write_run(tmp.dir, 4);
+  write_node(tmp.dir, 0);
+  write_node(tmp.dir, 1, [&](fake_node& f) { f.acc = 0.70; });  // the worst honest node
+  write_node(tmp.dir, 2);
+  write_node(tmp.dir, 3, [&](fake_node& f) {
+    f.acc = 0.10;
+    f.compute_s = 20;
+    f.hostile = "flip";
+  });
+  const run_summary s = read(tmp.dir);
+  CHECK(s.hostile == std::vector<int>{3});
+  REQUIRE(s.test_acc);
+  CHECK(s.test_acc->count == 3);
+  CHECK(s.test_acc->min == doctest::Approx(0.70));  // the worst honest node, not the hostile one
+  CHECK(kinds_for(s, 3).empty());                   // neither an accuracy nor a straggler warning
+  CHECK(kinds_for(s, 1) == std::vector<std::string>{"accuracy"});
+  const std::string text = format_run_summary(s);
+  CHECK(text.find("ok hostile") != std::string::npos);
+  CHECK(text.find("rank 3 flip") != std::string::npos);
+  CHECK(text.find("spread across the honest nodes") != std::string::npos);
+  CHECK(run_summary_json(s).find("\"hostile\": [\n    3") != std::string::npos);
 }
 
 // Issue 31, item 9: after churn, `logs` called a SIGSTOPped node a straggler ("spent 3.4 s
