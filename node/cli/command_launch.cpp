@@ -137,7 +137,7 @@ std::vector<attack_spec> launch_hostile(const launch_request& opt, const run_con
   std::vector<attack_spec> hostile = read_hostile(opt.scenario, c.topology.n);
   check_hostile(c, hostile, opt.scenario);
   for (const attack_spec& a : hostile)
-    std::fprintf(stderr, "hostile (scenario): rank %d sends the %s attack\n", a.rank, describe(a).c_str());
+    std::fprintf(stderr, "hostile (scenario): rank %d attacks: %s\n", a.rank, describe(a).c_str());
   return hostile;
 }
 

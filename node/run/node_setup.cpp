@@ -124,7 +124,7 @@ node_setup::node_setup(const run_config& c, int r, const node_run_options& optio
   if (options.hostile) {
     hostile = std::make_unique<forger>(*options.hostile, c.algorithm_params.robust,
                                        message_form_for(*learner.alg, options.hostile->attack), c.seed);
-    say(rank, "hostile (scenario): this node sends the " + qgossip::describe(*options.hostile) + " attack");
+    say(rank, "hostile (scenario): this node attacks: " + qgossip::describe(*options.hostile));
   }
   links = open_links(c, rank, topo, learner, *log, plan.rounds, hostile.get());
 }
