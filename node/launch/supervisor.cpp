@@ -223,7 +223,11 @@ void supervisor::end_leftovers() {
   for (child& c : children_) signal_node(c, SIGCONT);  // a stopped process acts on SIGTERM only once continued
 }
 
+// A node that has itself left (it was dropped: cut off, or refused as a hostile sender) reports its
+// neighbours as gone from where it stands; that is its departure, not theirs, so it is not taken.
 void supervisor::note_departure(const node_event& ev) {
+  for (const child& c : children_)
+    if (c.end.rank == ev.reported_by && !c.end.left.empty()) return;
   for (child& c : children_) {
     if (c.end.rank != ev.peer || !c.end.left.empty()) continue;
     c.end.left = "at round " + std::to_string(ev.iteration) + " (rank " + std::to_string(ev.reported_by) + ": " +

@@ -455,3 +455,38 @@ TEST_CASE("a node the launcher stopped is not an error: no error line, its row s
   CHECK(out.str().find("stopped (exit 130)") != std::string::npos);
   CHECK(out.str().find("stopped (exit 130) (error)") == std::string::npos);
 }
+
+TEST_CASE("a node that left reports its neighbours gone from where it stands: that is not their departure") {
+  // Node 0 drops node 1 (a hostile sender refused); node 1 then sees its link to 0 closed and
+  // reports 0 as gone. Only the first is a departure; node 0 trains on to the end.
+  temp_dir tmp;
+  const fs::path first = tmp.path / "first";
+  const std::string done0 =
+      R"({"event":"done","rank":0,"iteration":10,"rounds":10,"epoch":1,"train_loss":0.5,)"
+      R"("test_acc":0.8,"bytes_sent":1,"bytes_recv":1,"wall_s":1})";
+  const std::string done1 =
+      R"({"event":"done","rank":1,"iteration":3,"rounds":10,"epoch":0.3,"train_loss":0.5,)"
+      R"("test_acc":0.8,"bytes_sent":1,"bytes_recv":1,"wall_s":1})";
+  std::vector<node_process> nodes = {
+      sh_node(
+          0, tmp.path,
+          echo(
+              R"({"event":"peer_left","rank":0,"peer":1,"round":3,"reported_by":0,"cause":"sent a train message that does not decode"})") +
+              "; touch " + first.string() + "; sleep 0.3; " + echo(done0)),
+      sh_node(
+          1, tmp.path,
+          "while [ ! -e " + first.string() + " ]; do sleep 0.01; done; sleep 0.1; " +
+              echo(
+                  R"({"event":"peer_left","rank":1,"peer":0,"round":3,"reported_by":1,"cause":"its link closed"})") +
+              "; " + echo(done1))};
+  std::ostringstream out;
+  launch_options o = quiet(out);
+  o.continue_on_failure = true;
+  const launch_result res = launch(nodes, o);
+  INFO(out.str());
+  CHECK(res.exit_code == 0);
+  CHECK(
+      out.str().find("node 1 left the run at round 3 (rank 0: sent a train message that does not decode)") !=
+      std::string::npos);
+  CHECK(out.str().find("node 0 left the run") == std::string::npos);
+}
