@@ -130,6 +130,9 @@ class algorithm {
   // Robust mixing's last round (options.robust on): the radius, the fraction of terms clipped and
   // the largest neighbour distance; nullptr when off (or the algorithm does not clip).
   virtual const clip_stats* clipping() const { return nullptr; }
+  // Robust mixing's rule, to tell it of neighbours removed as proven hostile
+  // (clip_rule::set_removed_hostile); nullptr when off.
+  virtual clip_rule* clip() { return nullptr; }
 };
 
 // Parameters some algorithms take (the run YAML's `algorithm:` mapping).

@@ -65,6 +65,7 @@ class choco_sgd final : public algorithm, public async_mixing, public per_edge_m
   void admit(const mixing_row& next, int peer, std::span<const float> state) override;
 
   const clip_stats* clipping() const override { return clip_ ? &clip_->rule.last() : nullptr; }
+  clip_rule* clip() override { return clip_ ? &clip_->rule : nullptr; }
 
  private:
   // Robust mixing: scales mix_weights_[k] by min(1, τ/‖x^_k − own term‖) (robust_mixing.hpp).

@@ -44,6 +44,7 @@ class dpsgd final : public algorithm, public async_mixing, public rejoinable {
   void admit(const mixing_row& next, int peer, std::span<const float> state) override;
 
   const clip_stats* clipping() const override { return clip_ ? &clip_->rule.last() : nullptr; }
+  clip_rule* clip() override { return clip_ ? &clip_->rule : nullptr; }
 
  private:
   mixing_row row_;

@@ -45,6 +45,7 @@ class ecd_psgd final : public algorithm, public async_mixing, public rejoinable 
   void admit(const mixing_row& next, int peer, std::span<const float> state) override;
 
   const clip_stats* clipping() const override { return clip_ ? &clip_->rule.last() : nullptr; }
+  clip_rule* clip() override { return clip_ ? &clip_->rule : nullptr; }
 
  private:
   void update_estimate(float_vector& estimate, std::span<const float> decoded, std::uint64_t t) const;

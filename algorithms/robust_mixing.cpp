@@ -17,7 +17,7 @@ void clip_rule::scales(std::span<const double> distances, std::span<float> scale
   QG_ENFORCE(distances.size() == scale.size(), distances.size() << " distances, " << scale.size() << " scales");
   double tau = options_.tau.value_or(0.0);
   if (!options_.tau) {
-    const auto b = static_cast<std::size_t>(options_.tolerate);
+    const auto b = static_cast<std::size_t>(tolerated());
     sorted_.assign(distances.begin(), distances.end());
     for (double& d : sorted_)
       if (!std::isfinite(d)) d = INFINITY;  // NaN sorts as the largest: never the radius

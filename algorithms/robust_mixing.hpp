@@ -12,6 +12,7 @@
 // than the farthest honest one could. With fewer than b+1 neighbours in the mix τ_i = 0: none can be
 // told from a hostile one, and the node keeps its own model. A distance that is not finite (a copy
 // that overflowed) gets scale 0.
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -39,9 +40,16 @@ class clip_rule {
   // z_k = 0, 0 for a distance that is not finite). REQUIRES: the spans have the same size.
   void scales(std::span<const double> distances, std::span<float> scale);
   [[nodiscard]] const clip_stats& last() const { return last_; }
+  // Neighbours this node dropped for sending what does not decode (proven hostile) and that are
+  // still out: with at most `tolerate` hostile neighbours, at most tolerate − removed remain, so the
+  // auto radius tolerates that many (not below 0). A node left with one neighbour after dropping
+  // its hostile one keeps mixing with it instead of training alone.
+  void set_removed_hostile(int removed) { removed_ = std::max(0, removed); }
+  [[nodiscard]] int tolerated() const { return std::max(0, options_.tolerate - removed_); }
 
  private:
   robust_options options_;
+  int removed_ = 0;
   clip_stats last_;
   std::vector<double> sorted_;  // scratch
 };

@@ -93,6 +93,7 @@ bool peer_failures::on_peer_failure(int peer, const std::string& why) {
     const int to[1] = {peer};
     (void)ex_->send_notice(to, std::as_bytes(std::span(payload.data(), payload.size())), round_);
   }
+  if (refused_.count(peer)) proven_hostile_.insert(peer);
   left(d, rank_);
   return true;
 }
@@ -229,9 +230,17 @@ void peer_failures::load_state(state_reader& in) {
 }
 
 void peer_failures::remix(std::uint64_t t) {
-  if (!continue_ || !alg_ || !any_departure()) return;
-  const mixing_row row = members_.row_for(t);
-  if (!same_row(row, alg_->row())) alg_->remix(row);
+  if (!continue_ || !alg_) return;
+  if (any_departure()) {
+    const mixing_row row = members_.row_for(t);
+    if (!same_row(row, alg_->row())) alg_->remix(row);
+  }
+  if (clip_rule* clip = alg_->clip()) {  // the proven hostile neighbours still out (back: none)
+    const std::vector<int>& in = alg_->row().neighbours;
+    clip->set_removed_hostile(
+        static_cast<int>(std::count_if(proven_hostile_.begin(), proven_hostile_.end(),
+                                       [&](int p) { return !std::binary_search(in.begin(), in.end(), p); })));
+  }
 }
 
 void peer_failures::begin_round(std::uint64_t t) {

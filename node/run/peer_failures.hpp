@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <vector>
@@ -75,6 +76,12 @@ class peer_failures {
   // path to it moves again after a cut (docs/failures.md, "A cut path"). A node in a smaller part of
   // the split graph (cut_off()) then rejoins as a restarted node does: errc::rejoin. Otherwise ok.
   status dropped_peer_heard(int from);
+  // A train message of `from` was refused: it does not decode, or is not finite (the inbox). If the
+  // node drops it for that, it is proven hostile: robust mixing tolerates one fewer hostile
+  // neighbour while it is out (clip_rule::set_removed_hostile).
+  void refused_message(int from) { refused_.insert(from); }
+  // Whether this node dropped `peer` for a refused train message: rejoining never admits it again.
+  [[nodiscard]] bool proven_hostile(int peer) const { return proven_hostile_.count(peer) > 0; }
   // The joiner starts rejoining (rejoining::join). After a cut it forgets what it saw while cut off
   // and starts from the topology, as a restarted node: its neighbours' offers tell it who left.
   void begin_rejoin();
@@ -132,6 +139,8 @@ class peer_failures {
   void note_rejoin(const std::string& text);
   [[nodiscard]] double seconds_since_start() const;
   std::vector<double> departed_at_;  // per departure recorded here: seconds since start (resumed: -1)
+  std::set<int> refused_;            // peers with a refused train message (refused_message)
+  std::set<int> proven_hostile_;     // of them, those this node dropped
 };
 
 }  // namespace qgossip

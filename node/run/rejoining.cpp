@@ -140,6 +140,9 @@ status rejoining::on_request(int from) {
   if (!departed && !ex_->heard_from(from)) return status::ok();  // a fresh run: it starts as we do
   if (!departed && !failures_->on_peer_failure(from, "it restarted: it asked to rejoin the run"))
     return status::ok();  // stop policy: the failure ends the round
+  // A neighbour dropped for sending what does not decode would only send it again.
+  if (failures_->proven_hostile(from))
+    return refuse(from, "this node dropped it for train messages that do not decode (hostile)");
   // A joiner's model is about to be replaced, and a cut-off node's is not the run's: neither admits.
   if (in_join_) return refuse(from, "it is rejoining the run itself");
   if (failures_->members().cut_off()) return refuse(from, "it is cut off from the larger part of the run");

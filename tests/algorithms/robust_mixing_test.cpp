@@ -55,6 +55,27 @@ TEST_CASE("clip_rule: a fixed radius, a zero distance, and distances that are no
   CHECK(a.last().tau == 0.0);
 }
 
+TEST_CASE("clip_rule: neighbours removed as proven hostile are tolerated no more") {
+  clip_rule r(robust_options{.on = true, .tolerate = 1});
+  std::vector<float> s(2);
+  r.scales(std::vector<double>{1.0, 3.0}, s);
+  CHECK(r.last().tau == 1.0);  // the second largest
+  std::vector<float> one(1);
+  r.scales(std::vector<double>{2.0}, one);
+  CHECK(r.last().tau == 0.0);  // one neighbour, one tolerated: none trusted
+  r.set_removed_hostile(1);    // the hostile one was dropped: none of the others is
+  CHECK(r.tolerated() == 0);
+  r.scales(std::vector<double>{2.0}, one);
+  CHECK(r.last().tau == 2.0);
+  CHECK(one[0] == 1.0f);
+  r.scales(std::vector<double>{1.0, 3.0}, s);
+  CHECK(r.last().tau == 3.0);
+  r.set_removed_hostile(5);  // never below 0
+  CHECK(r.tolerated() == 0);
+  r.set_removed_hostile(0);  // it came back
+  CHECK(r.tolerated() == 1);
+}
+
 namespace {
 
 // Row 0 of a complete graph of 5 (Metropolis–Hastings: every weight 1/5).

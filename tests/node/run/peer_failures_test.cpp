@@ -87,3 +87,16 @@ TEST_CASE("peer_failures: after this node's own return, departures older than it
   CHECK(hear(f, 1, left_notice(3, 1995)).is_ok());
   CHECK(f.members().departed(3));
 }
+
+TEST_CASE(
+    "peer_failures: a neighbour dropped for a refused train message is proven hostile, and only that one") {
+  peer_failures f = node(4);
+  f.begin_round(10);
+  f.refused_message(5);  // the inbox refused its message: the exchange then calls it a failure
+  CHECK(f.on_peer_failure(5, "sent a train message for iteration 10 that does not decode"));
+  CHECK(f.proven_hostile(5));
+  CHECK(f.on_peer_failure(3, "its link closed"));  // a failure without a refused message
+  CHECK_FALSE(f.proven_hostile(3));
+  f.refused_message(3);  // a refusal after the drop proves nothing about why it was dropped
+  CHECK_FALSE(f.proven_hostile(3));
+}
