@@ -5,7 +5,7 @@ test accuracy is compared with the clean run's.
 
 Usage: scripts/hostile_grid.py [--build DIR] [--out DIR] [--recipes demo,h1] [--topologies ring,ring2,torus]
                                [--data iid,dirichlet] [--attacks flip,...] [--seeds 1,2,3] [--codec-check]
-                               [--base-port P] [--dry-run] [--report-only]
+                               [--base-port P] [--timeout S] [--dry-run] [--report-only]
 
 Cells: recipe x topology x data x (clean or an attack) x robust (off, on) x seed.
   recipes     demo: configs/demo.yaml (CHOCO-SGD, 3-bit QSGD, H = 16, outer Nesterov);
@@ -121,7 +121,17 @@ def launch(args, c):
         print(" ".join(cmd))
         return None, 0
     with open(os.path.join(d, "launch.log"), "w") as log:
-        rc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT).returncode
+        launch_process = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            rc = launch_process.wait(timeout=args.timeout)
+        except subprocess.TimeoutExpired:  # SIGTERM: the launcher stops its nodes and says so
+            launch_process.terminate()
+            try:
+                launch_process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                launch_process.kill()
+                launch_process.wait()
+            rc = "timeout"
     return summaries(d) or {}, rc
 
 
@@ -150,7 +160,7 @@ def measure(args):
         found, rc = launch(args, c)
         if args.dry_run:
             continue
-        failed += rc != 0
+        failed += rc != 0  # a number, or "timeout"
         worst, mean, chance = worst_honest(c, found)
         rows.append(dict(c, worst=worst, mean=mean, chance_nodes=chance, rc=rc))
         print(f"[{i}/{len(todo)} {time.monotonic() - started:.0f} s] {run_dir(args.out, c)}: worst honest {worst:.4f}"
@@ -259,6 +269,8 @@ def parse(argv):
     p.add_argument("--seeds", default="1,2,3")
     p.add_argument("--codec-check", action="store_true")
     p.add_argument("--base-port", type=int, default=24100, help="the nodes' base port (default: %(default)s)")
+    p.add_argument("--timeout", type=float, default=600, help="seconds a launch may take before it is stopped "
+                   "and counted as failed (default: %(default)s)")
     p.add_argument("--dry-run", action="store_true", help="print the launches instead of running them")
     p.add_argument("--report-only", action="store_true", help="launch nothing; report the runs that exist")
     args = p.parse_args(argv)

@@ -174,7 +174,8 @@ bool exchange_core::accept(std::size_t k, const wire_header& h, std::span<const 
   if (status v = events_.train_message(h, payload); !v) {
     reject(reject_reason::payload, static_cast<int>(h.sender),
            describe(h.kind, h.iteration) + ": " + v.message());
-    peer_failed(k, "sent a " + describe(h.kind, h.iteration) + " that does not decode (" + v.message() + ")");
+    peer_failed(k, "sent a " + describe(h.kind, h.iteration) + " " +
+                       std::string(exchange_events::kUndecodable) + " (" + v.message() + ")");
     return false;
   }
   return true;

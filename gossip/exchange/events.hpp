@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "core/status.hpp"
 #include "gossip/wire.hpp"
@@ -38,6 +39,10 @@ class exchange_events {
   // the round goes on without it; false ends the round with errc::peer_lost naming it
   // (network.on_peer_failure: stop). Default: false.
   virtual bool peer_failed(int peer, const std::string& why) { return false; }
+  // The words peer_failed's `why` holds for a refused train message ("sent a train message for
+  // iteration 10 that does not decode (...)"), which travel on in departure notices: a node that
+  // learns of such a departure knows the rank was refused for what it sent (node/run/peer_failures).
+  static constexpr std::string_view kUndecodable = "that does not decode";
   // A valid notice (message_kind::notice) as it arrives, with its sender: errc::corrupt rejects it
   // (reason notice), another error ends the round with it. Default: ok (dropped, counted delivered).
   virtual status notice(int from, std::span<const std::byte> payload) { return status::ok(); }

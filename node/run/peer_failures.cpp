@@ -98,6 +98,14 @@ bool peer_failures::on_peer_failure(int peer, const std::string& why) {
   return true;
 }
 
+bool peer_failures::proven_hostile(int peer) const {
+  if (proven_hostile_.count(peer)) return true;
+  const auto& all = members_.departures();
+  return std::any_of(all.begin(), all.end(), [&](const departure& d) {
+    return d.rank == peer && d.cause.find(exchange_events::kUndecodable) != std::string::npos;
+  });
+}
+
 void peer_failures::announce_start(std::span<const float> model) {
   start_ = notice_item{.what = notice_item::kind::start, .size = model.size(), .hash = hash64(model)};
   send(std::span(&*start_, 1), {});

@@ -80,8 +80,11 @@ class peer_failures {
   // node drops it for that, it is proven hostile: robust mixing tolerates one fewer hostile
   // neighbour while it is out (clip_rule::set_removed_hostile).
   void refused_message(int from) { refused_.insert(from); }
-  // Whether this node dropped `peer` for a refused train message: rejoining never admits it again.
-  [[nodiscard]] bool proven_hostile(int peer) const { return proven_hostile_.count(peer) > 0; }
+  // Whether `peer` left for a refused train message: this node dropped it for one, or the departure
+  // it learnt says so (exchange_events::kUndecodable; a notice is trusted as for any departure).
+  // Rejoining never admits it again: it would only send the same, and its returns and drops, news
+  // of each travelling the graph, would keep the run busy.
+  [[nodiscard]] bool proven_hostile(int peer) const;
   // The joiner starts rejoining (rejoining::join). After a cut it forgets what it saw while cut off
   // and starts from the topology, as a restarted node: its neighbours' offers tell it who left.
   void begin_rejoin();

@@ -100,3 +100,23 @@ TEST_CASE(
   f.refused_message(3);  // a refusal after the drop proves nothing about why it was dropped
   CHECK_FALSE(f.proven_hostile(3));
 }
+
+TEST_CASE(
+    "peer_failures: a departure learnt from a neighbour for a message that does not decode marks the rank "
+    "too") {
+  // Rank 4 learns from rank 3 that rank 5 was dropped for such a message: rank 5 may ask rank 4 to
+  // admit it (it dropped it on that word, before its own copy of the message came), and must be
+  // refused as rank 3 would refuse it.
+  peer_failures f = node(4);
+  f.begin_round(3);
+  const notice_item refused{
+      .what = notice_item::kind::left,
+      .rank = 5,
+      .round = 2,
+      .cause = "sent a train message for iteration 2 that does not decode (qsgd: NaN scale)"};
+  const std::string payload = encode_notice(std::span(&refused, 1));
+  CHECK(hear(f, 3, payload).is_ok());
+  CHECK(f.members().departed(5));
+  CHECK(f.proven_hostile(5));
+  CHECK_FALSE(f.proven_hostile(3));
+}
