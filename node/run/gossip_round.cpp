@@ -42,7 +42,9 @@ void own_message::forge(std::uint64_t t) {
   }
   const std::vector<int>& peers = alg_.row().neighbours;
   if (peers.empty()) return;
-  if (!per_neighbour(hostile_->spec().attack)) {  // every neighbour holds the same copy of this node
+  // One message for all: every neighbour holds the same copy of this node (one admitted since the
+  // attack began holds another, gets the same message, and its copy misses the target).
+  if (!per_neighbour(hostile_->spec().attack)) {
     encode_own_message(codec_, hostile_->message_for(alg_, 0, peers[0], t), seed_, rank_, t, encoded_,
                        own_decoded_);
     for (int p : peers) hostile_->sent(p, own_decoded_);
