@@ -9,13 +9,10 @@ void link_events::log(const std::string& line) { say(rank_, line); }
 bool link_events::stop_requested() { return qgossip::stop_requested(); }
 
 // A message the inbox refuses (it does not decode, or is not finite) is the exchange's to reject and
-// count, and a failure of its sender; the failure handling hears of it first, so that dropping the
-// sender for it counts as removing a proven hostile neighbour.
+// count, and a failure of its sender (exchange_events::kUndecodable in the cause, which makes it
+// proven hostile: peer_failures::proven_hostile).
 status link_events::train_message(const wire_header& header, std::span<const std::byte> payload) {
-  if (!inbox_) return status::ok();
-  status s = inbox_->accept(header, payload);
-  if (!s) failures_.refused_message(static_cast<int>(header.sender));
-  return s;
+  return inbox_ ? inbox_->accept(header, payload) : status::ok();
 }
 
 // Every pattern tells its peers why it stops, so that they stop naming the node that failed first

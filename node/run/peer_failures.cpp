@@ -93,17 +93,28 @@ bool peer_failures::on_peer_failure(int peer, const std::string& why) {
     const int to[1] = {peer};
     (void)ex_->send_notice(to, std::as_bytes(std::span(payload.data(), payload.size())), round_);
   }
-  if (refused_.count(peer)) proven_hostile_.insert(peer);
   left(d, rank_);
   return true;
 }
 
+namespace {
+
+bool refused(const departure& d) { return d.cause.find(exchange_events::kUndecodable) != std::string::npos; }
+
+}  // namespace
+
 bool peer_failures::proven_hostile(int peer) const {
-  if (proven_hostile_.count(peer)) return true;
   const auto& all = members_.departures();
-  return std::any_of(all.begin(), all.end(), [&](const departure& d) {
-    return d.rank == peer && d.cause.find(exchange_events::kUndecodable) != std::string::npos;
-  });
+  return std::any_of(all.begin(), all.end(),
+                     [&](const departure& d) { return d.rank == peer && refused(d); });
+}
+
+std::vector<int> peer_failures::refused_by_this_node() const {
+  std::vector<int> out;
+  for (const departure& d : members_.departures())
+    if (d.reported_by == rank_ && refused(d) && std::find(out.begin(), out.end(), d.rank) == out.end())
+      out.push_back(d.rank);
+  return out;
 }
 
 void peer_failures::announce_start(std::span<const float> model) {
@@ -245,9 +256,10 @@ void peer_failures::remix(std::uint64_t t) {
   }
   if (clip_rule* clip = alg_->clip()) {  // the proven hostile neighbours still out (back: none)
     const std::vector<int>& in = alg_->row().neighbours;
-    clip->set_removed_hostile(
-        static_cast<int>(std::count_if(proven_hostile_.begin(), proven_hostile_.end(),
-                                       [&](int p) { return !std::binary_search(in.begin(), in.end(), p); })));
+    const std::vector<int> refused = refused_by_this_node();
+    clip->set_removed_hostile(static_cast<int>(std::count_if(refused.begin(), refused.end(), [&](int p) {
+      return !std::binary_search(in.begin(), in.end(), p);
+    })));
   }
 }
 

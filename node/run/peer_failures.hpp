@@ -16,7 +16,6 @@
 #include <cstdint>
 #include <initializer_list>
 #include <optional>
-#include <set>
 #include <span>
 #include <string>
 #include <vector>
@@ -76,15 +75,17 @@ class peer_failures {
   // path to it moves again after a cut (docs/failures.md, "A cut path"). A node in a smaller part of
   // the split graph (cut_off()) then rejoins as a restarted node does: errc::rejoin. Otherwise ok.
   status dropped_peer_heard(int from);
-  // A train message of `from` was refused: it does not decode, or is not finite (the inbox). If the
-  // node drops it for that, it is proven hostile: robust mixing tolerates one fewer hostile
-  // neighbour while it is out (clip_rule::set_removed_hostile).
-  void refused_message(int from) { refused_.insert(from); }
-  // Whether `peer` left for a refused train message: this node dropped it for one, or the departure
-  // it learnt says so (exchange_events::kUndecodable; a notice is trusted as for any departure).
+  // Whether `peer` left for a refused train message (it does not decode, or is not finite: the
+  // inbox; the exchange then names it a failure, exchange_events::kUndecodable): this node dropped it
+  // for one, or the departure it learnt says so (a notice is trusted as for any departure).
   // Rejoining never admits it again: it would only send the same, and its returns and drops, news
   // of each travelling the graph, would keep the run busy.
   [[nodiscard]] bool proven_hostile(int peer) const;
+  // The ranks this node itself dropped for a refused train message (its own departures' record, so
+  // a resumed node still knows them): robust mixing tolerates one fewer hostile neighbour for each
+  // one still out (clip_rule::set_removed_hostile). One learnt from a notice does not count: a
+  // hostile neighbour could otherwise name an honest one and lower the node's guard.
+  [[nodiscard]] std::vector<int> refused_by_this_node() const;
   // The joiner starts rejoining (rejoining::join). After a cut it forgets what it saw while cut off
   // and starts from the topology, as a restarted node: its neighbours' offers tell it who left.
   void begin_rejoin();
@@ -142,8 +143,6 @@ class peer_failures {
   void note_rejoin(const std::string& text);
   [[nodiscard]] double seconds_since_start() const;
   std::vector<double> departed_at_;  // per departure recorded here: seconds since start (resumed: -1)
-  std::set<int> refused_;            // peers with a refused train message (refused_message)
-  std::set<int> proven_hostile_;     // of them, those this node dropped
 };
 
 }  // namespace qgossip

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/state_io.hpp"
 #include "node/config/config.hpp"
 #include "node/membership/notice.hpp"
 #include "node/run/peer_failures.hpp"
@@ -92,13 +93,28 @@ TEST_CASE(
     "peer_failures: a neighbour dropped for a refused train message is proven hostile, and only that one") {
   peer_failures f = node(4);
   f.begin_round(10);
-  f.refused_message(5);  // the inbox refused its message: the exchange then calls it a failure
-  CHECK(f.on_peer_failure(5, "sent a train message for iteration 10 that does not decode"));
+  // The inbox refused its message: the exchange calls it a failure, naming why.
+  CHECK(f.on_peer_failure(5, "sent a train message for iteration 10 that does not decode (not finite)"));
   CHECK(f.proven_hostile(5));
   CHECK(f.on_peer_failure(3, "its link closed"));  // a failure without a refused message
   CHECK_FALSE(f.proven_hostile(3));
-  f.refused_message(3);  // a refusal after the drop proves nothing about why it was dropped
-  CHECK_FALSE(f.proven_hostile(3));
+  CHECK(f.refused_by_this_node() == std::vector<int>{5});
+}
+
+TEST_CASE("peer_failures: a resumed node still knows whom it dropped for a refused message") {
+  // Robust mixing tolerates one fewer hostile neighbour while such a rank is out; a node resumed
+  // from its checkpoint must not forget it (it would tolerate the full count again).
+  peer_failures f = node(4);
+  f.begin_round(10);
+  CHECK(f.on_peer_failure(5, "sent a train message for iteration 10 that does not decode (qsgd: NaN scale)"));
+  state_writer out;
+  f.save_state(out);
+  const std::vector<std::byte> bytes = out.take();
+  peer_failures resumed = node(4);
+  state_reader in(bytes, "test");
+  resumed.load_state(in);
+  CHECK(resumed.proven_hostile(5));
+  CHECK(resumed.refused_by_this_node() == std::vector<int>{5});
 }
 
 TEST_CASE(
@@ -119,4 +135,6 @@ TEST_CASE(
   CHECK(f.members().departed(5));
   CHECK(f.proven_hostile(5));
   CHECK_FALSE(f.proven_hostile(3));
+  // Not by this node: it does not lower this node's guard (rank 3's word could name an honest rank).
+  CHECK(f.refused_by_this_node().empty());
 }
