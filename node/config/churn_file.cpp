@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "core/errors.hpp"
-#include "node/config/yaml_reader.hpp"
+#include "node/config/scenario_list.hpp"
 
 namespace qgossip {
 
@@ -11,11 +11,7 @@ namespace {
 
 churn_event read_event(yaml_reader& e, int n) {
   churn_event ev;
-  const std::int64_t rank = e.require_int("rank");
-  if (rank < 0 || rank >= n)
-    throw e.error_at(*e.child("rank"), e.key_path("rank") + ": expected a rank of the run, 0.." + std::to_string(n - 1) +
-                                           ", received " + std::to_string(rank));
-  ev.rank = static_cast<int>(rank);
+  ev.rank = require_rank(e, n);
   ev.at_s = e.require_double("at_s");
   if (ev.at_s < 0) throw e.error_at(*e.child("at_s"), e.key_path("at_s") + ": expected seconds >= 0 from the launch");
   ev.down_s = e.require_double("down_s");
@@ -31,14 +27,8 @@ churn_event read_event(yaml_reader& e, int n) {
 }  // namespace
 
 std::vector<churn_event> read_churn(const std::string& path, int n) {
-  const YAML::Node root = load_yaml_file(path, "a scenario file (configs/scenarios/)");
-  yaml_reader r(root, path, "");
   std::vector<churn_event> out;
-  const auto list = r.child("churn");
-  if (!list) return out;
-  if (!list->IsSequence()) throw r.error_at(*list, "churn: expected a list of {rank, at_s, down_s, how}");
-  for (std::size_t i = 0; i < list->size(); ++i) {
-    yaml_reader e((*list)[i], path, "churn[" + std::to_string(i) + "]");
+  read_scenario_list(path, "churn", "{rank, at_s, down_s, how}", [&](yaml_reader& e, std::size_t i) {
     out.push_back(read_event(e, n));
     for (std::size_t j = 0; j + 1 < out.size(); ++j) {
       const churn_event& a = out[j];
@@ -47,7 +37,7 @@ std::vector<churn_event> read_churn(const std::string& path, int n) {
         throw e.error("churn[" + std::to_string(i) + "]: rank " + std::to_string(b.rank) + " is already down then (churn[" +
                       std::to_string(j) + "])");
     }
-  }
+  });
   std::stable_sort(out.begin(), out.end(), [](const churn_event& a, const churn_event& b) { return a.at_s < b.at_s; });
   return out;
 }

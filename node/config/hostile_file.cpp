@@ -5,7 +5,7 @@
 
 #include "core/errors.hpp"
 #include "node/attack/forger.hpp"
-#include "node/config/yaml_reader.hpp"
+#include "node/config/scenario_list.hpp"
 
 namespace qgossip {
 
@@ -25,11 +25,7 @@ void read_parameter(yaml_reader& e, std::string_view key, bool takes, bool posit
 
 attack_spec read_entry(yaml_reader& e, int n) {
   attack_spec a;
-  const std::int64_t rank = e.require_int("rank");
-  if (rank < 0 || rank >= n)
-    throw e.error_at(*e.child("rank"), e.key_path("rank") + ": expected a rank of the run, 0.." +
-                                           std::to_string(n - 1) + ", received " + std::to_string(rank));
-  a.rank = static_cast<int>(rank);
+  a.rank = require_rank(e, n);
   const std::string word = e.require_string("attack");
   const std::optional<attack_kind> kind = parse_attack(word);
   if (!kind)
@@ -58,20 +54,13 @@ attack_spec read_entry(yaml_reader& e, int n) {
 }  // namespace
 
 std::vector<attack_spec> read_hostile(const std::string& path, int n) {
-  const YAML::Node root = load_yaml_file(path, "a scenario file (configs/scenarios/)");
-  yaml_reader r(root, path, "");
   std::vector<attack_spec> out;
-  const auto list = r.child("hostile");
-  if (!list) return out;
-  if (!list->IsSequence())
-    throw r.error_at(*list, "hostile: expected a list of {rank, attack, from_round, ...}");
-  for (std::size_t i = 0; i < list->size(); ++i) {
-    yaml_reader e((*list)[i], path, "hostile[" + std::to_string(i) + "]");
+  read_scenario_list(path, "hostile", "{rank, attack, from_round, ...}", [&](yaml_reader& e, std::size_t i) {
     out.push_back(read_entry(e, n));
     const int rank = out.back().rank;
     if (std::count_if(out.begin(), out.end(), [rank](const attack_spec& a) { return a.rank == rank; }) > 1)
       throw e.error("hostile[" + std::to_string(i) + "]: rank " + std::to_string(rank) + " is listed twice");
-  }
+  });
   return out;
 }
 

@@ -1319,7 +1319,10 @@ TEST_CASE("exchange: a train round may send some neighbours a payload of their o
   CHECK(rx.payload == own);  // rank 3: its own, under a header whose length and checksum are its own
   wire_header parsed;
   const int senders[] = {0};
-  const wire_expectations expect{.run_id = kRun, .senders = senders, .max_payload_bytes = 1 << 20};
+  wire_expectations expect;
+  expect.run_id = kRun;
+  expect.senders = senders;
+  expect.max_payload_bytes = 1 << 20;
   CHECK(parse_header(rx.header, rx.payload, expect, parsed).is_ok());
   CHECK(parsed.payload_bytes == own.size());
   CHECK(h.ex.stats().messages_sent == 2);
