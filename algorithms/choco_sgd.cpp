@@ -94,7 +94,8 @@ void choco_sgd::clip_terms() {
   in_mix_.clear();
   for (std::size_t k = 0; k < copies_.size(); ++k) {
     if (mix_weights_[k] == 0.0f) continue;
-    distances.push_back(distance(copies_[k], sent_on(k) ? std::span<const float>(own_copy_for(k)) : x_));
+    distances.push_back(
+        clip_->rule.checked_distance(copies_[k], sent_on(k) ? std::span<const float>(own_copy_for(k)) : x_));
     in_mix_.push_back(k);
   }
   scales.resize(distances.size());

@@ -19,7 +19,7 @@ void mix_neighbours(std::span<float> out, std::span<const float> base, std::span
   }
   clip->distances.clear();
   for (std::size_t k = 0; k < copies.size(); ++k)
-    if (fresh[k]) clip->distances.push_back(distance(copies[k], base));
+    if (fresh[k]) clip->distances.push_back(clip->rule.checked_distance(copies[k], base));
   clip->scales.resize(clip->distances.size());
   clip->rule.scales(clip->distances, clip->scales);
   clip->weights.assign(copies.size(), 0.0f);

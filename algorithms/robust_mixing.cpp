@@ -28,11 +28,20 @@ void clip_rule::scales(std::span<const double> distances, std::span<float> scale
     }
     if (!std::isfinite(tau)) tau = 0;  // more than b copies that overflowed: trust none
   }
-  last_ = {.tau = tau, .clipped_fraction = 0, .largest_distance = 0};
+  last_ = {.tau = tau,
+           .clipped_fraction = 0,
+           .largest_distance = 0,
+           .screened_fraction = 0,
+           .loss_gap = std::isfinite(largest_gap_) ? largest_gap_ : 0};
   std::size_t clipped = 0;
+  const bool checked = screened_.size() == distances.size();  // the distances came from checked_distance
+  std::size_t left_out = 0;
   for (std::size_t k = 0; k < distances.size(); ++k) {
     const double d = distances[k];
-    last_.largest_distance = std::max(last_.largest_distance, std::isfinite(d) ? d : INFINITY);
+    if (checked && screened_[k])
+      ++left_out;  // a copy the screen left out: no distance measured
+    else
+      last_.largest_distance = std::max(last_.largest_distance, std::isfinite(d) ? d : INFINITY);
     if (!std::isfinite(d)) {
       scale[k] = 0.0f;
     } else if (d <= tau) {
@@ -43,7 +52,22 @@ void clip_rule::scales(std::span<const double> distances, std::span<float> scale
     }
     ++clipped;
   }
-  if (!distances.empty()) last_.clipped_fraction = static_cast<double>(clipped) / static_cast<double>(distances.size());
+  if (!distances.empty()) {
+    last_.clipped_fraction = static_cast<double>(clipped) / static_cast<double>(distances.size());
+    last_.screened_fraction = static_cast<double>(left_out) / static_cast<double>(distances.size());
+  }
+  screened_.clear();
+  largest_gap_ = -INFINITY;
+}
+
+double clip_rule::checked_distance(std::span<const float> copy, std::span<const float> own) {
+  if (gap_ && options_.screen) {
+    const double gap = gap_(copy, own);
+    largest_gap_ = std::max(largest_gap_, gap);
+    screened_.push_back(gap <= *options_.screen ? 0 : 1);  // NaN (a loss not finite): left out too
+    if (screened_.back()) return INFINITY;
+  }
+  return distance(copy, own);
 }
 
 double distance(std::span<const float> a, std::span<const float> b) {

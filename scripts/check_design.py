@@ -44,7 +44,7 @@ LAYERS = [
 RUN_ROOMS = [
     ("control", ["run_control", "start_up"]),
     ("parts", ["message_codec", "message_inbox", "learner", "plan", "resume", "node_network", "peer_failures",
-               "rejoining", "local_training", "link_events"]),
+               "rejoining", "local_training", "link_events", "loss_screen"]),
     ("patterns", ["round_pattern", "gossip_round", "ring_round", "edge_messages", "async_gossip_round"]),
     ("set-up", ["links", "node_setup", "consensus_probe"]),
     ("loop", ["round_steps", "round_checkpoint", "node_runner", "node_session"]),

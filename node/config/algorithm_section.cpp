@@ -44,7 +44,7 @@ void emit_codec(YAML::Emitter& y, const codec_spec& c) {
   y << YAML::EndMap;
 }
 
-// algorithm.robust: {clip: auto | τ, tolerate: b} (algorithms/robust_mixing.hpp).
+// algorithm.robust: {clip: auto | τ, tolerate: b, screen: margin} (algorithms/robust_mixing.hpp).
 robust_options read_robust(yaml_reader& rr, algorithm_kind algorithm) {
   if (is_centralized(algorithm))
     throw rr.error("algorithm.robust: " + std::string(name_of(algorithm)) +
@@ -63,6 +63,19 @@ robust_options read_robust(yaml_reader& rr, algorithm_kind algorithm) {
     throw rr.error_at(rr.key_node("tolerate"), "algorithm.robust.tolerate: expected the number of hostile "
                                                    "neighbours to tolerate, 0 to 1024, got " + std::to_string(b));
   o.tolerate = static_cast<int>(b);
+  if (rr.has("screen")) {
+    const double margin = rr.get_double("screen", 0);
+    if (!(margin > 0) || !std::isfinite(margin))
+      throw rr.error_at(
+          rr.key_node("screen"),
+          "algorithm.robust.screen: expected a loss margin > 0 (nats), got " + std::to_string(margin));
+    if (algorithm == algorithm_kind::ecd)
+      throw rr.error_at(rr.key_node("screen"),
+                        "algorithm.robust.screen: ecd mixes extrapolated estimates, not "
+                        "models, whose loss says nothing; use clipping alone, or choco, "
+                        "dcd, dpsgd or naive");
+    o.screen = margin;
+  }
   rr.finish();
   return o;
 }
@@ -97,7 +110,9 @@ void emit_algorithm(YAML::Emitter& y, const run_config& c) {
       y << *r.tau;
     else
       y << "auto";
-    y << YAML::Key << "tolerate" << YAML::Value << r.tolerate << YAML::EndMap;
+    y << YAML::Key << "tolerate" << YAML::Value << r.tolerate;
+    if (r.screen) y << YAML::Key << "screen" << YAML::Value << *r.screen;
+    y << YAML::EndMap;
   }
   y << YAML::EndMap;
   y << YAML::Key << "compressor" << YAML::Value;

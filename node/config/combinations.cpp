@@ -45,6 +45,10 @@ void check_external(yaml_reader& r, const run_config& c) {
                         "program keeps; set it to 0");
   if (c.train.max_staleness == kUnboundedStaleness)
     throw r.error(why + "train.max_staleness: unbounded needs a run length the node knows; give a bound");
+  if (c.algorithm_params.robust.screen)
+    throw r.error(why +
+                  "algorithm.robust.screen evaluates neighbours' copies on the node's own data, which the "
+                  "program keeps; leave it out (clipping alone still applies)");
   if (c.train.checkpoint_every > 0)
     throw r.error(why + "train.checkpoint_every: the program saves its own checkpoints, with the node's state in "
                         "them (node.state_dict(), docs/python.md); set it to 0");

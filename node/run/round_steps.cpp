@@ -110,6 +110,10 @@ void round_steps::absorb(std::uint64_t t) {
     metrics_.add("clip_tau", c->tau);
     metrics_.add("clip_fraction", c->clipped_fraction);
     metrics_.add("clip_largest_distance", c->largest_distance);
+    if (s_.config.algorithm_params.robust.screen) {  // the loss screen's
+      metrics_.add("screen_fraction", c->screened_fraction);
+      metrics_.add("screen_loss_gap", c->loss_gap);
+    }
   }
   training_.finish_round();
   completed_ = t;

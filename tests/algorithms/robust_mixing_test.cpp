@@ -218,6 +218,52 @@ TEST_CASE("mix_neighbours: the clipped mix keeps what it takes from a neighbour 
   CHECK(clipped[1] == doctest::Approx(0.4 / std::sqrt(2.0)));
 }
 
+TEST_CASE(
+    "the loss screen: a copy whose loss gap exceeds the margin is left out and takes a tolerated place") {
+  // The gap here is the copy's first entry (a stand-in for the node's loss check, node/run/loss_screen.hpp):
+  // the copy (0, 3, 0) lies as near as an honest one but does worse by 3 nats, more than the margin 1.
+  const mixing_row row = complete_row();
+  const std::vector<float> base{0, 0, 0};
+  const std::vector<float_vector> copies{{0.5f, 0, 0}, {3, 0, 0}, {0, 0, 2}, {0, 2.5f, 0}};
+  clipped_mixing clip(robust_options{.on = true, .tolerate = 1, .screen = 1.0});
+  int checks = 0;
+  clip.rule.set_screen([&](std::span<const float> copy, std::span<const float> own) {
+    ++checks;
+    CHECK(own.data() == base.data());  // against the node's own term
+    return static_cast<double>(copy[0]);
+  });
+  std::vector<float> out(3);
+  mix_neighbours(out, base, copies, row, std::vector<bool>(4, true), &clip);
+  CHECK(checks == 4);
+  const clip_stats& st = clip.rule.last();
+  CHECK(st.screened_fraction == 0.25);
+  CHECK(st.loss_gap == 3.0);
+  // The one left out took the tolerated place: the radius is the largest of the others (2.5), none clipped.
+  CHECK(st.tau == 2.5);
+  CHECK(st.largest_distance == 2.5);            // the screened copy's distance is not measured
+  CHECK(out[0] == doctest::Approx(0.2 * 0.5));  // its weight stays on base: nothing of (3, 0, 0)
+  CHECK(out[1] == doctest::Approx(0.2 * 2.5));
+  CHECK(out[2] == doctest::Approx(0.2 * 2.0));
+  // A loss that is not finite is left out too; with none over the margin the mix is the clipped one.
+  clip.rule.set_screen([](std::span<const float> copy, std::span<const float>) {
+    return copy[0] == 3.0f ? std::numeric_limits<double>::quiet_NaN() : 0.0;
+  });
+  mix_neighbours(out, base, copies, row, std::vector<bool>(4, true), &clip);
+  CHECK(clip.rule.last().screened_fraction == 0.25);
+  clip.rule.set_screen([](std::span<const float>, std::span<const float>) { return 0.5; });
+  mix_neighbours(out, base, copies, row, std::vector<bool>(4, true), &clip);
+  CHECK(clip.rule.last().screened_fraction == 0.0);
+  CHECK(clip.rule.last().tau == 2.5);  // distances 0.5, 3, 2, 2.5: the second largest
+  // Without a margin in the options, a screen set does nothing (robust: {clip: auto} alone).
+  clipped_mixing plain(robust_options{.on = true, .tolerate = 1});
+  plain.rule.set_screen([&](std::span<const float>, std::span<const float>) {
+    FAIL("not called");
+    return 0.0;
+  });
+  mix_neighbours(out, base, copies, row, std::vector<bool>(4, true), &plain);
+  CHECK(plain.rule.last().screened_fraction == 0.0);
+}
+
 // D-PSGD, DCD-PSGD and ECD-PSGD mix inside their round: with one neighbour sending a model 1e30
 // away, the node's step away from its own (less its gradient step) is at most Σ_j W_ij τ, and τ is
 // at most the largest honest distance, so a few units here.

@@ -88,7 +88,23 @@ class HostileGridTest(unittest.TestCase):
         self.assertIn("| flip | 60.0 (seed 2: 15.0) | 86.0 (seed 2: 85.0) | +1.0 |", text)
         self.assertIn("robust on, the largest gap is 1.0 points (flip); bound 2: met", text)
         self.assertIn("lowest worst-honest accuracy is 60.0 % (teeth: within 10 points of chance, 20.0 %: no)", text)
-        self.assertIn("the defence costs 0.0 points with nobody attacking; bound 1: met", text)
+        self.assertIn("the defence costs 0.0 points with nobody attacking (robust on); bound 1: met", text)
+
+    def test_the_loss_screen_is_a_column_of_its_own_and_the_clean_run_stays_the_reference(self):
+        a = self.args("--recipes", "h1", "--topologies", "ring2", "--data", "iid", "--attacks", "label_flip",
+                      "--robust", "screen", "--seeds", "1")
+        cells = self.g.cells(a)
+        self.assertEqual([(c["attack"], c["robust"]) for c in cells],
+                         [("clean", "off"), ("clean", "screen"), ("label_flip", "screen")])
+        self.assertIn("algorithm.robust.screen=1.0", self.g.ROBUST["screen"])
+        base = dict(recipe="h1", topology="ring2", data="iid", seed=1, codec="qsgd")
+        rows = [dict(base, attack="clean", robust="off", worst=0.85), dict(base, attack="clean", robust="screen", worst=0.86),
+                dict(base, attack="label_flip", robust="screen", worst=0.84)]
+        text = self.g.report(rows, a)
+        self.assertIn("| label_flip | – | 84.0 (seed 1: 84.0) | +1.0 |", text)
+        self.assertIn("robust screen, the largest gap is 1.0 points (label_flip); bound 2: met", text)
+        self.assertIn("the defence costs -1.0 points with nobody attacking (robust screen); bound 1: met", text)
+        self.assertNotIn("teeth", text)  # nothing attacked without the defence
 
 
 if __name__ == "__main__":

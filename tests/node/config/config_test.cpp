@@ -96,6 +96,34 @@ TEST_CASE("algorithm.robust: clipping for the decentralized algorithms, auto or 
   CHECK(error_of(f).find("unknown key 'clips'") != std::string::npos);
 }
 
+TEST_CASE(
+    "algorithm.robust.screen: a loss margin > 0, kept in the canonical config, not for a program's model") {
+  scratch s;
+  std::string f =
+      s.write("screen.yaml",
+              "topology: {graph: ring, n: 4}\nalgorithm: {name: choco, robust: {clip: auto, screen: 1.5}}\n");
+  const run_config c = load_run_config(f);
+  CHECK(c.algorithm_params.robust.screen == 1.5);
+  const run_config back = load_run_config(s.write("again.yaml", c.canonical));
+  CHECK(back.algorithm_params.robust.screen == 1.5);
+  CHECK(back.run_id == c.run_id);
+  CHECK_FALSE(load_run_config(
+                  s.write("none.yaml",
+                          "topology: {graph: ring, n: 4}\nalgorithm: {name: choco, robust: {clip: auto}}\n"))
+                  .algorithm_params.robust.screen);
+  f = s.write("zero.yaml", "topology: {graph: ring, n: 4}\nalgorithm: {name: choco, robust: {screen: 0}}\n");
+  const std::string e = error_of(f);
+  CHECK(e.rfind(f + ":2:", 0) == 0);
+  CHECK(e.find("algorithm.robust.screen: expected a loss margin > 0") != std::string::npos);
+  f = s.write("ecd.yaml", "topology: {graph: ring, n: 4}\nalgorithm: {name: ecd, robust: {screen: 1}}\n");
+  CHECK(error_of(f).find("ecd mixes extrapolated estimates, not models") != std::string::npos);
+  f = s.write("ext.yaml",
+              "topology: {graph: ring, n: 4}\nalgorithm: {name: choco, robust: {screen: 1}}\n"
+              "model: {kind: external}\n");
+  CHECK(error_of(f).find("algorithm.robust.screen evaluates neighbours' copies on the node's own data") !=
+        std::string::npos);
+}
+
 TEST_CASE("the compressor is validated with its position, inline or as a mapping") {
   scratch s;
   std::string f = s.write("c1.yaml", std::string(kMinimal) + "compressor: {name: qsgd, bits: 8, bucket: 128}\n");
