@@ -22,7 +22,8 @@ with the identity codec (32-bit), for "compression adds at most 1 point to the a
 Every run also sets network.on_peer_failure: continue (the nan attack gets its sender dropped).
 
 Each run is `qgossip launch` into OUT/<recipe>/<topology>/<data>/<attack>/<robust>/seed<k>/; a run
-whose every node wrote its summary is kept (the grid resumes where it stopped). A run's result is the
+whose every honest node wrote its summary is kept (the grid resumes where it stopped; a hostile node
+that stopped, its attack diverging, does not make the run count as failed). A run's result is the
 worst honest node's final test accuracy (node-<rank>.json, hostile ranks left out); a node that
 diverged or stopped without an accuracy counts as chance (0.10).
 
@@ -94,22 +95,28 @@ def scenario_file(d, c):
     return path
 
 
-def summaries(d):
-    """{rank: node-<rank>.json} of a finished run; None when some node left no summary."""
+def hostile_ranks(c):
+    return set(TOPOLOGIES[c["topology"]][1]) if c["attack"] != "clean" else set()
+
+
+def summaries(d, c):
+    """{rank: node-<rank>.json} of a finished run; None when some honest node left no summary (a
+    hostile node that stopped does not count: the attack is its to run)."""
     found = {}
     for rank in range(NODES):
         try:
             with open(os.path.join(d, "run", f"node-{rank}.json")) as f:
                 found[rank] = json.load(f)
         except (OSError, ValueError):
-            return None
+            if rank not in hostile_ranks(c):
+                return None
     return found
 
 
 def launch(args, c):
     """Runs the cell's launch (unless its summaries exist); returns (its summaries, the exit code)."""
     d = run_dir(args.out, c)
-    done = summaries(d)
+    done = summaries(d, c)
     if done is not None:
         return done, 0
     os.makedirs(d, exist_ok=True)
@@ -137,12 +144,12 @@ def launch(args, c):
                 launch_process.kill()
                 launch_process.wait()
             rc = "timeout"
-    return summaries(d) or {}, rc
+    return summaries(d, c) or {}, rc
 
 
 def worst_honest(c, found):
     """(the worst honest node's accuracy, the honest mean, how many honest nodes counted as chance)."""
-    hostile = set(TOPOLOGIES[c["topology"]][1]) if c["attack"] != "clean" else set()
+    hostile = hostile_ranks(c)
     accs, chance = [], 0
     for rank in range(NODES):
         if rank in hostile:
@@ -160,7 +167,7 @@ def measure(args):
     todo = cells(args)
     started = time.monotonic()
     for i, c in enumerate(todo, 1):
-        if args.report_only and summaries(run_dir(args.out, c)) is None:
+        if args.report_only and summaries(run_dir(args.out, c), c) is None:
             continue
         found, rc = launch(args, c)
         if args.dry_run:

@@ -26,6 +26,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace qgossip {
 
@@ -39,6 +40,10 @@ struct attack_spec {
   double sigma = 1;      // noise
   double z = 1;          // alie
   double epsilon = 0.5;  // ipm (dissensus: 1)
+  // The scenario's other hostile ranks (hostile_entry): dissensus and adaptive, which aim at each
+  // neighbour's own copy, send these their honest model (attacking a colluder only extrapolates
+  // its forged copy of this node, and two adjacent dissensus ranks overflowed each other's).
+  std::vector<int> colluders{};
 };
 
 [[nodiscard]] std::string_view to_text(attack_kind a);

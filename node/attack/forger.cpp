@@ -137,6 +137,7 @@ void forger::target_for(const algorithm& alg, std::size_t k, int peer, std::span
       for (std::size_t i = 0; i < n; ++i) out[i] = static_cast<float>(-spec_.epsilon * mean_[i]);
       return;
     case attack_kind::dissensus: {
+      if (colluder(peer)) break;
       const std::span<const float> c = copy_of(alg, peer);
       for (std::size_t i = 0; i < n; ++i)
         out[i] = static_cast<float>(c[i] - spec_.epsilon * (centre_[i] - c[i]));
@@ -148,6 +149,7 @@ void forger::target_for(const algorithm& alg, std::size_t k, int peer, std::span
       return;
     }
     case attack_kind::adaptive: {
+      if (colluder(peer)) break;
       const std::span<const float> c = copy_of(alg, peer);
       double d2 = 0, u2 = 0;
       for (std::size_t i = 0; i < n; ++i) {
@@ -161,9 +163,13 @@ void forger::target_for(const algorithm& alg, std::size_t k, int peer, std::span
     }
     case attack_kind::nan:
     case attack_kind::label_flip:
-      break;
+      QG_ENFORCE(false, "the " << to_text(spec_.attack) << " attack has no target model");
   }
-  QG_ENFORCE(false, "the " << to_text(spec_.attack) << " attack has no target model");
+  std::copy(x.begin(), x.end(), out.begin());  // a colluder: the honest model
+}
+
+bool forger::colluder(int peer) const {
+  return std::find(spec_.colluders.begin(), spec_.colluders.end(), peer) != spec_.colluders.end();
 }
 
 std::span<const float> forger::message_for(const algorithm& alg, std::size_t k, int peer, std::uint64_t t) {

@@ -64,6 +64,7 @@ class forger {
   void prepare_round(const algorithm& alg, std::uint64_t t);  // μ, s, m, the noise: once per round
   void target_for(const algorithm& alg, std::size_t k, int peer, std::span<float> out) const;
   [[nodiscard]] std::span<const float> copy_of(const algorithm& alg, int peer) const;
+  [[nodiscard]] bool colluder(int peer) const;  // spec_.colluders has it
   [[nodiscard]] double adaptive_step(double d) const;
 
   attack_spec spec_;

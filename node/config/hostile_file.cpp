@@ -77,8 +77,13 @@ void check_hostile(const run_config& c, const std::vector<attack_spec>& list, co
 }
 
 std::optional<attack_spec> hostile_entry(const std::vector<attack_spec>& list, int rank) {
-  for (const attack_spec& a : list)
-    if (a.rank == rank) return a;
+  for (const attack_spec& a : list) {
+    if (a.rank != rank) continue;
+    attack_spec mine = a;
+    for (const attack_spec& other : list)
+      if (other.rank != rank) mine.colluders.push_back(other.rank);
+    return mine;
+  }
   return std::nullopt;
 }
 

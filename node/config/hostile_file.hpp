@@ -28,7 +28,7 @@ namespace qgossip {
 // not model).
 void check_hostile(const run_config& c, const std::vector<attack_spec>& list, const std::string& path);
 
-// The entry of `rank` in the list, if any.
+// The entry of `rank` in the list, if any, with the list's other ranks as its colluders.
 [[nodiscard]] std::optional<attack_spec> hostile_entry(const std::vector<attack_spec>& list, int rank);
 
 }  // namespace qgossip

@@ -77,6 +77,21 @@ class HostileGridTest(unittest.TestCase):
         self.assertEqual((worst, chance), (0.10, 1))
         self.assertAlmostEqual(mean, (14 * 0.85 + 0.10) / 15)
 
+    def test_a_run_is_finished_when_every_honest_node_wrote_its_summary(self):
+        # A hostile node whose attack diverged may stop (two adjacent dissensus ranks once did): the
+        # run still counts, by its honest nodes; a missing honest summary makes it unfinished.
+        run = os.path.join(self.tmp.name, "run")
+        os.makedirs(run)
+        for rank in range(16):
+            if rank != 6:
+                with open(os.path.join(run, f"node-{rank}.json"), "w") as f:
+                    f.write('{"status": "ok", "test_acc": 0.85}')
+        found = self.g.summaries(self.tmp.name, {"topology": "ring2", "attack": "dissensus"})
+        self.assertEqual(sorted(found), [r for r in range(16) if r != 6])
+        self.assertEqual(self.g.worst_honest({"topology": "ring2", "attack": "dissensus"}, found)[0], 0.85)
+        self.assertIsNone(self.g.summaries(self.tmp.name, {"topology": "ring", "attack": "dissensus"}))
+        self.assertIsNone(self.g.summaries(self.tmp.name, {"topology": "ring2", "attack": "clean"}))
+
     def test_the_report_gives_medians_the_worst_seed_and_the_checks(self):
         a = self.args("--recipes", "demo", "--topologies", "torus", "--data", "iid", "--attacks", "flip")
         rows = []

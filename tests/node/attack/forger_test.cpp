@@ -131,6 +131,28 @@ TEST_CASE("forger: per-neighbour attacks send each neighbour its own model") {
   CHECK(qgossip::distance(sum, std::vector<float>(kSize, 0.0f)) < 1e-3);
 }
 
+TEST_CASE("forger: dissensus and adaptive send a colluding hostile neighbour the honest model") {
+  // Two adjacent dissensus ranks each extrapolated the other's forged copy of itself, and the pair
+  // overflowed in a long run; against a colluder they send what an honest node would.
+  for (attack_kind a : {attack_kind::dissensus, attack_kind::adaptive}) {
+    CAPTURE(to_text(a));
+    choco_ring ring("identity");
+    attack_spec spec{.rank = 0, .attack = a, .epsilon = 1, .colluders = {2}};
+    forger f(spec, {}, message_form::additive, 1);
+    ring.round(f, 1);
+    // Neighbour 2 (k = 1) holds the model the messages were made from; the others do not.
+    std::vector<float> before(ring.alg->model().begin(), ring.alg->model().end());
+    f.before_round(*ring.alg);
+    std::vector<float> held(kSize);
+    const std::span<const float> m = f.message_for(*ring.alg, 1, 2, 2);
+    for (std::size_t i = 0; i < kSize; ++i) held[i] = ring.copies_of_0[1][i] + m[i];
+    CHECK(qgossip::distance(held, before) < 1e-4);
+    const std::span<const float> other = f.message_for(*ring.alg, 0, 1, 2);
+    for (std::size_t i = 0; i < kSize; ++i) held[i] = ring.copies_of_0[0][i] + other[i];
+    CHECK(qgossip::distance(held, before) > 1e-2);
+  }
+}
+
 TEST_CASE("forger: the adaptive attack stays inside the radius the defence would allow") {
   // Against auto clipping with tolerate 1 (3 neighbours: the radius is the second largest of the
   // distances), the largest pull comes at β = 1: as far as an honest neighbour. Undefended, β = 1024.

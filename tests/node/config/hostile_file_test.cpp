@@ -41,6 +41,8 @@ TEST_CASE("hostile: entries with their defaults and parameters; the scenario's o
   CHECK(list[2].lambda == 1.0);   // equivocate's default
   CHECK(list[3].epsilon == 1.0);  // dissensus's default
   CHECK(hostile_entry(list, 6)->attack == attack_kind::alie);
+  CHECK(hostile_entry(list, 6)->colluders == std::vector<int>{5, 2, 3});  // the list's other ranks
+  CHECK(list[1].colluders.empty());
   CHECK_FALSE(hostile_entry(list, 0));
   CHECK(read_hostile(s.write("none.yaml", "churn: []\n"), 8).empty());
 }
