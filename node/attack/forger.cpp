@@ -120,6 +120,11 @@ double forger::adaptive_step(double d) const {
 void forger::target_for(const algorithm& alg, std::size_t k, int peer, std::span<float> out) const {
   const std::span<const float> x = alg.model();
   const std::size_t n = x.size();
+  // The attacks aimed at each neighbour's own copy send a colluding hostile rank the honest model.
+  if ((spec_.attack == attack_kind::dissensus || spec_.attack == attack_kind::adaptive) && colluder(peer)) {
+    std::copy(x.begin(), x.end(), out.begin());
+    return;
+  }
   switch (spec_.attack) {
     case attack_kind::flip:
       for (std::size_t i = 0; i < n; ++i) out[i] = -x[i];
@@ -137,7 +142,6 @@ void forger::target_for(const algorithm& alg, std::size_t k, int peer, std::span
       for (std::size_t i = 0; i < n; ++i) out[i] = static_cast<float>(-spec_.epsilon * mean_[i]);
       return;
     case attack_kind::dissensus: {
-      if (colluder(peer)) break;
       const std::span<const float> c = copy_of(alg, peer);
       for (std::size_t i = 0; i < n; ++i)
         out[i] = static_cast<float>(c[i] - spec_.epsilon * (centre_[i] - c[i]));
@@ -149,7 +153,6 @@ void forger::target_for(const algorithm& alg, std::size_t k, int peer, std::span
       return;
     }
     case attack_kind::adaptive: {
-      if (colluder(peer)) break;
       const std::span<const float> c = copy_of(alg, peer);
       double d2 = 0, u2 = 0;
       for (std::size_t i = 0; i < n; ++i) {
@@ -163,9 +166,9 @@ void forger::target_for(const algorithm& alg, std::size_t k, int peer, std::span
     }
     case attack_kind::nan:
     case attack_kind::label_flip:
-      QG_ENFORCE(false, "the " << to_text(spec_.attack) << " attack has no target model");
+      break;
   }
-  std::copy(x.begin(), x.end(), out.begin());  // a colluder: the honest model
+  QG_ENFORCE(false, "the " << to_text(spec_.attack) << " attack has no target model");
 }
 
 bool forger::colluder(int peer) const {
