@@ -2,8 +2,8 @@
 // What some algorithms can do besides the round of algorithm.hpp, each a small interface of its own
 // that an algorithm implements beside `algorithm` (as factored_model beside model: a capability, not a
 // wider base). The node looks each one up once, where it builds the part that needs it: the
-// asynchronous round pattern (node/run/round_pattern.cpp), its messages per edge
-// (node/run/edge_messages.hpp) and rejoining (node/run/rejoining.cpp). Which algorithm has which:
+// asynchronous round pattern (node/run/pattern_factory.cpp), its messages per edge
+// (node/run/edge_messages.hpp) and rejoining (node/run/returns.cpp). Which algorithm has which:
 //
 //                      dpsgd, naive   dcd, ecd   choco                       allreduce, allgather
 //   async_mixing       yes            yes        yes                         no

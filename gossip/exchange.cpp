@@ -12,7 +12,7 @@
 namespace qgossip {
 
 exchange::exchange(transport& t, exchange_options options, exchange_events* events)
-    : core_(t, std::move(options), events ? *events : default_events_),
+    : core_(t, std::move(options), events ? *events : default_events_, *this),
       rounds_(core_),
       async_(core_.options().asynchronous ? std::make_unique<async_gather>(core_) : nullptr),
       leaving_(core_, async_.get()),

@@ -46,6 +46,7 @@
 #include "gossip/exchange/async_gather.hpp"
 #include "gossip/exchange/core.hpp"
 #include "gossip/exchange/events.hpp"
+#include "gossip/exchange/link_control.hpp"
 #include "gossip/exchange/leaving.hpp"
 #include "gossip/exchange/rejoin.hpp"
 #include "gossip/exchange/stats.hpp"
@@ -56,15 +57,17 @@
 
 namespace qgossip {
 
-class exchange {
+class exchange final : public link_control {
  public:
   // `t` and `events` must outlive the exchange (no events: a default exchange_events, which logs
   // nothing, never stops, drops a failed peer never and accepts every train message). Throws
   // invariant_error for options that break their REQUIRES.
   exchange(transport& t, exchange_options options, exchange_events* events = nullptr);
+  exchange(const exchange&) = delete;
+  exchange& operator=(const exchange&) = delete;
 
-  // Sends msg as (kind, iteration) to every neighbour not dropped, then gathers one valid message
-  // per such neighbour: on ok, out[k] came from the k-th of them (ascending); a neighbour dropped
+  // Sends msg as (kind, iteration) to every neighbour not dropped (a train round: each of
+  // msg.per_link its own payload), then gathers one valid message per such neighbour: on ok, out[k] came from the k-th of them (ascending); a neighbour dropped
   // during the round has no entry (out[k].header.sender says who sent each).
   // Errors: errc::timeout (silent neighbours, named), errc::invalid (a REQUIRES broken, e.g. a
   // repeated iteration or a payload above max_payload_bytes), or the transport's error.
@@ -83,7 +86,7 @@ class exchange {
                const round_peers& peers);
 
   // Asynchronous gossip: sends msg as (kind train, iteration) to every live peer not finished
-  // before it, then delivers every train message that has arrived (any number per peer, each
+  // before it (each of msg.per_link its own payload), then delivers every train message that has arrived (any number per peer, each
   // peer's in ascending iteration, each validated, to exchange_events::train_message in that order,
   // and into *out when given),
   // waiting only while a live peer that has not finished below `need` has delivered less than
@@ -98,7 +101,8 @@ class exchange {
                 std::vector<inbound_message>* out = nullptr);
   // The same round, sending on each link its own message or none (docs/algorithms.md, "A busy
   // uplink"): sends[i].payload to sends[i].peer, nothing to a live peer not listed; msg gives only
-  // the codec fields (of every payload, and of what the neighbours send). A link's next message
+  // the codec fields (of every payload, and of what the neighbours send; its per_link is not
+  // used: sends says what each link gets). A link's next message
   // counts in its header the rounds that sent it nothing. errc::invalid, before anything is sent,
   // for a peer that is not a neighbour, a payload over max_payload_bytes, or a live peer left out
   // that may not be (may_skip: before any message to it, or kMaxSkipped rounds without one).
@@ -124,7 +128,7 @@ class exchange {
   // Sends a notice (message_kind::notice, no codec) to each of peers at once, stamped with
   // iteration (the sender's round, for the log). Usable between rounds, from the callbacks during
   // one, and after a failed round (a stopping node tells its neighbours why). Errors: the transport's.
-  status send_notice(std::span<const int> peers, std::span<const std::byte> payload, std::uint64_t iteration);
+  status send_notice(std::span<const int> peers, std::span<const std::byte> payload, std::uint64_t iteration) override;
   // Ends this node's part of the run after its last round, `iteration`: sends a finished message
   // (message_kind::finished) to every live peer, then receives until every live peer has finished
   // too and acknowledged this node's finished message (message_kind::finished_ack, which every
@@ -154,14 +158,14 @@ class exchange {
   // its entry leaves `out`, even when its message had arrived: the node mixes without it from this
   // round on), its buffered and later messages are rejected (reason departed), and
   // the transport stops watching its link. Dropping an unknown or dropped rank does nothing.
-  void drop(int peer);
-  [[nodiscard]] bool dropped(int peer) const;
+  void drop(int peer) override;
+  [[nodiscard]] bool dropped(int peer) const override;
 
   // Rejoining (docs/failures.md, "Rejoining"; gossip/exchange/rejoin.hpp). A join message
   // (message_kind::join, payload notice-format items, count = model_size) to peer, dropped or not;
   // stamped with run_id when given (an answer to a joiner of another run), else this run's.
   status send_join(int peer, std::uint32_t model_size, std::span<const std::byte> payload,
-                   std::optional<std::uint64_t> run_id = std::nullopt);
+                   std::optional<std::uint64_t> run_id = std::nullopt) override;
   // This node's state for its edge to peer, restarting at round `iteration`: values = its model,
   // then its public state when it has one (message_kind::join_state, count = model_size).
   status send_state(int peer, std::uint64_t iteration, std::uint32_t model_size,
@@ -177,15 +181,15 @@ class exchange {
   // wait for no one (every neighbour gone) still hears join messages and notices.
   status poll();
   // True once a train message of peer was delivered (it took part in the run).
-  [[nodiscard]] bool heard_from(int peer) const;
+  [[nodiscard]] bool heard_from(int peer) const override;
   // A fresh link to peer (transport::watch_peer), e.g. to answer a node that restarted at once.
-  void refresh_link(int peer);
+  void refresh_link(int peer) override;
   // Takes peer back from round `iteration` on: it is no longer dropped, its train messages are
   // expected from `iteration` (older ones are duplicates; rounds before it do not wait for it), it
   // has not finished, and the transport watches its link afresh (transport::watch_peer). A joiner
   // calls it for each neighbour that admitted it, after restart_at. REQUIRES: between rounds,
   // iteration > the current round.
-  void readmit(int peer, std::uint64_t iteration);
+  void readmit(int peer, std::uint64_t iteration) override;
   // This node starts over at round `iteration` (it rejoins): its next round is `iteration`, and the
   // neighbours' messages for it are buffered until then. A node that was cut off may have run ahead
   // of the run it rejoins: the round goes back. REQUIRES: between rounds, iteration >= 1.
@@ -193,6 +197,7 @@ class exchange {
 
   const exchange_stats& stats() const { return core_.stats(); }
   const exchange_options& options() const { return core_.options(); }
+  [[nodiscard]] std::uint64_t run_id() const override { return core_.options().run_id; }
 
  private:
   exchange_events default_events_;  // when none is given

@@ -145,6 +145,7 @@ PYBIND11_MODULE(_core, m) {
       .def_property_readonly("size", [](py_node& n) { return n.session().size(); })
       .def_property_readonly("attached", [](py_node& n) { return n.session().attached(); })
       .def_property_readonly("closed", [](py_node& n) { return n.session().closed(); })
+      .def_property_readonly("done", [](py_node& n) { return n.session().done(); })
       .def_property_readonly("nodes", [](py_node& n) { return n.session().config().topology.n; })
       .def_property_readonly("local_steps", [](py_node& n) { return n.session().config().train.local_steps; })
       .def_property_readonly("output_dir", [](py_node& n) {

@@ -4,7 +4,12 @@
   layers     an include never runs from a lower layer up to a higher one (LAYERS below, lowest
              first; areas in one layer may include each other);
   cycles     no two files include each other, directly or through others;
-  rooms      inside node/run, an include never runs from a lower room up to a higher one (RUN_ROOMS);
+  rooms      inside node/run, an include never runs from a lower room up to a higher one (RUN_ROOMS),
+             and no two files' stems include each other (an interface's .cpp including the headers of
+             its implementations, which include the interface: an upward arrow);
+  attacks    a hostile node's attacks stay apart from the honest code (docs/security.md): no file of
+             node/run, gossip/ or algorithms/ but ATTACK_DOORS includes node/attack/ or names the
+             forger, attack_spec or poison_labels in its code (comments may);
   length     no function in any source folder is longer than 80 lines.
 
 Usage: scripts/check_design.py [REPO_ROOT]     (exit 0: all hold; 1: each breach listed, file:line)
@@ -43,12 +48,19 @@ LAYERS = [
 # of node/run (by its stem) is in exactly one room.
 RUN_ROOMS = [
     ("control", ["run_control", "start_up"]),
-    ("parts", ["message_codec", "message_inbox", "learner", "plan", "resume", "node_network", "peer_failures",
-               "rejoining", "local_training", "link_events", "loss_screen"]),
+    ("parts", ["message_codec", "message_inbox", "learner", "plan", "resume", "node_network", "departures",
+               "halt_agreement", "start_check", "returns", "returns_join", "node_membership", "local_training",
+               "link_events", "loss_screen"]),
     ("patterns", ["round_pattern", "gossip_round", "ring_round", "edge_messages", "async_gossip_round"]),
-    ("set-up", ["links", "node_setup", "consensus_probe"]),
-    ("loop", ["round_steps", "round_checkpoint", "node_runner", "node_session"]),
+    ("set-up", ["pattern_factory", "hostile_round", "links", "node_setup", "consensus_probe"]),
+    ("loop", ["round_steps", "round_checkpoint", "round_driver", "node_runner", "node_session"]),
 ]
+# The only files outside node/attack/ (and the layers above node/run) that may know a hostile node:
+# the set-up that builds it and the round pattern that wraps the honest one.
+ATTACK_DOORS = ("node/run/node_setup.hpp", "node/run/node_setup.cpp", "node/run/hostile_round.hpp",
+                "node/run/hostile_round.cpp")
+ATTACK_DIRS = ("node/run/", "gossip/", "algorithms/")
+ATTACK_NAMES = re.compile(r"\b(forger|attack_spec|poison_labels)\b")
 LENGTH_LIMIT = 80
 LENGTH_DIRS = SOURCE_DIRS
 INCLUDE = re.compile(r'\s*#\s*include\s+"([^"]+)"')
@@ -122,6 +134,38 @@ def check_run_rooms(root, files, problems):
             if there is not None and there[0] > here[0]:
                 problems.append(f"{path}:{number}: node/run's {here[1]} room includes {target} from the higher "
                                 f"{there[1]} room")
+
+
+def check_run_stems(root, files, problems):
+    """Inside node/run: a stem whose files include a stem whose files include it back."""
+    stem = lambda p: os.path.splitext(p)[0]
+    edges = {}
+    for path in files:
+        if area(path) == "node/run":
+            for number, target in includes(root, path):
+                if area(target) == "node/run" and stem(target) != stem(path):
+                    edges.setdefault(stem(path), {}).setdefault(stem(target), (path, number))
+    for a, targets in sorted(edges.items()):
+        for b, (path, number) in sorted(targets.items()):
+            if a in edges.get(b, {}) and a < b:
+                back_path, back_number = edges[b][a]
+                problems.append(f"{path}:{number}: includes {b}.hpp, whose {back_path}:{back_number} includes "
+                                f"{os.path.basename(a)} back (an upward arrow: move one side to a file of its own)")
+
+
+def check_attacks_apart(root, files, problems):
+    for path in files:
+        if not path.startswith(ATTACK_DIRS) or path in ATTACK_DOORS:
+            continue
+        for number, target in includes(root, path):
+            if target.startswith("node/attack/"):
+                problems.append(f"{path}:{number}: includes {target}: only {', '.join(ATTACK_DOORS)} may")
+        with open(os.path.join(root, path), errors="replace") as f:
+            for number, raw in enumerate(f, 1):
+                m = ATTACK_NAMES.search(STRIP.sub('""', raw))
+                if m:
+                    problems.append(f"{path}:{number}: names {m.group(1)}, which only the hostile node's files "
+                                    f"({', '.join(ATTACK_DOORS)}) may")
 
 
 def check_cycles(root, files, problems):
@@ -198,6 +242,8 @@ def main(argv):
     check_layers(root, files, problems)
     check_cycles(root, files, problems)
     check_run_rooms(root, files, problems)
+    check_run_stems(root, files, problems)
+    check_attacks_apart(root, files, problems)
     check_lengths(root, files, problems)
     for p in problems:
         print(p)

@@ -143,9 +143,13 @@ status async_gather::send_train(std::uint64_t iteration, const outgoing_message&
 status async_gather::gather(std::uint64_t iteration, const outgoing_message& msg, std::uint64_t need,
                             std::vector<inbound_message>* out) {
   all_sends_.clear();
-  for (std::size_t k = 0; k < core_.size(); ++k)
-    if (core_.link_open(k) && iteration >= core_.link(k).joins_at)
-      all_sends_.push_back({core_.peer(k), msg.payload});
+  for (std::size_t k = 0; k < core_.size(); ++k) {
+    if (!core_.link_open(k) || iteration < core_.link(k).joins_at) continue;
+    const int peer = core_.peer(k);
+    const auto own = std::find_if(msg.per_link.begin(), msg.per_link.end(),
+                                  [peer](const link_message& m) { return m.peer == peer; });
+    all_sends_.push_back({peer, own != msg.per_link.end() ? own->payload : msg.payload});
+  }
   return gather(iteration, msg, need, out, all_sends_);
 }
 

@@ -42,8 +42,8 @@ reject_reason reason_of(wire_check c) {
 
 }  // namespace
 
-exchange_core::exchange_core(transport& t, exchange_options options, exchange_events& events)
-    : transport_(t), options_(std::move(options)), events_(events) {
+exchange_core::exchange_core(transport& t, exchange_options options, exchange_events& events, link_control& links)
+    : transport_(t), options_(std::move(options)), events_(events), control_(links) {
   const auto& nb = options_.neighbours;
   QG_ENFORCE(options_.rank >= 0, "rank=" << options_.rank);
   QG_ENFORCE(std::adjacent_find(nb.begin(), nb.end(), std::greater_equal<>()) == nb.end(),
@@ -113,7 +113,7 @@ void exchange_core::reject(reject_reason reason, int peer, const std::string& de
 void exchange_core::peer_failed(std::size_t k, const std::string& why) {
   if (links_[k].dropped || !pending_failure_.is_ok()) return;
   const int p = peer(k);
-  if (events_.peer_failed(p, why)) {
+  if (events_.peer_failed(p, why, control_)) {
     drop(k);
     return;
   }
@@ -302,7 +302,7 @@ void exchange_core::handle() {
   wire_check c = wire_check::ok;
   if (status s = parse_header(rx_.header, rx_.payload, expect_, h, &c); !s) {
     if (c == wire_check::run_id && h.kind == message_kind::join && index_of(rx_.peer))
-      events_.foreign_join(rx_.peer, h.run_id);  // told why, under its own run id
+      events_.foreign_join(rx_.peer, h.run_id, control_);  // told why, under its own run id
     reject(reason_of(c), rx_.peer, s.message());
     return;
   }
@@ -334,7 +334,7 @@ void exchange_core::handle() {
 void exchange_core::handle_notice(const wire_header& h) {
   stats_.notice_bytes_received += kWireHeaderBytes + h.payload_bytes;
   ++stats_.messages_delivered;
-  if (status s = events_.notice(static_cast<int>(h.sender), rx_.payload); !s) {
+  if (status s = events_.notice(static_cast<int>(h.sender), rx_.payload, control_); !s) {
     if (s.code() == errc::corrupt) {
       reject(reject_reason::notice, static_cast<int>(h.sender), s.message());
       return;

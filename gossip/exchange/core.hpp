@@ -71,7 +71,7 @@ class exchange_core {
  public:
   // `t` and `events` must outlive the core. Throws invariant_error for options that break their
   // REQUIRES (gossip/exchange.hpp).
-  exchange_core(transport& t, exchange_options options, exchange_events& events);
+  exchange_core(transport& t, exchange_options options, exchange_events& events, link_control& links);
 
   // Hands every valid message of `kind` to p; `even_dropped`: also from a dropped neighbour (a join
   // message is how one comes back). Unregistered kinds are dropped, counted as expired.
@@ -146,6 +146,8 @@ class exchange_core {
   [[nodiscard]] const transport& net() const { return transport_; }
   [[nodiscard]] const exchange_options& options() const { return options_; }
   exchange_events& events() { return events_; }
+  // The exchange, as what a callback may do to the links (exchange_events' argument).
+  link_control& links() { return control_; }
   exchange_stats& stats() { return stats_; }
   [[nodiscard]] const exchange_stats& stats() const { return stats_; }
 
@@ -160,6 +162,7 @@ class exchange_core {
   transport& transport_;
   exchange_options options_;
   exchange_events& events_;
+  link_control& control_;  // the exchange, handed to the callbacks
   wire_expectations expect_;  // codec fields left to the protocols: they come from each round's msg
   exchange_stats stats_;
   status failed_;           // set once a round failed

@@ -3,13 +3,15 @@
 // typed interface, given at construction. node/run implements it (node/run/link_events.hpp); tests
 // implement what they watch. Every method has a default that does what a node without an opinion
 // wants, so an implementation overrides only what it handles. Called from inside the exchange's
-// calls, on their thread, never later.
+// calls, on their thread, never later. A callback that may answer is handed the exchange as
+// link_control (gossip/exchange/link_control.hpp): what it may do to the links in answer.
 #include <cstdint>
 #include <span>
 #include <string>
 #include <string_view>
 
 #include "core/status.hpp"
+#include "gossip/exchange/link_control.hpp"
 #include "gossip/wire.hpp"
 
 namespace qgossip {
@@ -38,18 +40,19 @@ class exchange_events {
   // link were rejected; why says which ("its link closed ..."). True drops it (exchange::drop) and
   // the round goes on without it; false ends the round with errc::peer_lost naming it
   // (network.on_peer_failure: stop). Default: false.
-  virtual bool peer_failed(int peer, const std::string& why) { return false; }
+  virtual bool peer_failed(int peer, const std::string& why, link_control& links) { return false; }
   // The words peer_failed's `why` holds for a refused train message ("sent a train message for
   // iteration 10 that does not decode (...)"), which travel on in departure notices: a node that
-  // learns of such a departure knows the rank was refused for what it sent (node/run/peer_failures).
+  // learns of such a departure knows the rank was refused for what it sent (node/run/departures.hpp).
   static constexpr std::string_view kUndecodable = "that does not decode";
   // A valid notice (message_kind::notice) as it arrives, with its sender: errc::corrupt rejects it
   // (reason notice), another error ends the round with it. Default: ok (dropped, counted delivered).
-  virtual status notice(int from, std::span<const std::byte> payload) { return status::ok(); }
+  virtual status notice(int from, std::span<const std::byte> payload, link_control& links) { return status::ok(); }
   // Rejoining (docs/failures.md, "Rejoining"): a valid join message (message_kind::join) as it
   // arrives, also from a neighbour this node dropped, with its header (count: the sender's model
   // size) and payload (notice-format items). Errors as notice(). Default: ok (dropped).
-  virtual status join(int from, const wire_header& header, std::span<const std::byte> payload) {
+  virtual status join(int from, const wire_header& header, std::span<const std::byte> payload,
+                      link_control& links) {
     return status::ok();
   }
   // A message from a neighbour this node dropped arrived (it is rejected, reason departed): the
@@ -60,7 +63,7 @@ class exchange_events {
   // A neighbour's join message of another run (run id `run_id`; the message itself is rejected,
   // reason run_id): the node may answer it with exchange::send_join(..., run_id), which the joiner
   // can read. Default: nothing.
-  virtual void foreign_join(int from, std::uint64_t run_id) {}
+  virtual void foreign_join(int from, std::uint64_t run_id, link_control& links) {}
 };
 
 }  // namespace qgossip

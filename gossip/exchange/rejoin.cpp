@@ -22,7 +22,7 @@ void rejoin_messages::on_message(std::size_t k, const wire_header& h, std::vecto
     std::swap(held.payload, payload);
     return;
   }
-  if (status s = core_.events().join(static_cast<int>(h.sender), h, payload); !s) {
+  if (status s = core_.events().join(static_cast<int>(h.sender), h, payload, core_.links()); !s) {
     if (s.code() == errc::corrupt) {
       core_.reject(reject_reason::notice, static_cast<int>(h.sender), s.message());
       return;

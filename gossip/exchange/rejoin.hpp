@@ -2,7 +2,7 @@
 // The exchange's part in rejoining (docs/failures.md, "Rejoining"): join messages, which come even
 // from a neighbour this node dropped (they go to exchange_events::join), and the join_state
 // messages that re-create the copies on an edge, held until the node takes them. Who offers, who
-// accepts and which state goes where is the node's: node/run/rejoining.hpp.
+// accepts and which state goes where is the node's: node/run/returns.hpp.
 #include <cstdint>
 #include <optional>
 #include <span>

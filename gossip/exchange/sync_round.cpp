@@ -187,11 +187,11 @@ status sync_round::check_round(message_kind kind, std::uint64_t iteration, const
       if ((i > 0 && list[i] <= list[i - 1]) || !core_.index_of(list[i]))
         return status::error(errc::invalid, "round peers must be sorted, unique neighbours; rank " +
                                                 std::to_string(list[i]) + " is not");
-  for (std::size_t i = 0; i < peers.own_payloads.size(); ++i) {
-    const link_message& m = peers.own_payloads[i];
+  for (std::size_t i = 0; i < msg.per_link.size(); ++i) {
+    const link_message& m = msg.per_link[i];
     const bool listed = std::binary_search(peers.send_to.begin(), peers.send_to.end(), m.peer);
     const bool repeated =
-        std::any_of(peers.own_payloads.begin(), peers.own_payloads.begin() + static_cast<std::ptrdiff_t>(i),
+        std::any_of(msg.per_link.begin(), msg.per_link.begin() + static_cast<std::ptrdiff_t>(i),
                     [&](const link_message& o) { return o.peer == m.peer; });
     if (kind != message_kind::train || !listed || repeated ||
         m.payload.size() > core_.options().max_payload_bytes)
@@ -208,12 +208,12 @@ status sync_round::send_round(message_kind kind, std::uint64_t iteration, const 
   live_send_.clear();
   for (int p : peers.send_to) {
     const std::size_t k = *core_.index_of(p);
-    const bool own = std::any_of(peers.own_payloads.begin(), peers.own_payloads.end(),
+    const bool own = std::any_of(msg.per_link.begin(), msg.per_link.end(),
                                  [p](const link_message& m) { return m.peer == p; });
     if (!own && core_.in_round(k, iteration) && !core_.link(k).closed) live_send_.push_back(p);
   }
   if (status sent = send_payload(kind, iteration, msg, live_send_, msg.payload, start); !sent) return sent;
-  for (const link_message& m : peers.own_payloads) {
+  for (const link_message& m : msg.per_link) {
     const std::size_t k = *core_.index_of(m.peer);
     if (!core_.in_round(k, iteration) || core_.link(k).closed) continue;
     const int one[] = {m.peer};

@@ -40,7 +40,7 @@ class sync_round final : public exchange_protocol {
   };
   [[nodiscard]] status check_round(message_kind kind, std::uint64_t iteration, const outgoing_message& msg,
                                    const round_peers& peers) const;
-  // The round's message to peers.send_to (each of peers.own_payloads its own), live links only.
+  // The round's message to peers.send_to (each of msg.per_link its own), live links only.
   [[nodiscard]] status send_round(message_kind kind, std::uint64_t iteration, const outgoing_message& msg,
                                   const round_peers& peers, transport_clock::time_point start);
   [[nodiscard]] status send_payload(message_kind kind, std::uint64_t iteration, const outgoing_message& msg,

@@ -41,29 +41,30 @@ inline constexpr std::chrono::milliseconds kBacklogPoll{2};
 // How often exchange::finish looks whether a neighbour still running its rounds was heard from.
 inline constexpr std::chrono::milliseconds kHeardPoll{500};
 
-// What this node sends in a round. The payload must stay valid during round().
+// What a round sends on one link, to neighbour `peer`: a message per edge (outgoing_message::
+// per_link; asynchronous gossip on a busy uplink: exchange::gather's sends). The payload must stay
+// valid during the call.
+struct link_message {
+  int peer = -1;
+  std::span<const std::byte> payload;
+};
+
+// What this node sends in a round. The payloads must stay valid during round() or gather().
 struct outgoing_message {
   std::uint16_t codec = 0;
   std::uint32_t codec_tag = 0;
   std::uint32_t count = 0;
   std::span<const std::byte> payload;
-};
-
-// What a round sends on one link, to neighbour `peer` (asynchronous gossip: exchange::gather; a
-// synchronous round: round_peers::own_payloads). The payload must stay valid during the call.
-struct link_message {
-  int peer = -1;
-  std::span<const std::byte> payload;
+  // A train round's message per edge, in both protocols (round() and gather()): each listed peer
+  // gets its own payload in place of `payload`, with the same codec fields; every other peer the
+  // round sends to gets `payload`. A listed peer must be one the round sends to, at most once.
+  std::span<const link_message> per_link{};
 };
 
 // Who a directed round talks to: sorted, unique subsets of the exchange's neighbours.
 struct round_peers {
   std::span<const int> send_to;
   std::span<const int> receive_from;
-  // A train round may send some of send_to a payload of their own (a different message per edge; a
-  // hostile node's equivocation, node/attack/): each listed peer gets its payload instead of the
-  // round's, with the same codec fields. A listed peer must be in send_to, at most once.
-  std::span<const link_message> own_payloads{};
 };
 
 // A validated message from one neighbour, for a caller that collects its round's messages.

@@ -10,7 +10,6 @@
 #include "core/errors.hpp"
 #include "node/cli/commands.hpp"
 #include "node/config/config.hpp"
-#include "node/config/hostile_file.hpp"
 #include "node/run/node_runner.hpp"
 
 namespace qgossip {
@@ -139,11 +138,7 @@ void add_run_command(CLI::App& app, int* exit_code) {
         throw config_error("run: --resume-round " + std::to_string(opt->resume_round) + ": a round is >= 0");
       o.resume_round = static_cast<std::uint64_t>(opt->resume_round);
     }
-    if (!opt->scenario.empty()) {
-      const std::vector<attack_spec> hostile = read_hostile(opt->scenario, config.topology.n);
-      check_hostile(config, hostile, opt->scenario);
-      o.hostile = hostile_entry(hostile, static_cast<int>(rank));
-    }
+    o.scenario = opt->scenario;  // its hostile: list is read and checked at the node's set-up
     o.checkpoint_pause_for_testing = test_checkpoint_pause();
     *exit_code = static_cast<int>(run_node(config, static_cast<int>(rank), o));
   });

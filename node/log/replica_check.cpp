@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "core/json.hpp"
+#include "node/log/node_status.hpp"
 #include "node/log/run_dir.hpp"
 
 namespace qgossip {
@@ -34,7 +35,10 @@ summaries_by_rank readable_summaries(const run_dir_contents& run, replica_check_
 
 // A node that completed its rounds (ok), or stopped after the round every node agreed on (halted:
 // SIGUSR1 before a time limit, docs/slurm.md), its copies exact at that round.
-bool ended_cleanly(const std::string* status) { return status && (*status == "ok" || *status == "halted"); }
+bool ended_cleanly(const std::string* status) {
+  const std::optional<node_status> s = status ? parse_name<node_status>(*status) : std::nullopt;
+  return s == node_status::ok || s == node_status::halted;
+}
 
 // The ranks the survivors' summaries say left the run ("departed": "3 5").
 // Ranks some node lists as departed at the end, except those that came back and finished (docs/

@@ -201,7 +201,7 @@ json summary_json(const node_summary& s) {
   std::string departed;
   for (int r : s.departed) departed += (departed.empty() ? "" : " ") + std::to_string(r);
   json j = {{"rank", s.rank},
-            {"status", s.status},
+            {"status", to_text(s.status)},
             {"error", s.error},
             {"host", s.host},
             {"rounds", s.rounds},
@@ -260,8 +260,8 @@ bool is_node_log_key(const std::string& name) {
 void run_log::finish(const node_summary& s) {
   write_atomically(dir_ / ("node-" + std::to_string(s.rank) + ".json"), json_text(summary_json(s), true));
 
-  json p = {{"event", s.status == "ok" ? "done" : "error"}, {"rank", s.rank}};
-  if (s.status != "ok") p["message"] = s.error;
+  json p = {{"event", s.status == node_status::ok ? "done" : "error"}, {"rank", s.rank}};
+  if (s.status != node_status::ok) p["message"] = s.error;
   p["iteration"] = s.last.iteration;
   p["epoch"] = s.last.epoch;
   p["train_loss"] = s.last.train_loss;

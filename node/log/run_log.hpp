@@ -20,6 +20,8 @@
 #include <utility>
 #include <vector>
 
+#include "node/log/node_status.hpp"
+
 namespace qgossip {
 
 inline constexpr const char* kCsvColumns =
@@ -64,7 +66,7 @@ struct copy_hash {
 
 struct node_summary {
   int rank = 0;
-  std::string status = "ok";     // ok | failed | interrupted
+  node_status status = node_status::ok;
   std::string error;             // when not ok
   std::string host;
   round_record last;             // the final row (with the final full test evaluation)

@@ -12,6 +12,7 @@
 
 #include "core/json.hpp"
 #include "core/units.hpp"
+#include "node/log/node_status.hpp"
 #include "node/log/run_dir.hpp"
 
 namespace qgossip {
@@ -357,10 +358,12 @@ bool has_data(const node_report& n) { return !n.source.empty(); }
 // An honest node that finished normally: the only kind compared against the others (a failed or
 // still-running node has fewer rounds and an earlier accuracy as a matter of course; its status
 // warning says why; a hostile node is meant to differ).
-bool comparable(const node_report& n) { return has_data(n) && n.status == "ok" && n.hostile.empty(); }
+bool comparable(const node_report& n) {
+  return has_data(n) && n.status == name_of(node_status::ok) && n.hostile.empty();
+}
 
 // In a node's "rejoins" account, its own return: "from round 300 (at 20.1 s, from rank 2's model)"
-// (node/run/peer_failures.hpp); "" when it tells none.
+// (node/run/returns.hpp); "" when it tells none.
 std::string own_return(const std::string& rejoins) {
   constexpr std::string_view kOwn = "this node ";
   const auto at = rejoins.find(kOwn);
@@ -408,7 +411,7 @@ void add_warnings(run_summary& s, const log_thresholds& th) {
   add_membership_warnings(s, returned);
   for (const auto& n : s.nodes) {
     const std::string who = "node " + std::to_string(n.rank);
-    if (n.status == "ok" || n.status == "running") continue;  // a run in progress: the run's note says so
+    if (n.status == name_of(node_status::ok) || n.status == "running") continue;  // a run in progress: the run's note says so
     if (n.status == "no summary" || n.status == "no files") {
       std::string m =
           who + (n.status == "no files" ? " left no files at all (never started?)"

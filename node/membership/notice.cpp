@@ -112,6 +112,12 @@ status parse_line(std::string_view line, std::size_t number, int n, notice_item&
 
 }  // namespace
 
+std::string_view notice_word(notice_item::kind kind) {
+  for (const item_grammar& g : kGrammar)
+    if (g.what == kind) return g.word;
+  return "?";
+}
+
 std::string encode_notice(std::span<const notice_item> items) {
   std::string out;
   for (const notice_item& i : items) {

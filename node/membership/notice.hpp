@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/status.hpp"
@@ -51,6 +52,9 @@ struct notice_item {
   std::uint64_t hash = 0;     // start: its hash
   std::string cause = {};     // left, refuse: why (printable ASCII, at most kMaxCauseBytes; longer is cut)
 };
+
+// The item's first word ("left", "offer", ...), for messages.
+std::string_view notice_word(notice_item::kind kind);
 
 // The payload for items. Causes are cut to kMaxCauseBytes and control characters replaced by '?'.
 std::string encode_notice(std::span<const notice_item> items);

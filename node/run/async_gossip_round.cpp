@@ -55,10 +55,7 @@ status async_gossip_round::exchange(std::uint64_t t) {
   inbox_.clear();
   round_ = t;
   // The messages go to the inbox (link_events), decoded as they arrive.
-  // A hostile node's per-neighbour attack (own_payloads) sends on every link, as a bounded τ does.
-  const status st = may_skip_                      ? ex_.gather(t, own_.wire(), need(t), sends_)
-                    : !own_.own_payloads().empty() ? ex_.gather(t, own_.wire(), need(t), own_.own_payloads())
-                                                   : ex_.gather(t, own_.wire(), need(t));
+  const status st = may_skip_ ? ex_.gather(t, own_.wire(), need(t), sends_) : ex_.gather(t, own_.wire(), need(t));
   staleness_ = 0;
   for (int j : alg_.row().neighbours) {
     const std::uint64_t newest = ex_.newest(j);

@@ -46,6 +46,7 @@ class async_gossip_round final : public round_pattern, public async_progress {
   async_gossip_round(const round_pattern_parts& parts, async_mixing& mixing, per_edge_messages* per_edge,
                      std::uint64_t max_staleness);
 
+  [[nodiscard]] own_message& message() { return own_; }
   void encode(std::span<const float> outgoing, std::uint64_t t) override;
   [[nodiscard]] status exchange(std::uint64_t t) override;
   void absorb(std::uint64_t t) override;

@@ -21,14 +21,16 @@ namespace qgossip {
 class own_message {
  public:
   explicit own_message(const round_pattern_parts& parts);
-  // Encodes the outgoing vector of round t and applies what receivers will decode (absorb_own). A
-  // hostile node (parts.hostile) then replaces the message with its attack's, from the attack's
-  // round on: one message for every neighbour, or one of its own per neighbour (own_payloads).
+  // Encodes the outgoing vector of round t and applies what receivers will decode (absorb_own).
   void encode(std::span<const float> outgoing, std::uint64_t t);
+  // What the round sends: the codec fields, the encoded payload, no payloads per link unless
+  // send_instead() gave some.
   [[nodiscard]] outgoing_message wire() const;
-  // The round's messages of their own per neighbour (a hostile node's per-neighbour attack); empty
-  // when every neighbour gets wire()'s.
-  [[nodiscard]] std::span<const link_message> own_payloads() const { return own_payloads_; }
+  // After encode(): this round sends `payload` in place of the encoded one, and each peer listed in
+  // `per_link` its own (a message per edge), with the same codec fields. A pattern that wraps a
+  // gossip pattern sends its own messages so (node/run/hostile_round.hpp). The spans must stay
+  // valid until the round's exchange; the next encode() forgets them.
+  void send_instead(std::span<const std::byte> payload, std::span<const link_message> per_link);
   [[nodiscard]] std::string describe(const std::vector<int>& peers) const;
 
  private:
@@ -37,13 +39,11 @@ class own_message {
   int rank_;
   std::uint64_t seed_;
   std::size_t values_;
-  void forge(std::uint64_t t);  // the hostile node's messages of round t, after its honest one
 
   std::vector<std::byte> encoded_;
   float_vector own_decoded_;
-  forger* hostile_;
-  std::vector<std::vector<std::byte>> forged_;  // per neighbour, for a per-neighbour attack
-  std::vector<link_message> own_payloads_;
+  std::span<const std::byte> payload_;         // what the round sends: encoded_, or send_instead's
+  std::span<const link_message> per_link_;     // send_instead's
 };
 
 // Every message in the inbox to the algorithm, each with its sender's round; then clears it.
@@ -52,6 +52,7 @@ void absorb_inbox(algorithm& alg, message_inbox& inbox);
 class gossip_round final : public round_pattern {
  public:
   explicit gossip_round(const round_pattern_parts& parts);
+  [[nodiscard]] own_message& message() { return own_; }
 
   void encode(std::span<const float> outgoing, std::uint64_t t) override { own_.encode(outgoing, t); }
   [[nodiscard]] status exchange(std::uint64_t t) override;

@@ -17,8 +17,8 @@ struct node_learner {
   std::unique_ptr<qgossip::model> model;
   std::unique_ptr<algorithm> alg;
   std::unique_ptr<message_codec> codec;
-  // model.kind external: the program's parameters (node_run_options::program_params), which its
-  // loop trains in place and the node writes each round's model back into; empty otherwise.
+  // model.kind external: the program's parameters (node/run/node_setup.hpp program_model), which
+  // its loop trains in place and the node writes each round's model back into; empty otherwise.
   std::span<float> program;
 };
 
@@ -27,8 +27,9 @@ struct node_learner {
 [[nodiscard]] mixing_row starting_row(const run_config& c, const topology& topo, int rank);
 
 // Builds the learner of node row.rank on its loaded data; with model.kind external, around the
-// program's parameters (x_1; node_run_options::program_params). Throws config_error (a model too
-// large, an allocation that fails, named), start_up_interrupted (a stop request between its steps).
+// program's parameters (x_1; node/run/node_setup.hpp program_model). Throws config_error (a model
+// too large, an allocation that fails, named), start_up_interrupted (a stop request between its
+// steps).
 [[nodiscard]] node_learner build_learner(const run_config& c, const data_split& data, const mixing_row& row,
                                          std::span<float> program_params = {});
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "node/run/pattern_factory.hpp"
 #include "node/run/run_control.hpp"
 #include "node/run/start_up.hpp"
 
@@ -41,11 +42,11 @@ exchange_options exchange_options_for(const run_config& c, int rank, const node_
   eo.max_rejected = static_cast<std::uint32_t>(c.network.max_rejected);
   eo.asynchronous = l.shape.gossip && l.shape.max_staleness > 0;
   // A neighbour that never starts, or hangs, is dropped where it may come back.
-  eo.drop_silent = l.rejoin != nullptr;
+  eo.drop_silent = l.membership->back != nullptr;
   return eo;
 }
 
-// Nodes come back (node/run/rejoining.hpp) where they may leave (continue) and rounds are
+// Nodes come back (node/run/returns.hpp) where they may leave (continue) and rounds are
 // synchronous gossip without probes.
 bool rejoins(const run_config& c, const node_links& l) {
   return c.network.on_peer_failure == peer_failure_policy::train_on && l.shape.gossip && l.shape.max_staleness == 0 &&
@@ -63,7 +64,7 @@ std::uint64_t messages_in_flight(const node_links& l, std::uint64_t rounds) {
 }  // namespace
 
 node_links open_links(const run_config& c, int rank, const topology& topo, node_learner& learner,
-                      run_log& log, std::uint64_t rounds, forger* hostile) {
+                      run_log& log, std::uint64_t rounds) {
   node_links l;
   plan_peers(c, rank, learner, l);
   const std::size_t params = learner.model->num_params();
@@ -80,18 +81,13 @@ node_links open_links(const run_config& c, int rank, const topology& topo, node_
   l.network = allocating([&] { return "opening the network (" + sizes + ")"; },
                          [&] { return std::make_unique<node_network>(c, rank, l.peers, largest, in_flight); });
   if (l.shape.gossip) l.inbox = std::make_unique<message_inbox>(*learner.codec, c.seed, l.shape.train_peers, params);
-  l.failures = std::make_unique<peer_failures>(c, topo, rank, l.peers);
-  if (rejoins(c, l)) {
-    l.rejoin = std::make_unique<rejoining>(rank, rounds, static_cast<std::uint32_t>(params), l.shape.train_peers);
-    l.failures->allow_rejoining();
-  }
+  l.membership = std::make_unique<node_membership>(c, topo, rank, l.peers, l.shape.train_peers, rejoins(c, l), rounds,
+                                                   static_cast<std::uint32_t>(params), *learner.alg, log);
   allocating(
       [&] { return "allocating the exchange's buffers (" + std::to_string(l.peers.size()) + " peers, " + sizes + ")"; },
       [&] {
-        l.events = std::make_unique<link_events>(rank, *l.failures, l.inbox.get(), l.rejoin.get());
+        l.events = std::make_unique<link_events>(rank, *l.membership, l.inbox.get());
         l.ex = std::make_unique<exchange>(l.network->link(), exchange_options_for(c, rank, l), l.events.get());
-        l.failures->attach(*l.ex, *learner.alg, log);
-        if (l.rejoin) l.rejoin->attach(*l.ex, *learner.alg, *l.failures, log);
         l.pattern = make_round_pattern(l.shape, {.alg = *learner.alg,
                                                  .codec = *learner.codec,
                                                  .ex = *l.ex,
@@ -100,8 +96,8 @@ node_links open_links(const run_config& c, int rank, const topology& topo, node_
                                                  .n = c.topology.n,
                                                  .seed = c.seed,
                                                  .train_peers = l.shape.train_peers,
-                                                 .rounds = rounds,
-                                                 .hostile = hostile});
+                                                 .rounds = rounds});
+        l.async = async_progress_of(*l.pattern);
       });
   return l;
 }

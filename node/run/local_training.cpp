@@ -26,6 +26,7 @@ local_training::local_training(const run_config& c, int rank, node_learner& lear
       learner_(learner),
       plan_(plan),
       shard_(shard),
+      pass_(pass_codec_of(*learner.codec)),
       local_(learner.model->num_params(), c.train.momentum, c.train.weight_decay),
       local_rounds_(plan.local_steps > 1 || !c.train.outer.is_identity() || !learner.program.empty()),
       work_(local_rounds_ ? learner.model->num_params() : 0),
@@ -63,7 +64,8 @@ local_training::outcome local_training::gradient(std::uint64_t t, std::uint64_t 
   model& m = *learner_.model;
   m.set_step_size(lr_);
   const auto started = std::chrono::steady_clock::now();
-  const double loss = learner_.codec->loss_and_grad(m, x, augmenting_ ? batch_ : shard_, batch, grad_);
+  const dataset& data = augmenting_ ? batch_ : shard_;
+  const double loss = pass_ ? pass_->loss_and_grad(m, x, data, batch, grad_) : m.loss_and_grad(x, data, batch, grad_);
   gradient_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   const double limit = config_.train.diverge_loss;
   if (!std::isfinite(loss) || loss > limit || !all_finite(grad_))

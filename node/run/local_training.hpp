@@ -17,8 +17,8 @@
 //              different ages and the momentum would integrate their lag), the outer step of the
 //              local change goes in place of γ·g. Synchronously the node average moves by the outer
 //              step of the mean change.
-// Each step's gradient comes from the learner's codec (a factor codec keeps that pass's factors),
-// on the plan's batches (augmented when data.augment asks), at the schedule's rate. Not
+// Each step's gradient comes from the model, or from the learner's codec where its message is made
+// of that pass (pass_codec: ISGQ keeps the pass's factors), on the plan's batches (augmented when data.augment asks), at the schedule's rate. Not
 // thread-safe: the node's one thread.
 #include <cstdint>
 #include <span>
@@ -86,6 +86,7 @@ class local_training {
   node_learner& learner_;
   node_plan& plan_;
   const dataset& shard_;
+  pass_codec* pass_;  // the learner's codec, when the gradient's pass is its message (ISGQ)
   local_step local_;
   const bool local_rounds_;  // H > 1 or an outer optimizer
   float_vector work_;        // x_{t,k}, the model the local steps move (then x_t, for finish_round)

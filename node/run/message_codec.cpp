@@ -39,7 +39,7 @@ class vector_codec final : public message_codec {
 };
 
 // ISGQ: the quantized factors of the step's gradient, rebuilt into the gradient by the receiver.
-class factor_codec final : public message_codec {
+class factor_codec final : public message_codec, public pass_codec {
  public:
   factor_codec(std::unique_ptr<isgq_codec> c, const factored_model& m, std::size_t batch)
       : c_(std::move(c)), shapes_(m.fc_shapes()), batch_(batch) {}
@@ -73,10 +73,7 @@ class factor_codec final : public message_codec {
 
 }  // namespace
 
-double message_codec::loss_and_grad(const model& m, std::span<const float> x, const dataset& d,
-                                    std::span<const std::size_t> batch, std::span<float> grad) {
-  return m.loss_and_grad(x, d, batch, grad);
-}
+pass_codec* pass_codec_of(message_codec& codec) { return dynamic_cast<pass_codec*>(&codec); }
 
 std::unique_ptr<message_codec> make_message_codec(const codec_spec& spec, const model& m, std::size_t batch,
                                                   bool chunks) {

@@ -6,8 +6,10 @@
 //  - ISGQ's factors (`compressor: {name: isgq}`, all-gather only): the quantized inputs X and deltas
 //    Δ of each fully connected layer, from the same forward and backward pass as the step's
 //    gradient; the receiver rebuilds the gradient from them.
-// So the codec also takes the step's gradient (loss_and_grad): a factor codec needs the factors of
-// exactly that pass. The round pattern (node/run/round_pattern.hpp) asks it to encode and decode.
+// A factor codec needs the factors of exactly the step's pass, so it also takes the step's gradient
+// (pass_codec, beside message_codec: looked up once by node/run/local_training.hpp; every other
+// gradient comes from the model). The round pattern (node/run/round_pattern.hpp) asks it to encode
+// and decode.
 // Contract of encode/decode as algorithms/compress/compressor.hpp (deterministic in (input, ctx);
 // decode validates and never trusts its input). Not thread-safe: one node's thread (a factor codec
 // keeps the last pass's factors; MCGQ keeps sender state).
@@ -37,11 +39,8 @@ class message_codec {
   [[nodiscard]] virtual std::string describe() const = 0;
   // alpha^2 of docs/algorithms.md for the model's size (the DCD-PSGD condition in the start-up line).
   [[nodiscard]] virtual double relative_error_bound() const = 0;
-  // The mean loss at x on the batch, and its gradient into grad (m.loss_and_grad by default).
-  [[nodiscard]] virtual double loss_and_grad(const model& m, std::span<const float> x, const dataset& d,
-                                             std::span<const std::size_t> batch, std::span<float> grad);
   // Appends the message carrying v (the algorithm's outgoing vector; a factor codec sends the
-  // factors of its last loss_and_grad instead) to out.
+  // factors of its last pass_codec::loss_and_grad instead) to out.
   virtual void encode(std::span<const float> v, const codec_context& ctx, std::vector<std::byte>& out) = 0;
   // Decodes one message into out, every value written. errc::corrupt for bytes that are not one.
   [[nodiscard]] virtual status decode(std::span<const std::byte> in, const codec_context& ctx,
@@ -52,6 +51,18 @@ class message_codec {
   virtual void save_state(state_writer& out) const = 0;
   virtual void load_state(state_reader& in) = 0;
 };
+
+// A codec whose message is made of the step's own forward and backward pass (ISGQ's factors): it
+// takes the step's gradient itself, keeping that pass's factors for its next encode.
+class pass_codec {
+ public:
+  virtual ~pass_codec() = default;
+  // The mean loss at x on the batch, and its gradient into grad (the same as m.loss_and_grad's).
+  [[nodiscard]] virtual double loss_and_grad(const model& m, std::span<const float> x, const dataset& d,
+                                             std::span<const std::size_t> batch, std::span<float> grad) = 0;
+};
+// The codec's pass_codec, or nullptr where its message is made of the outgoing vector alone.
+[[nodiscard]] pass_codec* pass_codec_of(message_codec& codec);
 
 // The codec of `spec` for model m and batches of `batch` examples. chunks: the messages are chunks
 // of the vector (the ring all-reduce, node/run/ring_round.hpp), so a layer-aware codec (dither) is

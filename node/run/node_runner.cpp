@@ -7,36 +7,18 @@
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>
-#include <new>
 #include <optional>
 #include <stdexcept>
 #include <thread>
 
 #include "core/errors.hpp"
-#include "node/checkpoint/checkpoint_store.hpp"
 #include "node/log/run_log.hpp"
 #include "node/run/node_setup.hpp"
-#include "node/run/resume.hpp"
-#include "topology/diameter.hpp"
-#include "node/run/round_steps.hpp"
+#include "node/run/round_driver.hpp"
 
 namespace qgossip {
 
 namespace {
-
-// SIGUSR1 at round t (a job's time limit near): the proposer's halt round is t plus twice the
-// graph's diameter and two (the centralized algorithms: every node one hop away), so that the news
-// reaches every node before any passes it (node/run/peer_failures.hpp halt_signal). Without
-// checkpoints there is nothing to stop for: said, and the node goes on.
-void halt_signal(node_setup& setup, std::uint64_t t) {
-  if (setup.config.train.checkpoint_every == 0) {
-    say(setup.rank, "SIGUSR1 ignored: train.checkpoint_every is 0, so a stop could not be resumed");
-    return;
-  }
-  const std::uint64_t apart =
-      is_centralized(setup.config.algorithm) ? 1 : static_cast<std::uint64_t>(graph_diameter(setup.topo));
-  setup.links.failures->halt_signal(t, 2 * apart + 2);
-}
 
 // The summary of a node stopped before it was ready (no model, no rounds): status interrupted and
 // what it was doing, so that every node of an interrupted run leaves a node-<rank>.json.
@@ -47,7 +29,7 @@ node_exit interrupted_at_start_up(const run_config& config, int rank, const node
   run_log log(std::filesystem::path(config.output_dir) / config.name, rank, options.progress_json);
   node_summary summary;
   summary.rank = rank;
-  summary.status = "interrupted";
+  summary.status = node_status::interrupted;
   summary.error = why;
   summary.host = host_name();
   summary.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -129,47 +111,11 @@ node_exit run_node(const run_config& config, int rank, const node_run_options& o
   }
   node_setup& setup = *built;
   say(rank, setup.describe());
-
-  std::unique_ptr<round_steps> steps;
-  try {
-    steps = std::make_unique<round_steps>(setup);
-  } catch (const std::bad_alloc&) {
-    throw config_error("out of memory while allocating the round buffers (" +
-                       std::to_string(setup.learner.model->num_params()) + " parameters per vector, batches of " +
-                       std::to_string(config.train.batch) + ")");
-  }
-  round_steps& step = *steps;
-  std::uint64_t t = 0;
-  if (node_checkpoints& ck = setup.checkpoints; ck.resume) {  // the loop continues after the checkpoint's round
-    t = step.restore(*ck.resume, checkpoint_path(ck.dir, ck.resume->round).string());
-    ck.resume.reset();
-  }
-  const node_plan& plan = setup.plan;
-  setup.log->start(setup.n, plan.rounds, plan.epoch_after(plan.rounds * plan.local_steps));
-  if (t == 0) setup.links.failures->announce_start(setup.learner.alg->model());  // a fresh start
-  if (setup.links.rejoin) setup.links.rejoin->announce(t);  // a restarted node asks to be admitted again
+  round_driver driver(setup);
+  driver.start();
   step_end end;
-  bool halt_seen = false;
-  while (end && t < plan.rounds) {
-    if (stop_requested()) {
-      end = {node_exit::interrupted, "interrupted by a signal at round " + std::to_string(t)};
-      break;
-    }
-    if (halt_requested() && !halt_seen) {
-      halt_seen = true;
-      halt_signal(setup, t);
-    }
-    // Stopped, or rejoined (t then is the round before the one the node restarts at): the loop's
-    // condition decides.
-    if (!(end = step.run_round(t)) || end.rejoined) continue;
-    if (setup.links.failures->halt_round() == t && t < plan.rounds) {  // its checkpoint: the round's own step
-      end = {node_exit::halted, "stopped after round " + std::to_string(t) + " for a time limit (SIGUSR1), its "
-                                "checkpoint written: continue with --resume"};
-      break;
-    }
-    if (step.peers_done()) break;
-  }
-  return step.finish(end, t);
+  while (end && !driver.done()) end = driver.next();
+  return driver.finish(end);
 }
 
 }  // namespace qgossip

@@ -7,7 +7,7 @@
 #include "node/checkpoint/checkpoint_file.hpp"
 #include "node/models/model_factory.hpp"
 #include "node/run/node_setup.hpp"
-#include "node/run/round_steps.hpp"
+#include "node/run/round_driver.hpp"
 
 namespace qgossip {
 
@@ -35,68 +35,65 @@ node_session::~node_session() {
   }
 }
 
+std::uint64_t node_session::round() const { return driver_ ? driver_->round() : 0; }
+
 step_end node_session::interrupted() const {
-  return {node_exit::interrupted, "interrupted by a signal at round " + std::to_string(round_)};
+  return {node_exit::interrupted, "interrupted by a signal at round " + std::to_string(round())};
 }
 
 void node_session::attach(std::span<float> params, std::span<const std::byte> state) {
   if (attached()) throw config_error("attach: this node already has a model (attach once per node)");
   if (params.empty()) throw config_error("attach: the model has no parameters");
-  options_.program_params = params;
-  options_.program_state = state;
-  setup_ = std::make_unique<node_setup>(config_, rank_, options_);
-  options_.program_state = {};
+  setup_ = std::make_unique<node_setup>(config_, rank_, options_, program_model{params, state});
   say(rank_, setup_->describe());
-  rounds_ = std::make_unique<round_steps>(*setup_);
-  if (std::optional<checkpoint>& saved = setup_->checkpoints.resume) {
-    try {
-      round_ = rounds_->restore(*saved, "load_state_dict");
+  try {
+    if (std::optional<checkpoint>& saved = setup_->checkpoints.resume) {
       state_reader in = saved->reader(kSessionSection, "load_state_dict");
       steps_ = in.get_u64("steps");
       in.expect_end();
-    } catch (const state_error&) {  // not attached after all: the links close, attach may be tried again
-      rounds_.reset();
-      setup_.reset();
-      round_ = steps_ = 0;
-      throw;
     }
-    saved.reset();
-    say(rank_, "continuing from the saved state of round " + std::to_string(round_) + " (" + std::to_string(steps_) +
-                   " steps)");
+    driver_ = std::make_unique<round_driver>(*setup_);  // restores the saved state, if any
+  } catch (const state_error&) {  // not attached after all: the links close, attach may be tried again
+    driver_.reset();
+    setup_.reset();
+    steps_ = 0;
+    throw;
   }
-  setup_->log->start(setup_->n, setup_->plan.shown_rounds(), 0.0);
-  if (round_ == 0) setup_->links.failures->announce_start(setup_->learner.alg->model());  // a fresh start
-  if (setup_->links.rejoin) setup_->links.rejoin->announce(round_);  // a restarted node asks to be admitted
+  params_ = params;
+  if (round() > 0)
+    say(rank_, "continuing from the saved state of round " + std::to_string(round()) + " (" + std::to_string(steps_) +
+                   " steps)");
+  driver_->start();
 }
 
 void node_session::step() {
   QG_ENFORCE(attached() && !closed_, "step(): " << (closed_ ? "the node is closed" : "attach a model first"));
-  if (++steps_ % setup_->plan.local_steps != 0) return;
-  step_end end;
-  if (stop_requested()) end = interrupted();
-  while (end) {
-    end = rounds_->run_round(round_);
-    if (!end.rejoined) break;  // rejoined: the round it restarts at is still to run
+  if (done_ || ++steps_ % setup_->plan.local_steps != 0) return;
+  const step_end end = driver_->next();
+  if (end && !driver_->done()) return;
+  exit_ = driver_->finish(end);
+  if (end) {  // its rounds are over (every peer done): the node has ended, the program goes on
+    done_ = true;
+    return;
   }
-  if (end) return;
   closed_ = true;
-  exit_ = rounds_->finish(end, round_);
   throw node_failure(end.exit, end.error);
 }
 
 void node_session::log_loss(double loss) {
   QG_ENFORCE(attached() && !closed_, "log(): " << (closed_ ? "the node is closed" : "attach a model first"));
-  rounds_->add_loss(loss);
+  if (!done_) driver_->steps().add_loss(loss);
 }
 
 void node_session::log_metric(const std::string& name, double value) {
   QG_ENFORCE(attached() && !closed_, "log(): " << (closed_ ? "the node is closed" : "attach a model first"));
-  rounds_->add_metric(name, value);
+  if (!done_) driver_->steps().add_metric(name, value);
 }
 
 std::vector<std::byte> node_session::state() const {
   QG_ENFORCE(attached() && !closed_, "state_dict(): " << (closed_ ? "the node is closed" : "attach a model first"));
-  checkpoint ck = rounds_->snapshot(round_);
+  if (done_) throw config_error("state_dict: the node has ended, with its neighbours (node.done): it has no rounds to continue");
+  checkpoint ck = driver_->steps().snapshot(round());
   state_writer session;
   session.put_u64("steps", steps_);
   ck.add(kSessionSection, std::move(session));
@@ -106,9 +103,10 @@ std::vector<std::byte> node_session::state() const {
 node_exit node_session::close() {
   if (!attached() || closed_) return exit_;
   closed_ = true;
+  if (done_) return exit_;  // ended already, with its neighbours
   step_end end;
   if (stop_requested()) end = interrupted();
-  exit_ = rounds_->finish(end, round_);
+  exit_ = driver_->finish(end);
   return exit_;
 }
 

@@ -6,8 +6,12 @@
 // it calls step(), and every train.local_steps steps the node runs one round,
 // the same round `qgossip run` runs (node/run/round_steps.hpp): the round's change is the program's
 // parameters minus the model at the round's start, the outer step of train.outer applies to it, and
-// it is encoded, exchanged, mixed and written back into the parameters. close() leaves the run as
-// the last round of `qgossip run` does and writes the node's summary.
+// it is encoded, exchanged, mixed and written back into the parameters: the same round driver as
+// `qgossip run`'s (node/run/round_driver.hpp). close() leaves the run as the last round of
+// `qgossip run` does and writes the node's summary. A node whose rounds are over before the
+// program's loop is (asynchronous gossip: every neighbour has finished and the node caught up with
+// them) ends then, as `qgossip run` would, its summary written: done() says so, and later steps
+// leave the program's parameters alone.
 //
 // Every node of the run must attach parameters of the same size and value (the program seeds its
 // model's initialization the same on every node) and call step() the same number of times.
@@ -29,7 +33,7 @@ namespace qgossip {
 
 struct node_setup;
 struct step_end;
-class round_steps;
+class round_driver;
 
 // How a session's node stopped: its exit (failed, refused, diverged, interrupted) and why.
 class node_failure : public std::runtime_error {
@@ -65,10 +69,10 @@ class node_session {
   // bytes, docs/checkpoints.md; with the steps taken since that round). Forces the CSV to the disk.
   // Throws config_error when that fails, invariant_error before attach or after close.
   [[nodiscard]] std::vector<std::byte> state() const;
-  [[nodiscard]] std::size_t size() const { return options_.program_params.size(); }
-  // After the program's optimizer step: every train.local_steps calls, one round. Throws
-  // node_failure when the round fails (the node has then stopped), invariant_error before attach
-  // or after close.
+  [[nodiscard]] std::size_t size() const { return params_.size(); }
+  // After the program's optimizer step: every train.local_steps calls, one round (nothing once
+  // done()). Throws node_failure when the round fails (the node has then stopped), invariant_error
+  // before attach or after close.
   void step();
   // A training loss of the program's, for the node's CSV (the mean since the last row).
   void log_loss(double loss);
@@ -81,24 +85,28 @@ class node_session {
   node_exit close();
 
   [[nodiscard]] int rank() const { return rank_; }
-  [[nodiscard]] std::uint64_t round() const { return round_; }
+  [[nodiscard]] std::uint64_t round() const;
+  // True once the node has ended by itself, its rounds over before the program's loop (see the
+  // top): the program may stop its loop; close() returns how the node ended.
+  [[nodiscard]] bool done() const { return done_; }
   [[nodiscard]] std::uint64_t steps() const { return steps_; }
-  [[nodiscard]] bool attached() const { return setup_ != nullptr; }
+  [[nodiscard]] bool attached() const { return driver_ != nullptr; }
   [[nodiscard]] bool closed() const { return closed_; }
   [[nodiscard]] const run_config& config() const { return config_; }
 
  private:
-  // The end of a node stopped by a signal (SIGINT, SIGTERM) after round_.
+  // The end of a node stopped by a signal (SIGINT, SIGTERM) after its latest round.
   [[nodiscard]] step_end interrupted() const;
 
   run_config config_;
   int rank_;
   node_run_options options_;
+  std::span<float> params_;  // the program's, from attach()
   std::unique_ptr<node_setup> setup_;
-  std::unique_ptr<round_steps> rounds_;
-  std::uint64_t round_ = 0;
+  std::unique_ptr<round_driver> driver_;
   std::uint64_t steps_ = 0;
   bool closed_ = false;
+  bool done_ = false;
   node_exit exit_ = node_exit::ok;
 };
 

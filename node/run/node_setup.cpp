@@ -7,8 +7,10 @@
 #include "core/hash.hpp"
 #include "node/checkpoint/checkpoint_file.hpp"
 #include "node/checkpoint/checkpoint_store.hpp"
+#include "node/config/hostile_file.hpp"
 #include "node/config/topology_builder.hpp"
 #include "node/models/model_factory.hpp"
+#include "node/run/hostile_round.hpp"
 #include "node/run/resume.hpp"
 #include "topology/diameter.hpp"
 
@@ -44,7 +46,7 @@ node_plan plan_of(const run_config& c, const data_split& data, int rank) {
   return make_plan(c, data, rank);
 }
 
-// A program's node state (options.program_state, docs/python.md): the checkpoint it holds, checked to
+// A program's node state (program_model::state, docs/python.md): the checkpoint it holds, checked to
 // be this run's and this rank's.
 node_checkpoints program_state_of(const run_config& c, int rank, std::span<const std::byte> bytes) {
   node_checkpoints k;
@@ -65,9 +67,9 @@ node_checkpoints program_state_of(const run_config& c, int rank, std::span<const
 // The checkpoint directory and keep count, the checkpoint to resume from (options.resume), and no
 // checkpoint of a later round left behind (a fresh start: none at all).
 node_checkpoints checkpoints_of(const run_config& c, int rank, const topology& topo, std::uint64_t rounds,
-                                const node_run_options& options) {
+                                const node_run_options& options, std::span<const std::byte> program_state) {
   start_up_step("reading the checkpoints");
-  if (!options.program_state.empty()) return program_state_of(c, rank, options.program_state);
+  if (!program_state.empty()) return program_state_of(c, rank, program_state);
   node_checkpoints k;
   if (c.train.checkpoint_every == 0 && !options.resume) return k;
   if (c.train.checkpoint_every == 0)
@@ -101,18 +103,28 @@ node_checkpoints checkpoints_of(const run_config& c, int rank, const topology& t
   return k;
 }
 
+// This rank's entry of the scenario's hostile: list (options.scenario), checked against the run
+// (config_error, FILE:LINE:COL, for an attack the run cannot carry): before the network opens.
+std::optional<attack_spec> hostile_of(const run_config& c, int rank, const node_run_options& options) {
+  if (options.scenario.empty()) return std::nullopt;
+  const std::vector<attack_spec> list = read_hostile(options.scenario, c.topology.n);
+  check_hostile(c, list, options.scenario);
+  return hostile_entry(list, rank);
+}
+
 }  // namespace
 
-node_setup::node_setup(const run_config& c, int r, const node_run_options& options)
+node_setup::node_setup(const run_config& c, int r, const node_run_options& options, program_model program)
     : config(c),
       rank(checked_rank(c, r)),
       n(c.topology.n),
       topo(topology_of(c)),
       report(analyze(topo)),
       data(data_of(c, rank)),
-      learner(build_learner(c, data, starting_row(c, topo, rank), options.program_params)),
+      learner(build_learner(c, data, starting_row(c, topo, rank), program.params)),
       plan(plan_of(c, data, rank)),
-      checkpoints(checkpoints_of(c, rank, topo, plan.rounds, options)) {
+      checkpoints(checkpoints_of(c, rank, topo, plan.rounds, options, program.state)) {
+  const std::optional<attack_spec> hostile = hostile_of(c, rank, options);
   const std::optional<std::uint64_t> csv_at =
       checkpoints.resume ? std::optional(checkpoint_csv_bytes(*checkpoints.resume,
                                                               checkpoint_path(checkpoints.dir, checkpoints.resume->round).string()))
@@ -121,12 +133,16 @@ node_setup::node_setup(const run_config& c, int r, const node_run_options& optio
   if (rank == 0)
     log->write_run_json(c.name, c.canonical, n, to_text(c.algorithm), learner.codec->describe(), learner.model->describe(),
                         c.run_id, format_report(report), shaping_description(c.network), describe_data());
-  if (options.hostile) {
-    hostile = std::make_unique<forger>(*options.hostile, c.algorithm_params.robust,
-                                       message_form_for(*learner.alg, options.hostile->attack), c.seed);
-    say(rank, "hostile (scenario): this node attacks: " + qgossip::describe(*options.hostile));
+  if (hostile) {
+    attack = qgossip::describe(*hostile);
+    say(rank, "hostile (scenario): this node attacks: " + attack);
   }
-  links = open_links(c, rank, topo, learner, *log, plan.rounds, hostile.get());
+  links = open_links(c, rank, topo, learner, *log, plan.rounds);
+  if (hostile) {
+    const std::uint64_t first_round = checkpoints.resume ? checkpoints.resume->round + 1 : 1;
+    links.pattern = std::make_unique<hostile_round>(std::move(links.pattern), *hostile, c.algorithm_params.robust,
+                                                    *learner.alg, *learner.codec, rank, c.seed, data.train, first_round);
+  }
 }
 
 std::string node_setup::describe_data() const {

@@ -12,9 +12,9 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 
-#include "node/attack/forger.hpp"
 #include "node/checkpoint/checkpoint_file.hpp"
 #include "node/config/config.hpp"
 #include "node/data/load.hpp"
@@ -39,8 +39,18 @@ struct node_checkpoints {
   std::chrono::milliseconds pause{0};  // node_run_options::checkpoint_pause_for_testing
 };
 
+// A program's own model (model.kind external: a node driven by another program's loop,
+// node/run/node_session.hpp): its parameters, one flat float32 vector it trains in place (the node
+// starts from them, x_1, takes each round's change from them, and writes its model back into them
+// after the round), and the node's state the program saved with it (node_session::state(), encoded
+// as a checkpoint: the node continues from it as from a checkpoint of --resume; empty: a fresh start).
+struct program_model {
+  std::span<float> params;
+  std::span<const std::byte> state;
+};
+
 struct node_setup {
-  node_setup(const run_config& c, int rank, const node_run_options& options);
+  node_setup(const run_config& c, int rank, const node_run_options& options, program_model program = {});
 
   const run_config& config;
   const int rank;
@@ -53,10 +63,11 @@ struct node_setup {
   node_plan plan;
   node_checkpoints checkpoints;
   std::unique_ptr<run_log> log;
-  // A hostile node's forger (`qgossip run --scenario FILE` lists its rank; node/attack/): null for
-  // an honest node.
-  std::unique_ptr<forger> hostile;
   node_links links;
+  // The attack this node sends in place of its honest messages, described ("noise (sigma 1)"), when
+  // a scenario's hostile: list names its rank (node_run_options::scenario; its round pattern is then
+  // node/run/hostile_round.hpp's); empty for an honest node.
+  std::string attack;
 
   // The one-paragraph start-up line of the node log (what runs, with whom, for how long).
   [[nodiscard]] std::string describe() const;

@@ -94,7 +94,7 @@ qgossip::checkpoint round_steps::snapshot(std::uint64_t t) const {
   training_.save_steps(local, outer);
   ck.add("local_step", std::move(local));
   ck.add("outer_step", std::move(outer));
-  add_section(ck, "membership", [&](state_writer& out) { s_.links.failures->save_state(out); });
+  add_section(ck, "membership", [&](state_writer& out) { s_.links.membership->left.save_state(out); });
   if (!metrics_.names().empty())  // a program's own metrics (node.log(name=…))
     add_section(ck, "metrics", [&](state_writer& out) { metrics_.save_state(out); });
   add_csv_bytes(ck, s_.log->sync_csv());  // the rows so far are on the disk before the checkpoint is
@@ -103,7 +103,7 @@ qgossip::checkpoint round_steps::snapshot(std::uint64_t t) const {
 
 step_end round_steps::checkpoint(std::uint64_t t) {
   const auto every = static_cast<std::uint64_t>(s_.config.train.checkpoint_every);
-  const bool halting = s_.links.failures->halt_round() == t;
+  const bool halting = s_.links.membership->halt.round() == t;
   if (every == 0 || (t % every != 0 && !halting) || t >= s_.plan.rounds) return {};
   const auto start = clock::now();
   qgossip::checkpoint ck;
@@ -141,7 +141,7 @@ std::uint64_t round_steps::restore(const qgossip::checkpoint& ck, const std::str
   load("compressor", [&](state_reader& in) { s_.learner.codec->load_state(in); });
   if (s_.plan.sampler) load("sampler", [&](state_reader& in) { s_.plan.sampler->load_state(in); });
   if (ck.find("membership"))  // absent in checkpoints written before it existed
-    load("membership", [&](state_reader& in) { s_.links.failures->load_state(in); });
+    load("membership", [&](state_reader& in) { s_.links.membership->left.load_state(in, *s_.links.ex); });
   if (ck.find("metrics")) load("metrics", [&](state_reader& in) { metrics_.load_state(in); });
   state_reader local = ck.reader("local_step", origin), outer = ck.reader("outer_step", origin);
   training_.load_steps(local, outer);

@@ -2,12 +2,7 @@
 
 #include <algorithm>
 
-#include "algorithms/capabilities.hpp"
-#include "core/errors.hpp"
 #include "gossip/ring_allreduce.hpp"
-#include "node/run/async_gossip_round.hpp"
-#include "node/run/gossip_round.hpp"
-#include "node/run/ring_round.hpp"
 
 namespace qgossip {
 
@@ -30,17 +25,6 @@ pattern_shape shape_of(communication pattern, int rank, int n, const std::vector
   s.lookahead = static_cast<std::uint64_t>(std::max(n, 2));
   s.gossip = false;
   return s;
-}
-
-std::unique_ptr<round_pattern> make_round_pattern(const pattern_shape& shape, const round_pattern_parts& parts) {
-  if (!shape.gossip) return std::make_unique<ring_round>(parts);
-  if (shape.max_staleness > 0) {
-    async_mixing* mixing = async_mixing_of(parts.alg);
-    QG_ENFORCE(mixing != nullptr, parts.alg.name() << " cannot gossip asynchronously (no async_mixing)");
-    return std::make_unique<async_gossip_round>(parts, *mixing, per_edge_messages_of(parts.alg),
-                                                shape.max_staleness);
-  }
-  return std::make_unique<gossip_round>(parts);
 }
 
 const async_progress* async_progress_of(const round_pattern& pattern) {

@@ -8,7 +8,8 @@
 //   async_gossip_round  asynchronous gossip (train.max_staleness > 0), which also says how its
 //                  rounds went (async_progress): node/run/async_gossip_round.hpp
 // A pattern owns the buffers of its steps. Round t calls encode, exchange, absorb, in that order,
-// between the algorithm's outgoing(t) and finish(t). Not thread-safe: the node's one thread.
+// between the algorithm's outgoing(t) and finish(t). Which one a node runs is chosen in
+// node/run/pattern_factory.hpp. Not thread-safe: the node's one thread.
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -23,7 +24,6 @@
 namespace qgossip {
 
 class exchange;
-class forger;
 class message_codec;
 class message_inbox;
 
@@ -94,14 +94,6 @@ struct round_pattern_parts {
   std::vector<int> train_peers;
   // The plan's rounds (0: not known): asynchronous gossip sends the last one on every link.
   std::uint64_t rounds = 0;
-  // A hostile node's forger (node/attack/forger.hpp): its messages, from the attack's round on.
-  forger* hostile = nullptr;
 };
-
-// The pattern of `shape` (gossip: parts.inbox set). Asynchronous gossip needs the algorithm's
-// async_mixing (algorithms/capabilities.hpp): invariant_error without it (the config refuses
-// max_staleness for the centralized algorithms, which have none).
-[[nodiscard]] std::unique_ptr<round_pattern> make_round_pattern(const pattern_shape& shape,
-                                                                const round_pattern_parts& parts);
 
 }  // namespace qgossip

@@ -5,7 +5,6 @@
 #include <sstream>
 
 #include "core/hash.hpp"
-#include "node/attack/label_flip.hpp"
 #include "node/data/npy.hpp"
 #include "node/run/node_setup.hpp"
 
@@ -40,16 +39,17 @@ step_end failure(const status& st, const std::string& what) {
 
 round_steps::round_steps(node_setup& s)
     : s_(s), training_(s.config, s.rank, s.learner, s.plan, s.data.train), probe_(s),
-      async_(async_progress_of(*s.links.pattern)) {
+      async_(s.links.async) {
   if (s.log->header_final()) metrics_.resume(s.log->metric_columns());  // a continued CSV: its columns
 }
 
 step_end round_steps::compute(std::uint64_t& t) {
   round_start_ = clock::now();
-  if (s_.links.rejoin)
-    if (status s = s_.links.rejoin->admit_due(t); !s) return back_or_end(failure(s, "round " + std::to_string(t) + ": "), t);
-  s_.links.failures->begin_round(t);
-  poison_labels(t);
+  node_membership& members = *s_.links.membership;
+  if (members.back)
+    if (status s = members.back->admit_due(t, *s_.links.ex); !s)
+      return back_or_end(failure(s, "round " + std::to_string(t) + ": "), t);
+  members.left.begin_round(t);
   const model& m = *s_.learner.model;
   const double transfer_before = m.transfers().seconds;
   const bool mixing_only = async_ && async_->mixing_only();
@@ -62,17 +62,6 @@ step_end round_steps::compute(std::uint64_t& t) {
     return {node_exit::diverged, "diverged at round " + std::to_string(t) + ": the outgoing message is not finite"};
   compute_s_ += seconds(clock::now() - round_start_) - (m.transfers().seconds - transfer_before);
   return {};
-}
-
-// A hostile node with the label_flip attack trains on flipped labels from the attack's round on
-// (after a resume past that round too: once, before the first round it computes).
-void round_steps::poison_labels(std::uint64_t t) {
-  if (labels_flipped_ || !s_.hostile || s_.hostile->spec().attack != attack_kind::label_flip ||
-      t < s_.hostile->spec().from_round)
-    return;
-  flip_labels(s_.data.train);
-  labels_flipped_ = true;
-  say(s_.rank, "hostile (scenario): from round " + std::to_string(t) + " this node trains on flipped labels");
 }
 
 void round_steps::encode(std::uint64_t t) {
@@ -93,7 +82,7 @@ step_end round_steps::exchange(std::uint64_t& t) {
   round_recv_ = received_now() - received;
   if (!exchanged) return back_or_end(failure(exchanged, "round " + std::to_string(t) + ": "), t);
   if (async_) staleness_ = std::max(staleness_, async_->staleness());
-  s_.links.failures->after_exchange(t);
+  s_.links.membership->left.after_exchange(t);
   // An emulated link hands messages over only while the node calls the transport: after the last
   // round nothing would, and the neighbours would wait through the final evaluation for them.
   if (t == s_.plan.rounds)
@@ -180,7 +169,7 @@ step_end round_steps::back_or_end(step_end end, std::uint64_t& t) {
 
 step_end round_steps::rejoin(std::uint64_t& t) {
   std::uint64_t restart_at = 0;
-  if (status s = s_.links.rejoin->join(t, restart_at); !s) {
+  if (status s = s_.links.membership->back->join(t, restart_at, *s_.links.ex); !s) {
     step_end end = failure(s, "rejoining after round " + std::to_string(t) + ": ");
     end.rejoin = false;
     return end;
@@ -235,7 +224,7 @@ node_exit round_steps::finish(const step_end& end, std::uint64_t t) {
   if (end || end.exit == node_exit::halted) {  // halted: every node stops after this same round
     leave(t);
   } else {
-    s_.links.failures->stopping(end.error);  // before the links close: the neighbours learn why
+    s_.links.membership->left.stopping(end.error, *s_.links.ex);  // before the links close: the neighbours learn why
     say(s_.rank, "stopping: " + end.error);
     s_.links.network->abandon_queued();
   }
@@ -279,12 +268,9 @@ void round_steps::write_summary(const step_end& end) {
   summary.host = host_name();
   const algorithm& alg = *s_.learner.alg;
   summary.copies_kind = std::string(alg.copies_kind());
-  if (s_.hostile) summary.hostile = describe(s_.hostile->spec());
+  summary.hostile = s_.attack;
   summary.error = end.error;
-  summary.status = end.exit == node_exit::ok ? "ok"
-                   : end.exit == node_exit::diverged ? "diverged"
-                   : end.exit == node_exit::interrupted ? "interrupted"
-                   : end.exit == node_exit::halted      ? "halted" : "failed";
+  summary.status = status_of(end.exit);
   summary.last = rec_;
   summary.rounds = completed_;
   summary.stopped_with_peers = end && completed_ < s_.plan.rounds;
@@ -303,11 +289,11 @@ void round_steps::write_summary(const step_end& end) {
   for (const auto& copy : alg.held_copies())
     summary.copies.push_back({copy.rank, hash64(copy.values), copy.holder});
   summary.rejected_detail = rejected_detail(st);
-  const peer_failures& failures = *s_.links.failures;
-  summary.departures = failures.describe_departures();
-  summary.rejoins = failures.describe_rejoins();
-  for (const departure& d : failures.members().departures())  // gone at the end (some came back)
-    if (failures.members().departed(d.rank)) summary.departed.push_back(d.rank);
+  const node_membership& m = *s_.links.membership;
+  summary.departures = m.left.describe();
+  if (m.back) summary.rejoins = m.back->describe();
+  for (const departure& d : m.members.departures())  // gone at the end (some came back)
+    if (m.members.departed(d.rank)) summary.departed.push_back(d.rank);
   std::sort(summary.departed.begin(), summary.departed.end());
   summary.departed.erase(std::unique(summary.departed.begin(), summary.departed.end()), summary.departed.end());
   s_.log->finish(summary);

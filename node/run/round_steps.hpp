@@ -1,5 +1,5 @@
 #pragma once
-// The steps of one round, in the order run_node calls them (node/run/node_runner.cpp):
+// The steps of one round, in the order the round driver calls them (node/run/round_driver.hpp):
 //   compute     the round's computation: one gradient, or H local steps and the outer step
 //               (node/run/local_training.hpp); the algorithm's outgoing vector
 //   encode      the node's own message (the round pattern: node/run/round_pattern.hpp)
@@ -44,7 +44,7 @@ class round_steps {
   explicit round_steps(node_setup& s);
 
   // compute and exchange may end with this node offered a way back (a joiner's stale news,
-  // node/run/rejoining.hpp): they rejoin then, and on success say so (rejoined) with t set to the
+  // node/run/returns.hpp): they rejoin then, and on success say so (rejoined) with t set to the
   // round before the one the node restarts at.
   [[nodiscard]] step_end compute(std::uint64_t& t);
   void encode(std::uint64_t t);
@@ -52,7 +52,7 @@ class round_steps {
   void absorb(std::uint64_t t);
   [[nodiscard]] step_end log(std::uint64_t t);
   // Writes the checkpoint of round t when one is due: every train.checkpoint_every rounds, and at the
-  // round the run halts after (SIGUSR1, node/run/peer_failures.hpp halt_round) whatever the period;
+  // round the run halts after (SIGUSR1, node/run/halt_agreement.hpp) whatever the period;
   // a failed write stops the node (exit 1).
   [[nodiscard]] step_end checkpoint(std::uint64_t t);
   [[nodiscard]] node_exit finish(const step_end& end, std::uint64_t t);
@@ -84,11 +84,10 @@ class round_steps {
  private:
   // A step's end: as it is, unless it asks to rejoin, which happens here (rejoin(t)).
   [[nodiscard]] step_end back_or_end(step_end end, std::uint64_t& t);
-  // This node rejoins the run (node/run/rejoining.hpp); on success t becomes the round before the
+  // This node rejoins the run (node/run/returns.hpp); on success t becomes the round before the
   // one it restarts at, with the donor's model.
   [[nodiscard]] step_end rejoin(std::uint64_t& t);
   using clock = std::chrono::steady_clock;
-  void poison_labels(std::uint64_t t);
   void evaluate(std::size_t max_examples);
   void fill_record(std::uint64_t t);
   void leave(std::uint64_t t);
@@ -111,7 +110,6 @@ class round_steps {
   std::uint64_t completed_ = 0;
   std::uint64_t round_sent_ = 0, round_recv_ = 0;  // the latest round's traffic alone
   std::uint64_t staleness_ = 0;                    // the most since the latest row
-  bool labels_flipped_ = false;                    // poison_labels did
   std::uint64_t catch_up_rounds_ = 0;              // rounds that only mixed (mixing_only)
   std::uint64_t row_iteration_ = 0;                // of the latest row, and its wall time
   double row_wall_s_ = 0;

@@ -27,4 +27,21 @@ void say(int rank, const std::string& text) {
   std::fflush(stderr);
 }
 
+node_status status_of(node_exit exit) {
+  switch (exit) {
+    case node_exit::ok:
+      return node_status::ok;
+    case node_exit::diverged:
+      return node_status::diverged;
+    case node_exit::interrupted:
+      return node_status::interrupted;
+    case node_exit::halted:
+      return node_status::halted;
+    case node_exit::failed:
+    case node_exit::refused:
+      break;
+  }
+  return node_status::failed;
+}
+
 }  // namespace qgossip

@@ -10,7 +10,7 @@
 #include <span>
 #include <string>
 
-#include "node/attack/attack_kind.hpp"
+#include "node/log/node_status.hpp"
 
 namespace qgossip {
 
@@ -24,6 +24,9 @@ enum class node_exit : int {
   interrupted = 130, // SIGINT / SIGTERM
 };
 
+// The summary's status of a node that ends with `exit` (refused is a failure).
+[[nodiscard]] node_status status_of(node_exit exit);
+
 struct node_run_options {
   bool progress_json = true;  // the launcher protocol on stdout (node/launch/progress.hpp)
   // Continue from a checkpoint (docs/checkpoints.md): from the newest round every node has, found
@@ -34,16 +37,10 @@ struct node_run_options {
   // Test knob (the CLI reads QGOSSIP_TEST_CHECKPOINT_PAUSE_MS): how long a checkpoint write waits
   // between its complete, synced temporary file and the rename, so that a test's kill lands there.
   std::chrono::milliseconds checkpoint_pause_for_testing{0};
-  // model.kind external (a node driven by another program's loop, node/run/node_session.hpp): the
-  // program's parameters, one flat float32 vector it trains in place. The node starts from them
-  // (x_1), takes each round's change from them, and writes its model back into them after the round.
-  std::span<float> program_params;
-  // ... and the node's state the program saved with it (node_session::state(), encoded as a
-  // checkpoint): the node continues from it as from a checkpoint of --resume. Empty: a fresh start.
-  std::span<const std::byte> program_state;
-  // A scenario's hostile: entry for this rank (`qgossip run --scenario FILE`, node/attack/): the node
-  // sends that attack instead of its honest messages. Unset: an honest node, as always.
-  std::optional<attack_spec> hostile;
+  // A scenario file (`qgossip run --scenario FILE`; docs/security.md, "Attacks as experiment
+  // input") whose hostile: list may name this rank: the node then sends that attack instead of its
+  // honest messages (node/run/hostile_round.hpp). Empty, or a list without this rank: an honest node.
+  std::string scenario;
 };
 
 // Set by the SIGINT/SIGTERM handler that `qgossip run` installs first thing (async-signal-safe: an

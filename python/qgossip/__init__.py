@@ -132,5 +132,9 @@ class Node:
     nodes = property(lambda self: self._core.nodes, doc="the run's number of nodes (the topology's n)")
     round = property(lambda self: self._core.round, doc="the last round run (0: none yet)")
     steps = property(lambda self: self._core.steps, doc="calls of step() so far")
+    done = property(lambda self: self._core.done,
+                    doc="True once the node has ended by itself, its rounds over before your loop (asynchronous "
+                        "gossip: every neighbour finished and it caught up with them); its summary is written, "
+                        "later step() calls do nothing, and close() returns how it ended: stop your loop")
     local_steps = property(lambda self: self._core.local_steps)
     output_dir = property(lambda self: self._core.output_dir, doc="where the node's log, CSV and summary go")

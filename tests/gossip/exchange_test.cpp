@@ -957,6 +957,22 @@ TEST_CASE("exchange asynchronous: gather takes everything that arrived, each pee
     for (int i = 0; i < 2; ++i) REQUIRE(t->receive(transport_clock::now() + 1s, in).is_ok());
 }
 
+TEST_CASE("exchange asynchronous: gather sends each of a message's per-link payloads to its peer") {
+  async_by_hand a;
+  const std::vector<std::byte> payload = async_payload(0, 1);
+  const std::vector<std::byte> own = test::pattern(9, 0, message_kind::train, kAsyncBytes);
+  const link_message to_3[] = {{3, own}};
+  outgoing_message m{kTrainCodec, kTrainTag, static_cast<std::uint32_t>(kAsyncBytes), payload};
+  m.per_link = to_3;
+  REQUIRE(a.ex->gather(1, m, 0, &a.out).is_ok());
+  inbound_frames in;
+  REQUIRE(a.t1.receive(transport_clock::now() + 1s, in).is_ok());
+  CHECK(in.payload == payload);  // rank 1: the round's payload
+  REQUIRE(a.t3.receive(transport_clock::now() + 1s, in).is_ok());
+  CHECK(in.payload == own);  // rank 3: its own
+  CHECK(a.ex->stats().messages_sent == 2);
+}
+
 TEST_CASE("exchange asynchronous: gather waits for a neighbour below need, and names it when it never comes") {
   SUBCASE("it comes") {
     async_by_hand a;
@@ -1311,7 +1327,9 @@ TEST_CASE("exchange: a train round may send some neighbours a payload of their o
   const std::vector<std::byte> own = test::pattern(9, 0, message_kind::train, 40);
   const std::vector<int> all{1, 3};
   const link_message to_3[] = {{3, own}};
-  REQUIRE(h.ex.round(message_kind::train, 0, m.out, h.out, round_peers{all, all, to_3}).is_ok());
+  outgoing_message per_link = m.out;
+  per_link.per_link = to_3;
+  REQUIRE(h.ex.round(message_kind::train, 0, per_link, h.out, round_peers{all, all}).is_ok());
   inbound_frames rx;
   REQUIRE(h.t1.receive(transport_clock::now() + 1s, rx).is_ok());
   CHECK(rx.payload == m.payload);  // rank 1: the round's payload
@@ -1331,8 +1349,10 @@ TEST_CASE("exchange: a train round may send some neighbours a payload of their o
   message m1(0, message_kind::train, 1);
   const std::vector<int> only_1{1};
   const link_message twice[] = {{1, own}, {1, own}};
-  CHECK(h.ex.round(message_kind::train, 1, m1.out, h.out, round_peers{only_1, all, to_3}).code() ==
-        errc::invalid);
-  CHECK(h.ex.round(message_kind::train, 1, m1.out, h.out, round_peers{all, all, twice}).code() ==
-        errc::invalid);
+  outgoing_message to_3_only = m1.out;
+  to_3_only.per_link = to_3;
+  CHECK(h.ex.round(message_kind::train, 1, to_3_only, h.out, round_peers{only_1, all}).code() == errc::invalid);
+  outgoing_message doubled = m1.out;
+  doubled.per_link = twice;
+  CHECK(h.ex.round(message_kind::train, 1, doubled, h.out, round_peers{all, all}).code() == errc::invalid);
 }

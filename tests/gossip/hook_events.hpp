@@ -1,6 +1,7 @@
 #pragma once
 // exchange_events for tests: each event goes to the function of its name when one is set, else
-// to the default (gossip/exchange/events.hpp), so a test sets only what it watches.
+// to the default (gossip/exchange/events.hpp), so a test sets only what it watches. The links a
+// callback is handed are the test's own exchange, which the hooks use directly.
 #include <functional>
 #include <span>
 #include <string>
@@ -25,16 +26,16 @@ struct hook_events final : exchange_events {
   status train_message(const wire_header& h, std::span<const std::byte> p) override {
     return on_train ? on_train(h, p) : status::ok();
   }
-  bool peer_failed(int peer, const std::string& why) override {
+  bool peer_failed(int peer, const std::string& why, link_control&) override {
     return on_peer_failed && on_peer_failed(peer, why);
   }
-  status notice(int from, std::span<const std::byte> p) override {
+  status notice(int from, std::span<const std::byte> p, link_control&) override {
     return on_notice ? on_notice(from, p) : status::ok();
   }
-  status join(int from, const wire_header& h, std::span<const std::byte> p) override {
+  status join(int from, const wire_header& h, std::span<const std::byte> p, link_control&) override {
     return on_join ? on_join(from, h, p) : status::ok();
   }
-  void foreign_join(int from, std::uint64_t run_id) override {
+  void foreign_join(int from, std::uint64_t run_id, link_control&) override {
     if (on_foreign_join) on_foreign_join(from, run_id);
   }
 };

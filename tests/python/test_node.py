@@ -31,7 +31,9 @@ WORKER = textwrap.dedent('''
     losses, result = [], {"rank": rank}
     try:
         step = 0
-        while node.round < steps // node.local_steps:  # a restarted node goes on from the round it rejoins at
+        # A restarted node goes on from the round it rejoins at; a node whose peers are done
+        # (asynchronous gossip) ends by itself.
+        while node.round < steps // node.local_steps and not node.done:
             step += 1
             if step == die_at:
                 open(out + ".died", "w").write(str(time.time()))
@@ -45,13 +47,13 @@ WORKER = textwrap.dedent('''
         result["exit"] = node.close()
     except qgossip.NodeError as e:
         result.update(error=str(e), error_exit=e.exit, error_at=time.time())
-    result.update(first=sum(losses[:20]) / 20, last=sum(losses[-20:]) / 20, round=node.round)
+    result.update(first=sum(losses[:20]) / 20, last=sum(losses[-20:]) / 20, round=node.round, done=node.done)
     json.dump(result, open(out, "w"))
 ''')
 
 
 def write_config(tmp_path, n, extra="", network="", algorithm="{name: choco, consensus_step: 0.8}",
-                 compressor="{name: qsgd, bits: 3, bucket: 128, norm: max}"):
+                 compressor="{name: qsgd, bits: 3, bucket: 128, norm: max}", train=""):
     path = tmp_path / "run.yaml"
     path.write_text(textwrap.dedent(f"""\
         name: py
@@ -59,7 +61,7 @@ def write_config(tmp_path, n, extra="", network="", algorithm="{name: choco, con
         topology: {{graph: ring, n: {n}}}
         algorithm: {algorithm}
         compressor: {compressor}
-        train: {{local_steps: 4, log_every: 5}}
+        train: {{local_steps: 4, log_every: 5{train}}}
         network: {{transport: ipc, security: none, start_timeout_s: 30, round_timeout_s: 30{network}}}
         output: {{dir: {tmp_path}/runs}}
         """) + extra)
@@ -226,6 +228,27 @@ def one_node_against_its_twin(tmp_path, outer, twin_round):
             start = [p.detach().clone() for p in twin.parameters()]
     assert node.close() == 0 and node.round == 10
     return max((a - b).abs().max().item() for a, b in zip(model.parameters(), twin.parameters()))
+
+
+def test_a_bounded_asynchronous_run_ends_a_node_whose_peers_are_done(build, tmp_path):
+    # Asynchronous gossip (max_staleness 2) on a ring of 3: ranks 0 and 1 take 40 steps (10 rounds),
+    # rank 2 up to 4000. Once its neighbours have finished and it has caught up with them (a few
+    # rounds that only mix), rank 2's node ends by itself, as `qgossip run` would: node.done, its
+    # summary written (ended with its neighbours), and its loop stops long before 1000 rounds.
+    config = write_config(tmp_path, 3, train=", max_staleness: 2")
+    procs = [start_node(tmp_path, config, rank, 4000 if rank == 2 else 40, {}) for rank in range(3)]
+    results = []
+    for rank, (p, out) in enumerate(procs):
+        p.wait(timeout=120)
+        results.append(json.loads(out.read_text()))
+    for r in results:
+        assert r.get("exit") == 0, node_output(tmp_path, r["rank"])
+    assert [r["round"] for r in results[:2]] == [10, 10]
+    assert not results[0]["done"] and not results[1]["done"]  # their loops ended first: closed
+    assert results[2]["done"] and results[2]["round"] < 100, results[2]
+    summary = json.load(open(tmp_path / "runs" / "py" / "node-2.json"))
+    assert summary["status"] == "ok" and summary["ended"] == "with its neighbours", summary
+    assert summary["catch_up_rounds"] > 0, summary
 
 
 def test_one_node_trains_as_plain_local_sgd(build, tmp_path):

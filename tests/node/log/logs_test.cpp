@@ -69,7 +69,7 @@ void write_node(const fs::path& dir, int rank, const std::function<void(fake_nod
   if (!f.write_summary) return;
   node_summary s;
   s.rank = f.rank;
-  s.status = f.status;
+  s.status = *parse_name<node_status>(f.status);
   s.error = f.error;
   s.host = "testhost";
   s.last = r;
@@ -429,7 +429,7 @@ TEST_CASE("logs: a diverged loss (null in the summary) is shown as absent, not a
     r.train_loss = std::numeric_limits<double>::infinity();
     log.row(r);
     node_summary sum;
-    sum.status = "diverged";
+    sum.status = node_status::diverged;
     sum.error = "round 5: train loss is not finite";
     sum.last = r;
     sum.rounds = 5;

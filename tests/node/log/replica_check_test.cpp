@@ -30,7 +30,7 @@ void write_node(const fs::path& dir, int n, int r, const std::string& status, st
   if (r == 0) log.write_run_json("ring", "name: ring\n", n, "dcd", "qsgd", "mlp", 1, "", "none", "");
   node_summary s;
   s.rank = r;
-  s.status = status;
+  s.status = *parse_name<node_status>(status);
   s.error = status == "ok" ? "" : "interrupted by a signal at round " + std::to_string(rounds);
   s.rounds = rounds;
   s.model_hash = model;

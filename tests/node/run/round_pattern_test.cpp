@@ -8,8 +8,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <algorithm>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -23,8 +23,10 @@
 #include "gossip/wire.hpp"
 #include "node/config/config.hpp"
 #include "node/run/async_gossip_round.hpp"
+#include "node/run/hostile_round.hpp"
 #include "node/run/message_codec.hpp"
 #include "node/run/message_inbox.hpp"
+#include "node/run/pattern_factory.hpp"
 #include "node/run/round_pattern.hpp"
 #include "tests/gossip/spawn.hpp"
 
@@ -101,8 +103,9 @@ struct node_result {
   std::vector<std::uint32_t> streams;  // the codec's, of each encode
 };
 
+// hostile: this node's attack (node/run/hostile_round.hpp wraps its pattern), if any.
 node_result run_node(inproc_transport& t, const std::string& name, int rank, int n, int rounds,
-                     std::uint16_t codec_id = 1) {
+                     std::uint16_t codec_id = 1, const std::optional<attack_spec>& hostile = std::nullopt) {
   std::vector<float> x0(truncating_codec::kValues, 0.5f);
   const bool ring = name == "allreduce";
   const mixing_row row = ring ? complete_mixing_row(rank, n) : ring_row(rank, n);
@@ -115,6 +118,10 @@ node_result run_node(inproc_transport& t, const std::string& name, int rank, int
   auto pattern = make_round_pattern(shape, {.alg = *alg, .codec = codec, .ex = ex, .inbox = inbox.get(), .rank = rank,
                                             .n = n, .seed = 1, .train_peers = shape.train_peers});
   CHECK(async_progress_of(*pattern) == nullptr);  // synchronous rounds: nothing to say of them
+  dataset no_data;  // the attacks below send messages; none poisons data
+  if (hostile)
+    pattern = std::make_unique<hostile_round>(std::move(pattern), *hostile, robust_options{}, *alg, codec, rank, 1,
+                                              no_data, 1);
   std::vector<float> grad(x0.size());
   for (int t = 1; t <= rounds; ++t) {
     for (std::size_t i = 0; i < grad.size(); ++i) grad[i] = std::sin(float(rank * 31 + t * 7 + int(i)));
@@ -150,6 +157,45 @@ TEST_CASE("gossip_round with a codec test double: every copy equals its owner, b
             if (o == owner) own = h;
           CHECK(hash == own);
         }
+  }
+}
+
+// A hostile node (node/run/hostile_round.hpp) trains and mixes honestly: its own state after the
+// attack's first round is the honest run's (that round's mix used its neighbours' messages, made
+// before they heard it), while its neighbours hold the attack's copy of it; per-neighbour attacks
+// give each neighbour its own (the exchange's per-link payloads). The honest nodes' copies of each
+// other stay exact.
+TEST_CASE("hostile_round: the honest pattern's message is replaced from the attack's round on") {
+  constexpr int n = 5;
+  auto run = [](const std::optional<attack_spec>& hostile) {
+    inproc_network net(n);
+    std::vector<inproc_transport> ends;
+    for (int r = 0; r < n; ++r) ends.push_back(net.endpoint(r));
+    return test::spawn(n, [&](int rank) {
+      return run_node(ends[static_cast<std::size_t>(rank)], "choco", rank, n, 4, 1,
+                      rank == 0 ? hostile : std::nullopt);
+    });
+  };
+  auto copy_of = [](const node_result& r, int owner) {
+    for (const auto& [o, h] : r.copies)
+      if (o == owner) return h;
+    FAIL("no copy of " << owner);
+    return std::uint64_t{0};
+  };
+  const auto honest = run(std::nullopt);
+  for (const attack_kind a : {attack_kind::flip, attack_kind::equivocate}) {
+    CAPTURE(to_text(a));
+    const auto attacked = run(attack_spec{.rank = 0, .attack = a, .from_round = 4});
+    CHECK(attacked[0].model == honest[0].model);
+    CHECK(copy_of(attacked[0], 0) == copy_of(honest[0], 0));  // its own public copy: honest
+    CHECK(copy_of(attacked[4], 0) != copy_of(honest[4], 0));  // what its neighbours hold: the attack's
+    // flip: one message for both neighbours. equivocate: x to neighbour 1 (the first), so the honest
+    // message there; −x to neighbour 4.
+    const bool equivocating = a == attack_kind::equivocate;
+    CHECK((copy_of(attacked[1], 0) == copy_of(attacked[4], 0)) == !equivocating);
+    CHECK((copy_of(attacked[1], 0) == copy_of(honest[1], 0)) == equivocating);
+    CHECK(copy_of(attacked[2], 1) == copy_of(attacked[1], 1));  // honest copies stay exact
+    CHECK(copy_of(attacked[3], 4) == copy_of(attacked[4], 4));
   }
 }
 
