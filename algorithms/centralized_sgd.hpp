@@ -11,7 +11,8 @@
 // Neither uses the topology's mixing weights; their mixing_row lists every other rank. Their
 // copies_kind() is "same_model": qgossip verify checks that every node's model hash is equal. They
 // cannot go on without a node (remix throws): network.on_peer_failure: continue is for gossip. So
-// they have none of the capabilities of algorithms/capabilities.hpp (asynchronous gossip, rejoining).
+// they have none of the capabilities of algorithms/capabilities.hpp (asynchronous gossip, rejoining),
+// nor robust mixing's rule (clip_rule_of: nullptr).
 #include <vector>
 
 #include "algorithms/algorithm.hpp"
