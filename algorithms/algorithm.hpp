@@ -75,7 +75,9 @@ class algorithm {
   // True when the algorithm's messages go through the configured compressor; false for the
   // full-precision reference (D-PSGD), which always sends raw floats.
   virtual bool compresses() const = 0;
-  virtual communication pattern() const { return communication::neighbours; }
+  // Whom its messages go to, fixed when it is built: neighbours for the decentralized algorithms
+  // (algorithms/decentralized.hpp), every node for the centralized ones (centralized_sgd.hpp).
+  communication pattern() const { return pattern_; }
   // The node's model x_t, where the stochastic gradient is taken.
   virtual std::span<const float> model() const = 0;
   // The model, writable between rounds (after finish, before the next outgoing), where changing it
@@ -129,6 +131,12 @@ class algorithm {
   // algorithms save no row (every node takes part). REQUIRES: called between rounds.
   virtual void save_state(state_writer& out) const = 0;
   virtual void load_state(state_reader& in) = 0;
+
+ protected:
+  explicit algorithm(communication pattern) : pattern_(pattern) {}
+
+ private:
+  communication pattern_;
 };
 
 // Parameters some algorithms take (the run YAML's `algorithm:` mapping).

@@ -26,7 +26,6 @@ class allgather_sgd final : public algorithm {
 
   std::string_view name() const override { return "allgather"; }
   bool compresses() const override { return true; }
-  communication pattern() const override { return communication::all_to_all; }
   std::span<const float> model() const override { return x_; }
   std::span<float> adjustable_model() override { return x_; }
   std::span<const float> outgoing(std::span<const float> grad, float lr, std::uint64_t t) override;
@@ -58,7 +57,6 @@ class allreduce_sgd final : public algorithm {
 
   std::string_view name() const override { return "allreduce"; }
   bool compresses() const override { return false; }
-  communication pattern() const override { return communication::ring_allreduce; }
   std::span<const float> model() const override { return x_; }
   std::span<float> adjustable_model() override { return x_; }
   std::span<const float> outgoing(std::span<const float> grad, float lr, std::uint64_t t) override;

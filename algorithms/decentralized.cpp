@@ -7,7 +7,10 @@ namespace qgossip {
 
 decentralized_algorithm::decentralized_algorithm(const mixing_row& row, std::span<const float> x0,
                                                  bool asynchronous, const robust_options& robust)
-    : row_(row), x_(x0.begin(), x0.end()), received_(row.neighbours.size(), asynchronous) {
+    : algorithm(communication::neighbours),
+      row_(row),
+      x_(x0.begin(), x0.end()),
+      received_(row.neighbours.size(), asynchronous) {
   if (robust.on) clip_.emplace(robust);
 }
 
