@@ -24,7 +24,10 @@
 //
 // Optional abilities are interfaces of their own beside this one (algorithms/capabilities.hpp):
 // asynchronous gossip (async_mixing), a message per edge (per_edge_messages) and rejoining
-// (rejoinable); the node looks each up once, where it builds the part that uses it.
+// (rejoinable); the node looks each up once, where it builds the part that uses it. Robust mixing's
+// rule is looked up the same way (clip_rule_of, below). The decentralized algorithms share one base
+// (algorithms/decentralized.hpp: the row, x, the receipts, the clip rule); the centralized ones
+// (algorithms/centralized_sgd.hpp) implement this class alone.
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -72,7 +75,9 @@ class algorithm {
   // True when the algorithm's messages go through the configured compressor; false for the
   // full-precision reference (D-PSGD), which always sends raw floats.
   virtual bool compresses() const = 0;
-  virtual communication pattern() const { return communication::neighbours; }
+  // Whom its messages go to, fixed when it is built: neighbours for the decentralized algorithms
+  // (algorithms/decentralized.hpp), every node for the centralized ones (centralized_sgd.hpp).
+  communication pattern() const { return pattern_; }
   // The node's model x_t, where the stochastic gradient is taken.
   virtual std::span<const float> model() const = 0;
   // The model, writable between rounds (after finish, before the next outgoing), where changing it
@@ -127,12 +132,11 @@ class algorithm {
   virtual void save_state(state_writer& out) const = 0;
   virtual void load_state(state_reader& in) = 0;
 
-  // Robust mixing's last round (options.robust on): the radius, the fraction of terms clipped and
-  // the largest neighbour distance; nullptr when off (or the algorithm does not clip).
-  virtual const clip_stats* clipping() const { return nullptr; }
-  // Robust mixing's rule, to tell it of neighbours removed as proven hostile
-  // (clip_rule::set_removed_hostile); nullptr when off.
-  virtual clip_rule* clip() { return nullptr; }
+ protected:
+  explicit algorithm(communication pattern) : pattern_(pattern) {}
+
+ private:
+  communication pattern_;
 };
 
 // Parameters some algorithms take (the run YAML's `algorithm:` mapping).
@@ -152,6 +156,16 @@ struct algorithm_options {
   // neighbour's term. Off: as without it, bit for bit.
   robust_options robust{};
 };
+
+// Robust mixing's rule in alg (options.robust on, a decentralized algorithm: the base of
+// algorithms/decentralized.hpp holds it), to tell it of neighbours removed as proven hostile
+// (clip_rule::set_removed_hostile) or give it the loss screen (clip_rule::set_screen); nullptr where
+// alg mixes without clipping (robust off, or allreduce and allgather). clip_stats_of: the rule's
+// last round (the radius, the fractions clipped and screened, the largest distance), for the CSV.
+// Declared here, beside the options that turn it on, rather than in capabilities.hpp: the rule is
+// state the decentralized base keeps, not an interface an algorithm implements.
+[[nodiscard]] clip_rule* clip_rule_of(algorithm& alg);
+[[nodiscard]] const clip_stats* clip_stats_of(const algorithm& alg);
 
 // The row of a node that talks to every other node with equal weight 1/n: the centralized
 // algorithms' row, whatever the topology.

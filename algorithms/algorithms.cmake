@@ -6,6 +6,7 @@ add_library(qgossip_algorithms STATIC
   clipped_mix.cpp
   dpsgd.cpp
   dcd_psgd.cpp
+  decentralized.cpp
   ecd_psgd.cpp
   metropolis.cpp
   robust_mixing.cpp

@@ -9,8 +9,13 @@
 //   async_mixing       yes            yes        yes                         no
 //   per_edge_messages  no             no         built with per_edge_copies  no
 //   rejoinable         yes            yes        yes                         no
+//   clip_rule_of       robust on      robust on  robust on                   no
 //
-// Not thread-safe, as algorithm.
+// The decentralized ones implement async_mixing (neighbour_finished) through the base they share
+// (algorithms/decentralized.hpp), which also holds robust mixing's rule. That rule is no interface
+// here: clip_rule_of and clip_stats_of, declared in algorithm.hpp beside the options that turn it on,
+// find it for departures (node/run/departures.cpp), the loss screen (node/run/learner.cpp) and
+// the CSV (node/run/round_steps.cpp). Not thread-safe, as algorithm.
 #include <span>
 
 #include "algorithms/algorithm.hpp"

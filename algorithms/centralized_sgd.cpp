@@ -29,7 +29,7 @@ void allgather_sgd::remix(const mixing_row&) { refuse_remix(name()); }
 void allreduce_sgd::remix(const mixing_row&) { refuse_remix(name()); }
 
 allgather_sgd::allgather_sgd(const mixing_row& row, std::span<const float> x0)
-    : row_(row), rank_(row.rank), x_(x0.begin(), x0.end()),
+    : algorithm(communication::all_to_all), row_(row), rank_(row.rank), x_(x0.begin(), x0.end()),
       gradients_(static_cast<std::size_t>(nodes_of(row)), float_vector(x0.size())),
       received_(gradients_.size()), sum_(x0.size()) {}
 
@@ -60,7 +60,11 @@ void allgather_sgd::finish(std::uint64_t t) {
 }
 
 allreduce_sgd::allreduce_sgd(const mixing_row& row, std::span<const float> x0)
-    : row_(row), n_(nodes_of(row)), x_(x0.begin(), x0.end()), sum_(x0.size()) {}
+    : algorithm(communication::ring_allreduce),
+      row_(row),
+      n_(nodes_of(row)),
+      x_(x0.begin(), x0.end()),
+      sum_(x0.size()) {}
 
 std::span<const float> allreduce_sgd::outgoing(std::span<const float> grad, float lr, std::uint64_t) {
   lr_ = lr;

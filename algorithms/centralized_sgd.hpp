@@ -11,7 +11,8 @@
 // Neither uses the topology's mixing weights; their mixing_row lists every other rank. Their
 // copies_kind() is "same_model": qgossip verify checks that every node's model hash is equal. They
 // cannot go on without a node (remix throws): network.on_peer_failure: continue is for gossip. So
-// they have none of the capabilities of algorithms/capabilities.hpp (asynchronous gossip, rejoining).
+// they have none of the capabilities of algorithms/capabilities.hpp (asynchronous gossip, rejoining),
+// nor robust mixing's rule (clip_rule_of: nullptr).
 #include <vector>
 
 #include "algorithms/algorithm.hpp"
@@ -25,7 +26,6 @@ class allgather_sgd final : public algorithm {
 
   std::string_view name() const override { return "allgather"; }
   bool compresses() const override { return true; }
-  communication pattern() const override { return communication::all_to_all; }
   std::span<const float> model() const override { return x_; }
   std::span<float> adjustable_model() override { return x_; }
   std::span<const float> outgoing(std::span<const float> grad, float lr, std::uint64_t t) override;
@@ -57,7 +57,6 @@ class allreduce_sgd final : public algorithm {
 
   std::string_view name() const override { return "allreduce"; }
   bool compresses() const override { return false; }
-  communication pattern() const override { return communication::ring_allreduce; }
   std::span<const float> model() const override { return x_; }
   std::span<float> adjustable_model() override { return x_; }
   std::span<const float> outgoing(std::span<const float> grad, float lr, std::uint64_t t) override;

@@ -11,16 +11,13 @@
 namespace qgossip {
 
 choco_sgd::choco_sgd(const mixing_row& row, std::span<const float> x0, const algorithm_options& options)
-    : row_(row),
+    : decentralized_algorithm(row, x0, options.asynchronous, options.robust),
       consensus_step_(static_cast<float>(options.consensus_step)),
       per_edge_(options.asynchronous && options.per_edge_copies),
-      x_(x0.begin(), x0.end()),
       q_(x0.size()),
-      copies_(row.neighbours.size(), float_vector(x0.begin(), x0.end())),
-      received_(row.neighbours.size(), options.asynchronous) {
+      copies_(row.neighbours.size(), float_vector(x0.begin(), x0.end())) {
   QG_ENFORCE(options.consensus_step > 0 && options.consensus_step <= 1,
              "consensus_step=" << options.consensus_step);
-  if (options.robust.on) clip_.emplace(options.robust);
   if (per_edge_) {
     edge_copies_ = copies_;
     edge_sent_.assign(row.neighbours.size(), 0);
@@ -138,8 +135,7 @@ void choco_sgd::remix(const mixing_row& next) {
 }
 
 void choco_sgd::save_state(state_writer& out) const {
-  algorithm_state::save_identity(out, name(), row_);
-  out.put_floats("x", x_);
+  save_head(out);
   if (per_edge_)
     algorithm_state::save_copies(out, "own_copy_for", row_, edge_copies_);
   else
@@ -148,8 +144,7 @@ void choco_sgd::save_state(state_writer& out) const {
 }
 
 void choco_sgd::load_state(state_reader& in) {
-  remix(algorithm_state::load_identity(in, name(), row_));
-  in.get_floats("x", x_);
+  load_head(in);
   if (per_edge_)
     algorithm_state::load_copies(in, "own_copy_for", row_, edge_copies_);
   else

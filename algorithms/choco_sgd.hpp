@@ -20,25 +20,20 @@
 // behind x, so its mix takes x itself as the node's term on that edge:
 //   x_{t+1}   = x_{t+1/2} + gamma_c sum_{fresh j} W_ij (x^_j - x_{t+1/2})
 // a convex combination; the stale copy would push x by the same difference round after round.
-#include <optional>
+#include <cstddef>
 #include <vector>
 
-#include "algorithms/algorithm.hpp"
-#include "algorithms/capabilities.hpp"
-#include "algorithms/clipped_mix.hpp"
-#include "algorithms/neighbour_index.hpp"
-#include "algorithms/receipts.hpp"
+#include "algorithms/decentralized.hpp"
 
 namespace qgossip {
 
-class choco_sgd final : public algorithm, public async_mixing, public per_edge_messages, public rejoinable {
+class choco_sgd final : public decentralized_algorithm, public per_edge_messages {
  public:
   // REQUIRES: 0 < options.consensus_step <= 1.
   choco_sgd(const mixing_row& row, std::span<const float> x0, const algorithm_options& options);
 
   std::string_view name() const override { return "choco"; }
   bool compresses() const override { return true; }
-  std::span<const float> model() const override { return x_; }
   std::span<float> adjustable_model() override { return x_; }
   std::span<const float> outgoing(std::span<const float> grad, float lr, std::uint64_t t) override;
   void absorb_own(std::span<const float> decoded, std::uint64_t t) override;
@@ -47,12 +42,10 @@ class choco_sgd final : public algorithm, public async_mixing, public per_edge_m
   std::string_view copies_kind() const override { return "public_copy"; }
   std::vector<held_copy> held_copies() const override;
   void remix(const mixing_row& next) override;
-  const mixing_row& row() const override { return row_; }
   void save_state(state_writer& out) const override;
   void load_state(state_reader& in) override;
 
   // async_mixing
-  void neighbour_finished(int from) override { received_.mark_final(neighbour_index(row_, from)); }
   bool may_skip_message() const override { return true; }
   // per_edge_messages: built with options.per_edge_copies (and asynchronous)
   bool sends_per_edge() const override { return per_edge_; }
@@ -64,9 +57,6 @@ class choco_sgd final : public algorithm, public async_mixing, public per_edge_m
   void restart(std::span<const float> model) override;
   void admit(const mixing_row& next, int peer, std::span<const float> state) override;
 
-  const clip_stats* clipping() const override { return clip_ ? &clip_->rule.last() : nullptr; }
-  clip_rule* clip() override { return clip_ ? &clip_->rule : nullptr; }
-
  private:
   // Robust mixing: scales mix_weights_[k] by min(1, τ/‖x^_k − own term‖) (robust_mixing.hpp).
   void clip_terms();
@@ -75,11 +65,10 @@ class choco_sgd final : public algorithm, public async_mixing, public per_edge_m
   const float_vector& own_copy_for(std::size_t k) const { return per_edge_ ? edge_copies_[k] : own_copy_; }
   bool sent_on(std::size_t k) const { return per_edge_ ? edge_sent_[k] != 0 : own_sent_; }
 
-  mixing_row row_;
+  // x_ (decentralized_algorithm) holds x_{t+1/2} between outgoing() and finish().
   float consensus_step_;
   bool per_edge_;
-  float_vector x_;       // x_{t+1/2} between outgoing() and finish()
-  float_vector q_;       // the difference to compress
+  float_vector q_;         // the difference to compress
   float_vector own_copy_;  // one public copy (empty with a copy per edge)
   bool own_sent_ = true;   // absorb_own came this round (asynchronous: not when the round sent nothing)
   // A copy per edge, by neighbour index: x^_{i->j}, and whether this round sent on the edge.
@@ -87,9 +76,7 @@ class choco_sgd final : public algorithm, public async_mixing, public per_edge_m
   std::vector<char> edge_sent_;
   std::vector<float_vector> copies_;  // x^_j by neighbour index
   std::vector<float> mix_weights_;    // finish(): scratch, gamma_c W_ij of each fresh neighbour
-  std::optional<clipped_mixing> clip_;  // options.robust on (its rule, and scratch by term in the mix)
-  std::vector<std::size_t> in_mix_;     // clip_terms(): the neighbour of each term
-  round_receipts received_;
+  std::vector<std::size_t> in_mix_;   // clip_terms(): the neighbour of each term
 };
 
 }  // namespace qgossip

@@ -12,17 +12,14 @@ namespace qgossip {
 
 dcd_psgd::dcd_psgd(const mixing_row& row, std::span<const float> x0, bool asynchronous,
                    const robust_options& robust)
-    : row_(row), x_(x0.begin(), x0.end()), z_(x0.size()),
-      replicas_(row.neighbours.size(), float_vector(x0.begin(), x0.end())),
-      received_(row.neighbours.size(), asynchronous) {
-  if (robust.on) clip_.emplace(robust);
-}
+    : decentralized_algorithm(row, x0, asynchronous, robust), z_(x0.size()),
+      replicas_(row.neighbours.size(), float_vector(x0.begin(), x0.end())) {}
 
 std::span<const float> dcd_psgd::outgoing(std::span<const float> grad, float lr, std::uint64_t) {
   // z = (W_ii x + sum_j W_ij x^_j - gamma g) - x, built in z_ (asynchronous: a neighbour that sent
   // nothing since the last mix leaves its weight W_ij on x).
   const std::vector<bool> fresh = take_fresh(received_, replicas_.size());
-  mix_neighbours(z_, x_, replicas_, row_, fresh, clip_ ? &*clip_ : nullptr);
+  mix_neighbours(z_, x_, replicas_, row_, fresh, clipped_mix());
   mixing::axpy(z_, -lr, grad);
   mixing::axpy(z_, -1.0f, x_);
   received_.begin_round();
@@ -59,14 +56,12 @@ void dcd_psgd::admit(const mixing_row& next, int peer, std::span<const float> st
 void dcd_psgd::remix(const mixing_row& next) { remix_row(row_, next, replicas_, received_.entries()); }
 
 void dcd_psgd::save_state(state_writer& out) const {
-  algorithm_state::save_identity(out, name(), row_);
-  out.put_floats("x", x_);
+  save_head(out);
   algorithm_state::save_copies(out, "replica", row_, replicas_);
 }
 
 void dcd_psgd::load_state(state_reader& in) {
-  remix_row(row_, algorithm_state::load_identity(in, name(), row_), replicas_, received_.entries());
-  in.get_floats("x", x_);
+  load_head(in);
   algorithm_state::load_copies(in, "replica", row_, replicas_);
 }
 

@@ -6,25 +6,19 @@
 //   x_{t+1}   = x_t + C(z_t)          (the decoded message, exactly as receivers apply it)
 //   on receipt from j:  x^_j += C(z_j)
 // Invariant (tested end to end): node i's replica of j equals j's own x bit for bit, every round.
-#include <optional>
 #include <vector>
 
-#include "algorithms/algorithm.hpp"
-#include "algorithms/capabilities.hpp"
-#include "algorithms/clipped_mix.hpp"
-#include "algorithms/neighbour_index.hpp"
-#include "algorithms/receipts.hpp"
+#include "algorithms/decentralized.hpp"
 
 namespace qgossip {
 
-class dcd_psgd final : public algorithm, public async_mixing, public rejoinable {
+class dcd_psgd final : public decentralized_algorithm {
  public:
   dcd_psgd(const mixing_row& row, std::span<const float> x0, bool asynchronous = false,
            const robust_options& robust = {});
 
   std::string_view name() const override { return "dcd"; }
   bool compresses() const override { return true; }
-  std::span<const float> model() const override { return x_; }
   std::span<const float> outgoing(std::span<const float> grad, float lr, std::uint64_t t) override;
   void absorb_own(std::span<const float> decoded, std::uint64_t t) override;
   void absorb(int from, std::span<const float> decoded, std::uint64_t t) override;
@@ -32,28 +26,19 @@ class dcd_psgd final : public algorithm, public async_mixing, public rejoinable 
   std::string_view copies_kind() const override { return "replica"; }
   std::vector<held_copy> held_copies() const override;
   void remix(const mixing_row& next) override;
-  const mixing_row& row() const override { return row_; }
   void save_state(state_writer& out) const override;
   void load_state(state_reader& in) override;
 
   // async_mixing: x moves only with the node's message, so every round sends it
-  void neighbour_finished(int from) override { received_.mark_final(neighbour_index(row_, from)); }
   bool may_skip_message() const override { return false; }
   // rejoinable: neighbours hold a replica of x
   std::span<const float> public_state() const override { return x_; }
   void restart(std::span<const float> model) override;
   void admit(const mixing_row& next, int peer, std::span<const float> state) override;
 
-  const clip_stats* clipping() const override { return clip_ ? &clip_->rule.last() : nullptr; }
-  clip_rule* clip() override { return clip_ ? &clip_->rule : nullptr; }
-
  private:
-  mixing_row row_;
-  float_vector x_;
   float_vector z_;
   std::vector<float_vector> replicas_;  // x^_j by neighbour index
-  round_receipts received_;
-  std::optional<clipped_mixing> clip_;  // robust mixing (options.robust on)
 };
 
 }  // namespace qgossip

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "algorithms/algorithm_state.hpp"
 #include "algorithms/clipped_mix.hpp"
 #include "algorithms/mixing.hpp"
 #include "algorithms/neighbour_index.hpp"
@@ -12,11 +11,9 @@ namespace qgossip {
 
 dpsgd::dpsgd(const mixing_row& row, std::span<const float> x0, bool compressed, bool asynchronous,
              const robust_options& robust)
-    : row_(row), compressed_(compressed), x_(x0.begin(), x0.end()), step_(x0.size()),
+    : decentralized_algorithm(row, x0, asynchronous, robust), compressed_(compressed), step_(x0.size()),
       // Every node starts at x0: before a neighbour's first message, x0 is its model.
-      inbox_(row.neighbours.size(), float_vector(x0.begin(), x0.end())), received_(row.neighbours.size(), asynchronous) {
-  if (robust.on) clip_.emplace(robust);
-}
+      inbox_(row.neighbours.size(), float_vector(x0.begin(), x0.end())) {}
 
 std::span<const float> dpsgd::outgoing(std::span<const float> grad, float lr, std::uint64_t) {
   mixing::scale(step_, lr, grad);
@@ -35,7 +32,7 @@ void dpsgd::finish(std::uint64_t t) {
   // Every input of the sum was fixed before this point, so x_ may be overwritten in place.
   // Asynchronous: a neighbour that sent nothing since the last mix leaves its weight on x.
   const std::vector<bool> fresh = take_fresh(received_, inbox_.size());
-  mix_neighbours(x_, x_, inbox_, row_, fresh, clip_ ? &*clip_ : nullptr);
+  mix_neighbours(x_, x_, inbox_, row_, fresh, clipped_mix());
   mixing::axpy(x_, -1.0f, step_);
 }
 
@@ -52,14 +49,8 @@ void dpsgd::admit(const mixing_row& next, int peer, std::span<const float>) {
 
 void dpsgd::remix(const mixing_row& next) { remix_row(row_, next, inbox_, received_.entries()); }
 
-void dpsgd::save_state(state_writer& out) const {
-  algorithm_state::save_identity(out, name(), row_);
-  out.put_floats("x", x_);
-}
+void dpsgd::save_state(state_writer& out) const { save_head(out); }
 
-void dpsgd::load_state(state_reader& in) {
-  remix_row(row_, algorithm_state::load_identity(in, name(), row_), inbox_, received_.entries());
-  in.get_floats("x", x_);
-}
+void dpsgd::load_state(state_reader& in) { load_head(in); }
 
 }  // namespace qgossip

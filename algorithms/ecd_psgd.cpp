@@ -12,17 +12,17 @@ namespace qgossip {
 
 ecd_psgd::ecd_psgd(const mixing_row& row, std::span<const float> x0, bool asynchronous,
                    const robust_options& robust)
-    : row_(row), x_(x0.begin(), x0.end()), next_(x0.size()), z_(x0.size()), own_estimate_(x0.begin(), x0.end()),
-      estimates_(row.neighbours.size(), float_vector(x0.begin(), x0.end())),
-      received_(row.neighbours.size(), asynchronous) {
-  if (robust.on) clip_.emplace(robust);
-}
+    : decentralized_algorithm(row, x0, asynchronous, robust),
+      next_(x0.size()),
+      z_(x0.size()),
+      own_estimate_(x0.begin(), x0.end()),
+      estimates_(row.neighbours.size(), float_vector(x0.begin(), x0.end())) {}
 
 std::span<const float> ecd_psgd::outgoing(std::span<const float> grad, float lr, std::uint64_t t) {
   QG_ENFORCE(t >= 1, "ECD-PSGD rounds count from 1");
   // Asynchronous: a neighbour that sent nothing since the last mix leaves its weight on the node's own estimate.
   const std::vector<bool> fresh = take_fresh(received_, estimates_.size());
-  mix_neighbours(next_, own_estimate_, estimates_, row_, fresh, clip_ ? &*clip_ : nullptr);
+  mix_neighbours(next_, own_estimate_, estimates_, row_, fresh, clipped_mix());
   mixing::axpy(next_, -lr, grad);
   // z = x + (t/2)(x_next - x): the same value as (1 - t/2)x + (t/2)x_next, without the
   // cancellation of two large terms when t is large.
@@ -69,15 +69,13 @@ void ecd_psgd::admit(const mixing_row& next, int peer, std::span<const float> st
 void ecd_psgd::remix(const mixing_row& next) { remix_row(row_, next, estimates_, received_.entries()); }
 
 void ecd_psgd::save_state(state_writer& out) const {
-  algorithm_state::save_identity(out, name(), row_);
-  out.put_floats("x", x_);
+  save_head(out);
   out.put_floats("own_estimate", own_estimate_);
   algorithm_state::save_copies(out, "estimate", row_, estimates_);
 }
 
 void ecd_psgd::load_state(state_reader& in) {
-  remix_row(row_, algorithm_state::load_identity(in, name(), row_), estimates_, received_.entries());
-  in.get_floats("x", x_);
+  load_head(in);
   in.get_floats("own_estimate", own_estimate_);
   algorithm_state::load_copies(in, "estimate", row_, estimates_);
 }

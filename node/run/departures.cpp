@@ -150,7 +150,7 @@ void departures::remix(std::uint64_t t) {
     const mixing_row row = members_.row_for(t);
     if (!same_row(row, alg_.row())) alg_.remix(row);
   }
-  if (clip_rule* clip = alg_.clip()) {  // the proven hostile neighbours still out (back: none)
+  if (clip_rule* clip = clip_rule_of(alg_)) {  // the proven hostile neighbours still out (back: none)
     const std::vector<int>& in = alg_.row().neighbours;
     const std::vector<int> refused = refused_by_this_node();
     clip->set_removed_hostile(static_cast<int>(std::count_if(refused.begin(), refused.end(), [&](int p) {

@@ -91,7 +91,7 @@ node_learner build_learner(const run_config& c, const data_split& data, const mi
         options.per_edge_copies = c.train.max_staleness == kUnboundedStaleness;
         return make_algorithm(c.algorithm, row, x0, options);
       });
-  if (clip_rule* clip = l.alg->clip(); clip && c.algorithm_params.robust.screen) {
+  if (clip_rule* clip = clip_rule_of(*l.alg); clip && c.algorithm_params.robust.screen) {
     auto screen = std::make_shared<loss_screen>(*l.model, data.train);
     clip->set_screen(
         [screen](std::span<const float> copy, std::span<const float> own) { return screen->gap(copy, own); });

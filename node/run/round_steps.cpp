@@ -95,7 +95,7 @@ void round_steps::absorb(std::uint64_t t) {
   s_.links.pattern->absorb(t);
   const auto absorbed = clock::now();
   s_.learner.alg->finish(t);
-  if (const clip_stats* c = s_.learner.alg->clipping()) {  // robust mixing: columns of the CSV
+  if (const clip_stats* c = clip_stats_of(*s_.learner.alg)) {  // robust mixing: columns of the CSV
     metrics_.add("clip_tau", c->tau);
     metrics_.add("clip_fraction", c->clipped_fraction);
     metrics_.add("clip_largest_distance", c->largest_distance);

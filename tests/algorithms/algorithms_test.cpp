@@ -195,8 +195,8 @@ TEST_CASE("make_algorithm rejects unknown names and absorb rejects strangers") {
 }
 
 // Which algorithm has which capability (the table at the top of algorithms/capabilities.hpp): the
-// decentralized ones gossip asynchronously and rejoin, the centralized ones neither; only CHOCO-SGD
-// built asynchronous with per_edge_copies sends a message per edge.
+// decentralized ones gossip asynchronously and rejoin, and clip with robust mixing on, the centralized
+// ones do none of these; only CHOCO-SGD built asynchronous with per_edge_copies sends a message per edge.
 TEST_CASE("capabilities: each algorithm kind has the ones it implements, and no other") {
   const std::vector<float> x0(kDim, 0.0f);
   const algorithm_options synchronous{0.8, false}, asynchronous{0.8, true};
@@ -213,6 +213,15 @@ TEST_CASE("capabilities: each algorithm kind has the ones it implements, and no 
       CHECK((rejoinable_of(*alg) != nullptr) == !centralized);
       const bool edges = kind == algorithm_kind::choco && options.asynchronous && options.per_edge_copies;
       CHECK((per_edge_messages_of(*alg) != nullptr) == edges);
+    }
+    // Robust mixing's rule: the decentralized ones hold one when built with robust on.
+    for (const bool robust : {false, true}) {
+      algorithm_options options = synchronous;
+      options.robust.on = robust;
+      auto alg = make_algorithm(kind, row, x0, options);
+      const clip_rule* rule = clip_rule_of(*alg);
+      CHECK((rule != nullptr) == (robust && !centralized));
+      CHECK(clip_stats_of(*alg) == (rule != nullptr ? &rule->last() : nullptr));
     }
   }
   // D-PSGD and naive rejoin with no public state (x goes afresh every round); DCD with x itself.

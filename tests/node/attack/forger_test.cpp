@@ -316,7 +316,7 @@ TEST_CASE("forger: against robust CHOCO-SGD every attack's pull is bounded by th
             for (std::size_t i = 0; i < kDim; ++i) expect[i] += a * c * v.z[k][i];
           }
           alg.finish(t);
-          CHECK(alg.clipping()->tau == doctest::Approx(tau).epsilon(1e-9));
+          CHECK(clip_stats_of(alg)->tau == doctest::Approx(tau).epsilon(1e-9));
           double err = 0, scale = 1;
           for (std::size_t i = 0; i < kDim; ++i) {
             err = std::max(err, std::fabs(static_cast<double>(alg.model()[i]) - expect[i]));
