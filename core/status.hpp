@@ -14,7 +14,7 @@ enum class errc {
   io,          // the transport failed (socket error, address in use, peer gone)
   invalid,     // a caller passed something impossible (wrong size, unknown peer)
   cancelled,   // shut down by a signal or by the caller
-  peer_lost,   // a link to a peer was lost; transport::take_lost_peers names it
+  peer_lost,   // a link to a peer was lost; transport_liveness::take_lost_peers names it
   rejoin,      // this node was dropped from the run and is offered a way back (docs/failures.md)
   refused,     // the peers refuse this node (its key, its run): it cannot take part (exit 2)
 };

@@ -64,7 +64,8 @@ status exchange::send_notice(std::span<const int> to, std::span<const std::byte>
   // Not to peers that finished and exited, nor to those refusing this node's key: nothing would
   // take the message, and it would linger (or block until the send time-out).
   std::vector<int> peers;
-  const std::vector<int> refusing = core_.net().peers_refusing_this_node();
+  const std::vector<int> refusing =
+      core_.admission() ? core_.admission()->peers_refusing_this_node() : std::vector<int>();
   for (int p : to) {
     const std::optional<std::size_t> k = core_.index_of(p);
     if (!std::binary_search(refusing.begin(), refusing.end(), p) && (!k || !core_.link(*k).closed))
@@ -138,7 +139,7 @@ bool exchange::heard_from(int peer) const {
 }
 
 void exchange::refresh_link(int peer) {
-  if (core_.index_of(peer)) core_.net().watch_peer(peer);
+  if (core_.index_of(peer) && core_.liveness()) core_.liveness()->watch_peer(peer);
 }
 
 void exchange::readmit(int peer, std::uint64_t iteration) {

@@ -61,7 +61,9 @@ class exchange final : public link_control {
  public:
   // `t` and `events` must outlive the exchange (no events: a default exchange_events, which logs
   // nothing, never stops, drops a failed peer never and accepts every train message). Throws
-  // invariant_error for options that break their REQUIRES.
+  // invariant_error for options that break their REQUIRES, and for asynchronous gossip over a
+  // transport without queue figures (transport::queues() null; gossip/transport.hpp): its flow
+  // control needs them. t's interfaces are looked up here, once.
   exchange(transport& t, exchange_options options, exchange_events* events = nullptr);
   exchange(const exchange&) = delete;
   exchange& operator=(const exchange&) = delete;
@@ -93,7 +95,7 @@ class exchange final : public link_control {
   // `need` (0: never waits; but a live peer not heard from at all by options().first_deadline after
   // the first call is errc::timeout, as a synchronous round 1 would report it), and, flow control,
   // while the transport's link to a live unfinished peer still holds more than two messages of this
-  // size of ours that have not left this host (transport::queued_bytes; looked at every
+  // size of ours that have not left this host (transport_queues::queued_bytes; looked at every
   // kBacklogPoll): a node never runs further ahead of a slow link than the message it just sent and
   // the one before. Notices, finished messages and losses are handled as in round().
   // Errors as round(). REQUIRES: options().asynchronous; iterations ascending.
@@ -111,9 +113,10 @@ class exchange final : public link_control {
   // Asynchronous gossip on a busy uplink (docs/algorithms.md, "A busy uplink"): whether round
   // `iteration` may send nothing to peer because its live link (to a finished peer too) still
   // holds more than a quarter of our last message to it on this host
-  // (transport::queued_bytes), or has not yet taken all of it from the messaging library
-  // (transport::bytes_taken). False before the first message to peer, when the rounds skipped
-  // would not fit the wire header's `skipped` (kMaxSkipped), and for a rank that is not a neighbour.
+  // (transport_queues::queued_bytes), or has not yet taken all of it from the messaging library
+  // (transport_queues::bytes_taken). False before the first message to peer, when the rounds
+  // skipped would not fit the wire header's `skipped` (kMaxSkipped), and for a rank that is not a
+  // neighbour.
   [[nodiscard]] bool link_busy(int peer, std::uint64_t iteration) const;
   // Whether a train message sent to peer now would go out: a neighbour neither dropped nor whose
   // link closed (it finished and left).
@@ -145,9 +148,10 @@ class exchange final : public link_control {
   // delivered, in order, to exchange_events::train_message, then `late` is called, so that copies
   // of the peers stay exact;
   // each such arrival moves the deadline as far past it as deadline was past the call, and so does
-  // hearing from a peer not yet done (transport::bytes_heard: its answers to heartbeats, looked at
-  // every kHeardPoll): a peer still running its rounds is waited for as long as it keeps sending or
-  // is alive (its link's liveness, not a fixed time, bounds the wait; it ends its run by itself).
+  // hearing from a peer not yet done (transport_liveness::bytes_heard: its answers to heartbeats,
+  // looked at every kHeardPoll): a peer still running its rounds is waited for as long as it keeps
+  // sending or is alive (its link's liveness, not a fixed time, bounds the wait; it ends its run by
+  // itself). Over a transport without liveness it is waited for as long as it keeps sending.
   status finish(std::uint64_t iteration, transport_clock::time_point deadline,
                 const std::function<void()>& late = {});
   // True once peer's finished message arrived (its last round, and that it sends nothing more but
@@ -182,12 +186,13 @@ class exchange final : public link_control {
   status poll();
   // True once a train message of peer was delivered (it took part in the run).
   [[nodiscard]] bool heard_from(int peer) const override;
-  // A fresh link to peer (transport::watch_peer), e.g. to answer a node that restarted at once.
+  // A fresh link to peer (transport_liveness::watch_peer), e.g. to answer a node that restarted at
+  // once. Nothing over a transport without liveness (its links do not die).
   void refresh_link(int peer) override;
   // Takes peer back from round `iteration` on: it is no longer dropped, its train messages are
   // expected from `iteration` (older ones are duplicates; rounds before it do not wait for it), it
-  // has not finished, and the transport watches its link afresh (transport::watch_peer). A joiner
-  // calls it for each neighbour that admitted it, after restart_at. REQUIRES: between rounds,
+  // has not finished, and the transport watches its link afresh (transport_liveness::watch_peer). A
+  // joiner calls it for each neighbour that admitted it, after restart_at. REQUIRES: between rounds,
   // iteration > the current round.
   void readmit(int peer, std::uint64_t iteration) override;
   // This node starts over at round `iteration` (it rejoins): its next round is `iteration`, and the

@@ -23,7 +23,7 @@ std::string_view to_string(fault f) {
 }
 
 faulty_transport::faulty_transport(transport& inner, std::vector<fault_rule> rules, std::uint64_t seed)
-    : inner_(inner), rules_(std::move(rules)), matched_(rules_.size(), 0), rng_(seed) {}
+    : transport_wrapper(inner), rules_(std::move(rules)), matched_(rules_.size(), 0), rng_(seed) {}
 
 const fault_rule* faulty_transport::pick(int peer) {
   const fault_rule* hit = nullptr;
@@ -53,7 +53,7 @@ status faulty_transport::release_due() {
   while (n < held_.size() && held_[n].due <= now) ++n;
   status result = status::ok();
   for (std::size_t i = 0; i < n && result; ++i)
-    result = inner_.send(held_[i].peer, held_[i].header, held_[i].payload);
+    result = transport_wrapper::send(held_[i].peer, held_[i].header, held_[i].payload);
   held_.erase(held_.begin(), held_.begin() + static_cast<std::ptrdiff_t>(n));
   return result;
 }
@@ -62,7 +62,7 @@ status faulty_transport::send(int peer, std::span<const std::byte> header,
                               std::span<const std::byte> payload) {
   if (status s = release_due(); !s) return s;
   const fault_rule* r = pick(peer);
-  if (!r) return inner_.send(peer, header, payload);
+  if (!r) return transport_wrapper::send(peer, header, payload);
   ++injected_[static_cast<std::size_t>(r->action)];
   switch (r->action) {
     case fault::drop:
@@ -74,19 +74,20 @@ status faulty_transport::send(int peer, std::span<const std::byte> header,
                        {payload.begin(), payload.end()}});
       return status::ok();
     case fault::duplicate: {
-      status s = inner_.send(peer, header, payload);
-      return s ? inner_.send(peer, header, payload) : s;
+      status s = transport_wrapper::send(peer, header, payload);
+      return s ? transport_wrapper::send(peer, header, payload) : s;
     }
     case fault::corrupt_header:
     case fault::corrupt_payload: {
       const bool in_payload = r->action == fault::corrupt_payload && !payload.empty();
       std::span<const std::byte> frame = in_payload ? payload : header;
-      if (frame.empty()) return inner_.send(peer, header, payload);  // nothing to flip
+      if (frame.empty()) return transport_wrapper::send(peer, header, payload);  // nothing to flip
       scratch_.assign(frame.begin(), frame.end());
       const std::uint64_t bit = (r->bit ? *r->bit : rng_()) % (scratch_.size() * 8);
       scratch_[bit / 8] ^= std::byte(1u << (bit % 8));
-      status s = in_payload ? inner_.send(peer, header, scratch_) : inner_.send(peer, scratch_, payload);
-      if (s && r->then_intact) s = inner_.send(peer, header, payload);
+      status s = in_payload ? transport_wrapper::send(peer, header, scratch_)
+                            : transport_wrapper::send(peer, scratch_, payload);
+      if (s && r->then_intact) s = transport_wrapper::send(peer, header, payload);
       return s;
     }
   }
@@ -111,7 +112,7 @@ void faulty_transport::lose(int peer) {
 void faulty_transport::take_lost_peers(std::vector<int>& out) {
   std::vector<int> all = std::move(lost_);
   lost_.clear();
-  inner_.take_lost_peers(all);
+  transport_wrapper::take_lost_peers(all);
   std::sort(all.begin(), all.end());
   all.erase(std::unique(all.begin(), all.end()), all.end());
   out.insert(out.end(), all.begin(), all.end());
@@ -119,12 +120,12 @@ void faulty_transport::take_lost_peers(std::vector<int>& out) {
 
 void faulty_transport::forget_peer(int peer) {
   lost_.erase(std::remove(lost_.begin(), lost_.end(), peer), lost_.end());
-  inner_.forget_peer(peer);
+  transport_wrapper::forget_peer(peer);
 }
 
 std::optional<std::size_t> faulty_transport::queued_bytes(int peer) const {
   if (auto it = queued_.find(peer); it != queued_.end()) return it->second;
-  return inner_.queued_bytes(peer);
+  return transport_wrapper::queued_bytes(peer);
 }
 
 namespace {
@@ -147,13 +148,13 @@ void faulty_transport::set_queued(int peer, std::optional<std::size_t> bytes) {
 std::optional<std::uint64_t> faulty_transport::bytes_acknowledged(int peer) const {
   std::lock_guard<std::mutex> lock(acknowledged_mutex_);
   if (auto it = acknowledged_.find(peer); it != acknowledged_.end()) return it->second;
-  return inner_.bytes_acknowledged(peer);
+  return transport_wrapper::bytes_acknowledged(peer);
 }
 
 std::optional<std::uint64_t> faulty_transport::bytes_heard(int peer) const {
   std::lock_guard<std::mutex> lock(acknowledged_mutex_);
   if (auto it = heard_.find(peer); it != heard_.end()) return it->second;
-  return inner_.bytes_heard(peer);
+  return transport_wrapper::bytes_heard(peer);
 }
 
 void faulty_transport::set_heard(int peer, std::optional<std::uint64_t> bytes) {
@@ -176,7 +177,7 @@ status faulty_transport::receive(transport_clock::time_point deadline, inbound_f
     if (status s = release_due(); !s) return s;
     auto until = deadline;
     for (const auto& h : held_) until = std::min(until, h.due);
-    status s = inner_.receive(until, out);
+    status s = transport_wrapper::receive(until, out);
     // Woken only to release a held message: keep waiting for the caller's deadline.
     if (s.code() == errc::timeout && until < deadline) continue;
     return s;

@@ -3,15 +3,17 @@
 // fault-injecting Env): drop, delay, duplicate, or corrupt (flip one bit of the header or the
 // payload) chosen sends, by position or at random under a seed, so a run is reproducible.
 //
-//   faulty_transport t(inner, {{.action = fault::drop, .peer = 0, .nth = 0}});  // lose the first message to
-//   0
+//   faulty_transport t(inner, {{.action = fault::drop, .peer = 0, .nth = 0}});  // loses the first
+//                                                                               // message to rank 0
 //
 // Delayed messages are held here and handed to the inner transport once due, at the next send()
 // or during receive(), so they really arrive late (and out of order). A rank that is done sending
 // and receiving calls drain() so its last delayed messages still leave; held messages still
 // pending when the wrapper is destroyed are lost, as on a link that went down.
-// lose(peer) injects a lost link (errc::peer_lost, transport::take_lost_peers) for the exchange's
-// tests of peers that stop.
+// lose(peer) injects a lost link (errc::peer_lost, transport_liveness::take_lost_peers) for the
+// exchange's tests of peers that stop; set_queued, set_acknowledged and set_heard set the figures a
+// backend would report. So it offers liveness and queue figures over any backend, the in-process
+// one too; everything else it does not change is forwarded (gossip/transport_wrapper.hpp).
 // Thread safety: as the wrapped transport: one thread at a time. `inner` must outlive the wrapper.
 #include <chrono>
 #include <map>
@@ -22,7 +24,7 @@
 #include <string_view>
 #include <vector>
 
-#include "gossip/transport.hpp"
+#include "gossip/transport_wrapper.hpp"
 
 namespace qgossip {
 
@@ -45,36 +47,42 @@ struct fault_rule {
   bool then_intact = false;
 };
 
-class faulty_transport final : public transport {
+class faulty_transport final : public transport_wrapper {
  public:
   // The first rule (in order) that hits a send decides its fate; sends no rule hits pass through.
   faulty_transport(transport& inner, std::vector<fault_rule> rules, std::uint64_t seed = 1);
 
   status send(int peer, std::span<const std::byte> header, std::span<const std::byte> payload) override;
+  // send() to each peer in turn, stopping at the first error (transport::send_all's default): the
+  // rules see every copy.
+  status send_all(std::span<const int> peers, std::span<const std::byte> header,
+                  std::span<const std::byte> payload) override {
+    return transport::send_all(peers, header, payload);
+  }
   status receive(transport_clock::time_point deadline, inbound_frames& out) override;
-  std::string peer_address(int peer) const override { return inner_.peer_address(peer); }
-  std::string loss_cause(int peer) const override { return inner_.loss_cause(peer); }
-  transport_refusals refusals() const override { return inner_.refusals(); }
-  void take_refusal_log(std::vector<std::string>& lines) override { inner_.take_refusal_log(lines); }
+
+  // Liveness and queue figures, over any inner transport: the injected losses and the figures set
+  // by hand below, merged with the inner transport's where it has them (gossip/transport_wrapper.hpp:
+  // what the inner one lacks answers "nothing"). Admission is the inner transport's, as it is.
+  [[nodiscard]] transport_liveness* liveness() override { return this; }
+  [[nodiscard]] transport_queues* queues() override { return this; }
+
   // The inner transport's losses and the injected ones, merged: ascending, each peer once.
   void take_lost_peers(std::vector<int>& out) override;
   // Withdraws an injected loss of peer not yet taken, and tells the inner transport.
   void forget_peer(int peer) override;
-  void watch_peer(int peer) override { inner_.watch_peer(peer); }
-  std::vector<int> peers_refusing_this_node() const override { return inner_.peers_refusing_this_node(); }
   // The value set by set_queued(peer), else the inner transport's.
-  std::optional<std::size_t> queued_bytes(int peer) const override;
+  [[nodiscard]] std::optional<std::size_t> queued_bytes(int peer) const override;
   // Makes queued_bytes(peer) report `bytes` (nullopt: the inner transport's again): a link
   // whose queue a test fills and drains by hand.
   void set_queued(int peer, std::optional<std::size_t> bytes);
-  std::optional<std::uint64_t> bytes_taken(int peer) const override { return inner_.bytes_taken(peer); }
   // The value set by set_acknowledged(peer), else the inner transport's.
-  std::optional<std::uint64_t> bytes_acknowledged(int peer) const override;
+  [[nodiscard]] std::optional<std::uint64_t> bytes_acknowledged(int peer) const override;
   // Makes bytes_acknowledged(peer) report `bytes` (nullopt: the inner transport's again): a link
   // a test drains by hand, from another thread while a round waits (the one call that may).
   void set_acknowledged(int peer, std::optional<std::uint64_t> bytes);
   // The same pair for bytes_heard: a peer a test makes look alive, from another thread.
-  std::optional<std::uint64_t> bytes_heard(int peer) const override;
+  [[nodiscard]] std::optional<std::uint64_t> bytes_heard(int peer) const override;
   void set_heard(int peer, std::optional<std::uint64_t> bytes);
 
   // Injects the loss of the link to peer, as if the transport had found it dead: the next
@@ -100,7 +108,6 @@ class faulty_transport final : public transport {
   status release_due();
   const fault_rule* pick(int peer);
 
-  transport& inner_;
   std::vector<fault_rule> rules_;
   std::vector<std::uint64_t> matched_;  // per rule: sends its peer filter matched so far
   std::mt19937_64 rng_;

@@ -10,7 +10,7 @@
 namespace qgossip {
 
 emulated_link_transport::emulated_link_transport(transport& inner, link_emulation link)
-    : inner_(inner), link_(link) {
+    : transport_wrapper(inner), link_(link) {
   QG_ENFORCE(std::isfinite(link_.rate_bits_per_s) && link_.rate_bits_per_s >= 0,
              "rate_bits_per_s=" << link_.rate_bits_per_s);
   QG_ENFORCE(link_.delay.count() >= 0, "delay_us=" << link_.delay.count());
@@ -47,7 +47,7 @@ status emulated_link_transport::release_due() {
   while (!outbox_.empty() && outbox_.front().due <= now) {
     message m = std::move(outbox_.front());
     outbox_.pop_front();
-    status s = inner_.send(m.peer, m.data->header, m.data->payload);
+    status s = transport_wrapper::send(m.peer, m.data->header, m.data->payload);
     // The last message of a send_all hands its buffers back for reuse.
     if (m.data.use_count() == 1) spare_.push_back(std::move(m.data));
     if (!s) return s;
@@ -57,7 +57,7 @@ status emulated_link_transport::release_due() {
 
 status emulated_link_transport::send(int peer, std::span<const std::byte> header,
                                      std::span<const std::byte> payload) {
-  if (link_.pass_through()) return inner_.send(peer, header, payload);
+  if (link_.pass_through()) return transport_wrapper::send(peer, header, payload);
   status s = release_due();
   enqueue(peer, copy(header, payload), transport_clock::now());
   return s;
@@ -65,7 +65,7 @@ status emulated_link_transport::send(int peer, std::span<const std::byte> header
 
 status emulated_link_transport::send_all(std::span<const int> peers, std::span<const std::byte> header,
                                          std::span<const std::byte> payload) {
-  if (link_.pass_through()) return inner_.send_all(peers, header, payload);
+  if (link_.pass_through()) return transport_wrapper::send_all(peers, header, payload);
   status s = release_due();
   if (peers.empty()) return s;
   auto data = copy(header, payload);
@@ -76,7 +76,7 @@ status emulated_link_transport::send_all(std::span<const int> peers, std::span<c
 }
 
 std::optional<std::size_t> emulated_link_transport::queued_bytes(int peer) const {
-  const std::optional<std::size_t> inner = inner_.queued_bytes(peer);
+  const std::optional<std::size_t> inner = transport_wrapper::queued_bytes(peer);
   if (link_.rate_bits_per_s == 0) return inner;
   const auto now = transport_clock::now();
   std::size_t leaving = 0;
@@ -89,7 +89,7 @@ status emulated_link_transport::receive(transport_clock::time_point deadline, in
   for (;;) {
     if (status s = release_due(); !s) return s;
     const auto until = outbox_.empty() ? deadline : std::min(deadline, outbox_.front().due);
-    status s = inner_.receive(until, out);
+    status s = transport_wrapper::receive(until, out);
     // Woken only to hand over a due message: keep waiting for the caller's deadline.
     if (s.code() == errc::timeout && until < deadline) continue;
     return s;

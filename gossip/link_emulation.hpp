@@ -36,7 +36,7 @@
 #include <memory>
 #include <vector>
 
-#include "gossip/transport.hpp"
+#include "gossip/transport_wrapper.hpp"
 
 namespace qgossip {
 
@@ -63,7 +63,7 @@ struct link_emulation {
   [[nodiscard]] bool pass_through() const { return rate_bits_per_s == 0 && delay.count() == 0; }
 };
 
-class emulated_link_transport final : public transport {
+class emulated_link_transport final : public transport_wrapper {
  public:
   // REQUIRES: link.rate_bits_per_s >= 0 and finite, link.delay >= 0 (QG_ENFORCE: the config loader
   // validates user input before it gets here).
@@ -78,23 +78,13 @@ class emulated_link_transport final : public transport {
   // Hands over every due message, then waits on the inner transport until deadline or the next
   // message's due time, whichever is first, and loops: the wrapper sends on time while the node waits.
   status receive(transport_clock::time_point deadline, inbound_frames& out) override;
-  // The bytes for peer still leaving the emulated link (their departure not done; those only
-  // waiting out the delay are on the wire), plus what the inner transport holds.
-  std::optional<std::size_t> queued_bytes(int peer) const override;
-  // The inner transport's: bytes leaving the emulated link reach it, and then its connection.
-  std::optional<std::uint64_t> bytes_acknowledged(int peer) const override {
-    return inner_.bytes_acknowledged(peer);
-  }
-  std::optional<std::uint64_t> bytes_heard(int peer) const override { return inner_.bytes_heard(peer); }
-  std::optional<std::uint64_t> bytes_taken(int peer) const override { return inner_.bytes_taken(peer); }
-  std::string peer_address(int peer) const override { return inner_.peer_address(peer); }
-  std::string loss_cause(int peer) const override { return inner_.loss_cause(peer); }
-  transport_refusals refusals() const override { return inner_.refusals(); }
-  void take_refusal_log(std::vector<std::string>& lines) override { inner_.take_refusal_log(lines); }
-  void take_lost_peers(std::vector<int>& out) override { inner_.take_lost_peers(out); }
-  void forget_peer(int peer) override { inner_.forget_peer(peer); }
-  void watch_peer(int peer) override { inner_.watch_peer(peer); }
-  std::vector<int> peers_refusing_this_node() const override { return inner_.peers_refusing_this_node(); }
+  // Queue figures, offered when the inner transport has them (the emulated link is a queue in
+  // front of the inner one, whose figures it adds to): the bytes for peer still leaving the
+  // emulated link (their departure not done; those only waiting out the delay are on the wire),
+  // plus what the inner transport holds. bytes_taken and bytes_acknowledged are the inner
+  // transport's: bytes leaving the emulated link reach it, and then its connection. Liveness and
+  // admission are the inner transport's too.
+  [[nodiscard]] std::optional<std::size_t> queued_bytes(int peer) const override;
 
   // Hands over everything still queued, sleeping until each message is due. ok when the outbox is
   // empty; errc::timeout when a message would only be due after deadline (it and those behind it
@@ -122,7 +112,6 @@ class emulated_link_transport final : public transport {
   // Hands over the messages due at or before now, oldest first; stops at the first inner failure.
   status release_due();
 
-  transport& inner_;
   link_emulation link_;
   // When the link finishes sending what is already queued (in the past when idle).
   transport_clock::time_point link_free_{};

@@ -8,7 +8,21 @@
 
 namespace qgossip {
 
-async_gather::async_gather(exchange_core& core) : core_(core) {
+namespace {
+
+// Flow control and the busy-uplink test read the transport's queue figures; without them a node
+// would run ahead of a slow link unthrottled, so the exchange is not built.
+const transport_queues& queue_figures(const exchange_core& core) {
+  QG_ENFORCE(core.queues() != nullptr,
+             "asynchronous gossip (exchange_options::asynchronous) needs a transport with queue figures "
+             "for its flow control (transport::queues(): queued_bytes, bytes_taken, bytes_acknowledged), "
+             "and this transport has none");
+  return *core.queues();
+}
+
+}  // namespace
+
+async_gather::async_gather(exchange_core& core) : core_(core), queues_(queue_figures(core)) {
   QG_ENFORCE(core_.options().asynchronous, "gather() is for asynchronous gossip");
   const std::size_t n = core_.size();
   last_sent_.resize(n);
@@ -78,11 +92,11 @@ bool async_gather::link_busy(int peer, std::uint64_t iteration) const {
   // on every link, and a slow link to it is as busy as to any other.
   if (!k || !may_skip(*k, iteration) || !core_.link_open(*k)) return false;
   const std::size_t last = last_sent_bytes_[*k];
-  const std::optional<std::size_t> held = core_.net().queued_bytes(peer);
+  const std::optional<std::size_t> held = queues_.queued_bytes(peer);
   if (held && *held > last / 4) return true;
   // The last message not yet all taken by the operating system: the messaging library holds the
   // rest (its I/O thread not there yet, or the connection's send buffer full).
-  const std::optional<std::uint64_t> taken = core_.net().bytes_taken(peer);
+  const std::optional<std::uint64_t> taken = queues_.bytes_taken(peer);
   const std::optional<std::uint64_t>& before = taken_at_send_[*k];
   return taken && before && *taken >= *before && *taken - *before < last;
 }
@@ -128,7 +142,7 @@ status async_gather::send_train(std::uint64_t iteration, const outgoing_message&
     h.payload_bytes = static_cast<std::uint32_t>(m.payload.size());
     h.skipped = static_cast<std::uint16_t>(iteration - last_sent_[k].value_or(0) - 1);
     encode_header(h, m.payload, header_);
-    taken_at_send_[k] = core_.net().bytes_taken(m.peer);
+    taken_at_send_[k] = queues_.bytes_taken(m.peer);
     sent = core_.net().send_all(std::span<const int>(&m.peer, 1), header_, m.payload);
     if (!sent) break;
     last_sent_[k] = iteration;
@@ -225,7 +239,7 @@ std::size_t async_gather::backlog_limit(std::size_t k) const { return 2 * last_s
 
 bool async_gather::link_backlogged(std::size_t k) const {
   if (!core_.link_open(k) || core_.link(k).finished) return false;
-  const std::optional<std::size_t> held = core_.net().queued_bytes(core_.peer(k));
+  const std::optional<std::size_t> held = queues_.queued_bytes(core_.peer(k));
   return held && *held > backlog_limit(k);
 }
 
@@ -233,7 +247,7 @@ bool async_gather::backlog_progressed() {
   bool progressed = false;
   for (std::size_t k = 0; k < core_.size(); ++k) {
     if (!link_backlogged(k)) continue;
-    const std::optional<std::uint64_t> acked = core_.net().bytes_acknowledged(core_.peer(k));
+    const std::optional<std::uint64_t> acked = queues_.bytes_acknowledged(core_.peer(k));
     if (acked && acked != backlog_acked_[k]) progressed = true;
     backlog_acked_[k] = acked;
   }
@@ -246,7 +260,7 @@ std::string async_gather::backlog_message(std::chrono::milliseconds waited) cons
     if (!link_backlogged(k)) continue;
     const int peer = core_.peer(k);
     who += (who.empty() ? "rank " : ", rank ") + std::to_string(peer) + " (" +
-           std::to_string(core_.net().queued_bytes(peer).value_or(0)) + " of " +
+           std::to_string(queues_.queued_bytes(peer).value_or(0)) + " of " +
            std::to_string(backlog_limit(k)) + " bytes)";
   }
   return "the links to " + who + " still held more bytes of this node's messages than their last two " +

@@ -21,7 +21,8 @@ class async_gather final : public exchange_protocol {
   // The most rounds a link may skip: what the wire header's `skipped` counts.
   static constexpr std::uint64_t kMaxSkipped = 0xFFFF;
 
-  // Registers for train messages. REQUIRES: the exchange is asynchronous.
+  // Registers for train messages. REQUIRES: the exchange is asynchronous. Throws invariant_error
+  // when the core's transport has no queue figures (transport::queues()): flow control needs them.
   explicit async_gather(exchange_core& core);
 
   // exchange::gather. out (may be null) also collects the round's messages.
@@ -47,7 +48,7 @@ class async_gather final : public exchange_protocol {
   [[nodiscard]] bool waiting_for(std::size_t k, std::uint64_t need) const;
   [[nodiscard]] bool may_skip(std::size_t k, std::uint64_t iteration) const;
   // Flow control: the bytes neighbour k's link may hold, the last two messages' worth, and whether
-  // it holds more (transport::queued_bytes).
+  // it holds more (transport_queues::queued_bytes).
   [[nodiscard]] std::size_t backlog_limit(std::size_t k) const;
   [[nodiscard]] bool link_backlogged(std::size_t k) const;
   // Whether a backlogged link had more of its bytes acknowledged since the last look: a slow link
@@ -60,6 +61,7 @@ class async_gather final : public exchange_protocol {
   [[nodiscard]] std::string stale_message(std::uint64_t need, std::chrono::milliseconds waited) const;
 
   exchange_core& core_;
+  const transport_queues& queues_;  // the transport's queue figures (core_.queues())
   codec_expectation codec_{};  // the train codec of our own messages
   std::vector<inbound_message>* out_ = nullptr;
   std::size_t delivered_ = 0;        // entries of *out_ filled by this gather

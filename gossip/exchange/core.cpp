@@ -43,7 +43,13 @@ reject_reason reason_of(wire_check c) {
 }  // namespace
 
 exchange_core::exchange_core(transport& t, exchange_options options, exchange_events& events, link_control& links)
-    : transport_(t), options_(std::move(options)), events_(events), control_(links) {
+    : transport_(t),
+      liveness_(t.liveness()),
+      queues_(t.queues()),
+      admission_(t.admission()),
+      options_(std::move(options)),
+      events_(events),
+      control_(links) {
   const auto& nb = options_.neighbours;
   QG_ENFORCE(options_.rank >= 0, "rank=" << options_.rank);
   QG_ENFORCE(std::adjacent_find(nb.begin(), nb.end(), std::greater_equal<>()) == nb.end(),
@@ -128,7 +134,7 @@ void exchange_core::drop(std::size_t k) {
   if (links_[k].dropped) return;
   links_[k].dropped = true;
   for (exchange_protocol* p : protocols_) p->on_drop(k);
-  transport_.forget_peer(peer(k));
+  if (liveness_) liveness_->forget_peer(peer(k));
   note("dropped rank " + std::to_string(peer(k)) + ": no round waits for it any more");
 }
 
@@ -146,7 +152,7 @@ void exchange_core::readmit(std::size_t k, std::uint64_t iteration) {
   l.closed = false;
   l.rejected_on_link = 0;
   for (exchange_protocol* p : protocols_) p->on_readmit(k, iteration);
-  transport_.watch_peer(peer(k));
+  if (liveness_) liveness_->watch_peer(peer(k));
   note("took rank " + std::to_string(peer(k)) + " back: its messages count again from iteration " +
        std::to_string(iteration));
 }
@@ -217,27 +223,29 @@ void exchange_core::flush_log_limits() {
 }
 
 void exchange_core::absorb_refusals() {
-  const transport_refusals r = transport_.refusals();
+  if (!admission_) return;  // nothing refused: the counts stay 0
+  const transport_refusals r = admission_->refusals();
   stats_.rejected[static_cast<std::size_t>(reject_reason::auth)] = r.auth;
   stats_.rejected[static_cast<std::size_t>(reject_reason::handshake)] = r.handshake;
   stats_.rejected[static_cast<std::size_t>(reject_reason::identity)] = r.identity;
   refusal_lines_.clear();
-  transport_.take_refusal_log(refusal_lines_);
+  admission_->take_refusal_log(refusal_lines_);
   for (const std::string& line : refusal_lines_) note(line);
 }
 
 void exchange_core::take_lost_peers() {
+  if (!liveness_) return;  // receive() reports no loss without it
   lost_.clear();
-  transport_.take_lost_peers(lost_);
+  liveness_->take_lost_peers(lost_);
   for (int p : lost_) {
     const std::optional<std::size_t> k = index_of(p);
     if (!k) continue;
     if (links_[*k].finished) {  // it completed its run and exited: no failure, and its messages stay
       links_[*k].closed = true;
-      transport_.forget_peer(p);
+      liveness_->forget_peer(p);
       continue;
     }
-    const std::string cause = transport_.loss_cause(p);
+    const std::string cause = liveness_->loss_cause(p);
     peer_failed(*k, "stopped: " + (cause.empty() ? "its link closed or it answered no heartbeat" : cause) + " (" +
                         transport_.peer_address(p) + ")");
   }

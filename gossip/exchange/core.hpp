@@ -70,7 +70,7 @@ struct wait_plan {
 class exchange_core {
  public:
   // `t` and `events` must outlive the core. Throws invariant_error for options that break their
-  // REQUIRES (gossip/exchange.hpp).
+  // REQUIRES (gossip/exchange.hpp). Looks up t's interfaces here, once (gossip/transport.hpp).
   exchange_core(transport& t, exchange_options options, exchange_events& events, link_control& links);
 
   // Hands every valid message of `kind` to p; `even_dropped`: also from a dropped neighbour (a join
@@ -142,8 +142,15 @@ class exchange_core {
   // "train message for iteration 7", for messages and notes.
   static std::string describe(message_kind kind, std::uint64_t iteration);
 
+  // The transport, and the interfaces it has (nullptr: it has none; gossip/transport.hpp). Without
+  // liveness no loss is taken and dropping or readmitting a peer tells the transport nothing;
+  // without admission nothing was refused. Queue figures are async_gather's (it refuses a transport
+  // without them).
   transport& net() { return transport_; }
   [[nodiscard]] const transport& net() const { return transport_; }
+  [[nodiscard]] transport_liveness* liveness() const { return liveness_; }
+  [[nodiscard]] transport_queues* queues() const { return queues_; }
+  [[nodiscard]] transport_admission* admission() const { return admission_; }
   [[nodiscard]] const exchange_options& options() const { return options_; }
   exchange_events& events() { return events_; }
   // The exchange, as what a callback may do to the links (exchange_events' argument).
@@ -160,6 +167,9 @@ class exchange_core {
   void absorb_refusals();
 
   transport& transport_;
+  transport_liveness* const liveness_;
+  transport_queues* const queues_;
+  transport_admission* const admission_;
   exchange_options options_;
   exchange_events& events_;
   link_control& control_;  // the exchange, handed to the callbacks

@@ -35,8 +35,8 @@ class exchange_events {
     return status::ok();
   }
   // A failed or misbehaving neighbour (docs/failures.md): its link was lost (the transport's
-  // heartbeats or a closed connection: transport::take_lost_peers), a train message of it was
-  // refused (it cannot send that round's message again), or max_rejected of the messages on its
+  // heartbeats or a closed connection: transport_liveness::take_lost_peers), a train message of it
+  // was refused (it cannot send that round's message again), or max_rejected of the messages on its
   // link were rejected; why says which ("its link closed ..."). True drops it (exchange::drop) and
   // the round goes on without it; false ends the round with errc::peer_lost naming it
   // (network.on_peer_failure: stop). Default: false.

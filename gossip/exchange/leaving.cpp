@@ -117,10 +117,12 @@ std::string leaving::unfinished() const {
 }
 
 bool leaving::unfinished_heard() {
+  const transport_liveness* liveness = core_.liveness();
+  if (!liveness) return false;  // nothing to hear: every bytes_heard would be nullopt
   bool heard = false;
   for (std::size_t k = 0; k < core_.size(); ++k) {
     if (done_with(k)) continue;
-    const std::optional<std::uint64_t> bytes = core_.net().bytes_heard(core_.peer(k));
+    const std::optional<std::uint64_t> bytes = liveness->bytes_heard(core_.peer(k));
     if (bytes && heard_[k] && bytes != heard_[k]) heard = true;
     heard_[k] = bytes;
   }

@@ -37,8 +37,8 @@ class leaving final : public exchange_protocol {
   [[nodiscard]] bool done_with(std::size_t k) const;
   // The neighbours not yet done with this node, named ("" when none).
   [[nodiscard]] std::string unfinished() const;
-  // Whether a neighbour not yet done with this node was heard from (transport::bytes_heard) since
-  // the last look: alive, still running its rounds.
+  // Whether a neighbour not yet done with this node was heard from (transport_liveness::bytes_heard)
+  // since the last look: alive, still running its rounds. False over a transport without liveness.
   [[nodiscard]] bool unfinished_heard();
 
   exchange_core& core_;

@@ -143,7 +143,12 @@ struct zmq_options {
   std::uint64_t unpaced_burst_bytes = 0;
 };
 
-class zmq_transport final : public transport {
+// It has all three interfaces of gossip/transport.hpp: liveness (the monitors and heartbeats above),
+// queue figures (the TCP connections' counters) and admission (the connection guard's refusals).
+class zmq_transport final : public transport,
+                            public transport_liveness,
+                            public transport_queues,
+                            public transport_admission {
  public:
   // Binds bind_endpoint, then connects to each neighbour (rank -> endpoint). Throws config_error
   // for a malformed endpoint, a neighbour equal to rank, or a failed bind, e.g. "cannot bind
@@ -178,32 +183,41 @@ class zmq_transport final : public transport {
                   std::span<const std::byte> payload) override;
   // With CURVE, out.peer is the rank the connection authenticated as.
   status receive(transport_clock::time_point deadline, inbound_frames& out) override;
-  std::string peer_address(int peer) const override;
-  transport_refusals refusals() const override;
-  void take_refusal_log(std::vector<std::string>& lines) override;
+  [[nodiscard]] std::string peer_address(int peer) const override;
+  [[nodiscard]] transport_liveness* liveness() override { return this; }
+  [[nodiscard]] transport_queues* queues() override { return this; }
+  [[nodiscard]] transport_admission* admission() override { return this; }
+
+  // transport_liveness (none reported with heartbeats off).
   void take_lost_peers(std::vector<int>& out) override;
+  [[nodiscard]] std::string loss_cause(int peer) const override;
   // Also sets the link's linger to 0 and stops watching it.
   void forget_peer(int peer) override;
-  std::string loss_cause(int peer) const override;
   // Closes the link to peer (its queue discarded) and connects a new one to the same endpoint.
   void watch_peer(int peer) override;
-  // Links whose handshake the peer failed with an authentication error (ZAP: this node's key is not
-  // one it allows), since their last successful handshake. Needs the links' monitors (heartbeats).
-  std::vector<int> peers_refusing_this_node() const override;
+  // TCP_INFO's tcpi_bytes_received of the connection to peer (its PONGs); nullopt as for queued_bytes.
+  [[nodiscard]] std::optional<std::uint64_t> bytes_heard(int peer) const override;
+
+  // transport_queues.
   // The kernel's count of bytes on the TCP connection to peer not yet transmitted (SIOCOUTQNSD),
   // plus the buffer bytes of its segments still in this host's queues (SO_MEMINFO's wmem_alloc: a
   // tc qdisc's, the device's; a little above their payload); nullopt while the connection is not
   // up, or when its descriptor is not known (heartbeats and pacing off: no monitor reports it), or
   // for ipc://.
-  std::optional<std::size_t> queued_bytes(int peer) const override;
+  [[nodiscard]] std::optional<std::size_t> queued_bytes(int peer) const override;
   // The bytes written to the TCP connection to peer: TCP_INFO's tcpi_bytes_acked plus SIOCOUTQ (the
   // framing and encryption ZeroMQ adds included); 0 while a watched tcp link has no connection;
   // nullopt when its descriptor is not known or for ipc://.
-  std::optional<std::uint64_t> bytes_taken(int peer) const override;
+  [[nodiscard]] std::optional<std::uint64_t> bytes_taken(int peer) const override;
   // TCP_INFO's tcpi_bytes_acked of the connection to peer; nullopt as for queued_bytes.
-  std::optional<std::uint64_t> bytes_acknowledged(int peer) const override;
-  // TCP_INFO's tcpi_bytes_received of the connection to peer (its PONGs); nullopt as above.
-  std::optional<std::uint64_t> bytes_heard(int peer) const override;
+  [[nodiscard]] std::optional<std::uint64_t> bytes_acknowledged(int peer) const override;
+
+  // transport_admission: the connection guard's counts and log (gossip/zmq/connection_guard.hpp).
+  [[nodiscard]] transport_refusals refusals() const override;
+  void take_refusal_log(std::vector<std::string>& lines) override;
+  // Links whose handshake the peer failed with an authentication error (ZAP: this node's key is not
+  // one it allows), since their last successful handshake. Needs the links' monitors (heartbeats).
+  [[nodiscard]] std::vector<int> peers_refusing_this_node() const override;
 
   // With pacing (zmq_options::pace_bytes_per_s): the SO_MAX_PACING_RATE, in bytes per second, of the
   // TCP connection to peer as the kernel reports it now; nullopt while that connection is not

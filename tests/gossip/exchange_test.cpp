@@ -15,6 +15,7 @@
 #include "core/errors.hpp"
 #include "gossip/faulty_transport.hpp"
 #include "gossip/inproc/transport.hpp"
+#include "tests/gossip/bare_transport.hpp"
 #include "tests/gossip/hook_events.hpp"
 #include "tests/gossip/spawn.hpp"
 
@@ -933,6 +934,23 @@ struct async_by_hand {
 
 }  // namespace
 
+// Flow control reads the transport's queue figures: asynchronous gossip over a transport without
+// them would run ahead of a slow link unthrottled, so it is refused when the exchange is built.
+TEST_CASE("exchange asynchronous: refused at construction over a transport without queue figures") {
+  inproc_network net{4};
+  inproc_transport t0 = net.endpoint(0);
+  testing::bare_transport no_queues(t0, {});
+  exchange_options o = options_for(0, {1, 3});
+  CHECK_NOTHROW((void)exchange(no_queues, o));  // synchronous gossip needs none
+  o.asynchronous = true;
+  CHECK_THROWS_WITH_AS((void)exchange(no_queues, o),
+                       doctest::Contains("asynchronous gossip (exchange_options::asynchronous) needs a transport "
+                                         "with queue figures"),
+                       invariant_error);
+  testing::bare_transport queues_only(t0, {.queues = true});
+  CHECK_NOTHROW((void)exchange(queues_only, o));
+}
+
 TEST_CASE("exchange asynchronous: gather takes everything that arrived, each peer's in order, and waits for no one above need") {
   async_by_hand a;
   send_async(a.t1, 1, 1);
@@ -1073,8 +1091,8 @@ TEST_CASE("exchange asynchronous: finish waits past its deadline for a slower pe
 }
 
 // A slower peer whose messages are held up on a slow path but which is alive (heard from: its answers
-// to heartbeats, transport::bytes_heard) is waited for too; once it is no longer heard, the wait ends
-// at the deadline.
+// to heartbeats, transport_liveness::bytes_heard) is waited for too; once it is no longer heard, the
+// wait ends at the deadline.
 TEST_CASE("exchange asynchronous: finish waits past its deadline for a slower peer still heard from") {
   async_by_hand a;
   a.round_1_then_rank_1_finishes();
