@@ -144,16 +144,14 @@ void exchange::refresh_link(int peer) {
 
 void exchange::readmit(int peer, std::uint64_t iteration) {
   const std::optional<std::size_t> k = core_.index_of(peer);
-  QG_ENFORCE(k && iteration >= 1 && iteration > core_.base,
-             "readmit rank " << peer << " at " << iteration << " while at iteration " << core_.base);
+  QG_ENFORCE(k && iteration >= 1 && iteration > core_.clock().base(),
+             "readmit rank " << peer << " at " << iteration << " while at iteration " << core_.clock().base());
   core_.readmit(*k, iteration);
 }
 
 void exchange::restart_at(std::uint64_t iteration) {
-  QG_ENFORCE(iteration >= 1, "restart at " << iteration << " while at iteration " << core_.base);
-  core_.base = iteration - 1;
-  for (auto& last : core_.last_round) last = iteration - 1;
-  core_.started = true;
+  QG_ENFORCE(iteration >= 1, "restart at " << iteration << " while at iteration " << core_.clock().base());
+  core_.clock().restart_at(iteration);
 }
 
 }  // namespace qgossip

@@ -171,18 +171,13 @@ status async_gather::gather(std::uint64_t iteration, const outgoing_message& msg
                             std::vector<inbound_message>* out, std::span<const link_message> sends) {
   if (status s = core_.usable(); !s) return s;
   if (!core_.pending().is_ok()) return core_.fail(core_.pending());
-  auto& last = core_.last_round[exchange_core::kind_index(message_kind::train)];
-  if (last && iteration <= *last)
-    return status::error(errc::invalid, exchange_core::describe(message_kind::train, iteration) +
-                                            " after iteration " + std::to_string(*last) +
-                                            ": rounds must not repeat or go back");
+  round_clock& clock = core_.clock();
+  if (status s = clock.check(message_kind::train, iteration, /*against_base=*/false); !s) return s;
   if (status s = check_sends(iteration, sends); !s) return s;
-  const auto waited = core_.started ? core_.options().round_deadline : core_.options().first_deadline;
   const auto start = transport_clock::now();
-  if (!core_.started) first_gather_ = start;
-  core_.started = true;
-  core_.base = iteration;
-  last = iteration;
+  if (!clock.started()) first_gather_ = start;
+  const auto waited =
+      clock.begin(message_kind::train, iteration, core_.options().first_deadline, core_.options().round_deadline);
   codec_ = {msg.codec, msg.codec_tag, msg.count};
   if (status sent = send_train(iteration, msg, sends, start); !sent) return core_.fail(sent);
   out_ = out;

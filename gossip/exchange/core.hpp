@@ -22,6 +22,7 @@
 #include "core/function_ref.hpp"
 #include "core/status.hpp"
 #include "gossip/exchange/events.hpp"
+#include "gossip/exchange/round_clock.hpp"
 #include "gossip/exchange/stats.hpp"
 #include "gossip/exchange/types.hpp"
 #include "gossip/log_limiter.hpp"
@@ -101,12 +102,10 @@ class exchange_core {
   // Takes part in round `iteration`: neither dropped nor finished before it, and joined by then.
   [[nodiscard]] bool in_round(std::size_t k, std::uint64_t iteration) const;
 
-  // The rounds' clock: the current (or last) iteration, per kind the last one run, and whether the
-  // first round has begun (its deadline is first_deadline).
-  std::uint64_t base = 0;
-  std::array<std::optional<std::uint64_t>, 2> last_round;
-  bool started = false;
-  bool draining = false;  // after this node's last round (exchange::finish)
+  // Where this node's rounds are (gossip/exchange/round_clock.hpp): moved by the protocols that run
+  // rounds and by a restart, read by everything else.
+  [[nodiscard]] round_clock& clock() { return clock_; }
+  [[nodiscard]] const round_clock& clock() const { return clock_; }
   static std::size_t kind_index(message_kind k) { return static_cast<std::size_t>(k) - 1; }
   // errc::invalid when a round failed before: the exchange is spent.
   [[nodiscard]] status usable() const;
@@ -174,6 +173,7 @@ class exchange_core {
   exchange_events& events_;
   link_control& control_;  // the exchange, handed to the callbacks
   wire_expectations expect_;  // codec fields left to the protocols: they come from each round's msg
+  round_clock clock_;
   exchange_stats stats_;
   status failed_;           // set once a round failed
   status pending_failure_;  // a failed peer the node did not drop

@@ -69,7 +69,7 @@ status leaving::send_finished(std::uint64_t iteration) {
 status leaving::finish(std::uint64_t iteration, transport_clock::time_point deadline,
                        const std::function<void()>& late) {
   if (status s = core_.usable(); !s) return s;
-  core_.draining = true;
+  core_.clock().drain();
   if (status sent = send_finished(iteration); !sent) return core_.fail(sent);
   const auto patience = deadline - transport_clock::now();
   if (async_) async_->take_delivered();  // from here on, only the late ones count

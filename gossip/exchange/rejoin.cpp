@@ -44,7 +44,7 @@ status rejoin_messages::send_join(int peer, std::uint32_t model_size, std::span<
     return status::error(errc::invalid, "rank " + std::to_string(peer) + " is not a neighbour");
   if (payload.size() > core_.options().max_payload_bytes)
     return status::error(errc::invalid, "join message of " + std::to_string(payload.size()) + " bytes");
-  wire_header h = core_.header_for(message_kind::join, core_.base, {.count = model_size, .payload = payload});
+  wire_header h = core_.header_for(message_kind::join, core_.clock().base(), {.count = model_size, .payload = payload});
   if (run_id) h.run_id = *run_id;
   return send_to(peer, h, payload);
 }

@@ -27,11 +27,11 @@ void sync_round::on_message(std::size_t k, const wire_header& h, std::vector<std
                      std::to_string(h.skipped) + " rounds without a message");
     return;
   }
-  if (core_.draining) {  // after this node's last round (finish): for a round it will not run
+  if (core_.clock().draining()) {  // after this node's last round (finish): for a round it will not run
     ++core_.stats().expired;
     return;
   }
-  const std::uint64_t base = core_.base;
+  const std::uint64_t base = core_.clock().base();
   const auto& last = core_.link(k).delivered[exchange_core::kind_index(h.kind)];
   if (h.iteration < base || (last && h.iteration <= *last)) {
     ++core_.stats().duplicates;
@@ -104,7 +104,7 @@ void sync_round::on_drop(std::size_t k) {
 
 void sync_round::on_finished(std::size_t k) {
   // A round after its last stops waiting for it.
-  if (out_index_[k] >= 0 && !filled_[k] && *core_.link(k).finished < core_.base) vacate(k);
+  if (out_index_[k] >= 0 && !filled_[k] && *core_.link(k).finished < core_.clock().base()) vacate(k);
 }
 
 void sync_round::on_readmit(std::size_t k, std::uint64_t) {
@@ -173,12 +173,7 @@ status sync_round::check_round(message_kind kind, std::uint64_t iteration, const
   if (kind != message_kind::train && kind != message_kind::probe)
     return status::error(errc::invalid,
                          "unknown message kind " + std::to_string(static_cast<unsigned>(kind)));
-  const std::uint64_t base = core_.base;
-  const auto& last = core_.last_round[exchange_core::kind_index(kind)];
-  if ((core_.started && iteration < base) || (last && iteration <= *last))
-    return status::error(errc::invalid, exchange_core::describe(kind, iteration) + " after iteration " +
-                                            std::to_string(last && *last > base ? *last : base) +
-                                            ": rounds must not repeat or go back");
+  if (status s = core_.clock().check(kind, iteration, /*against_base=*/true); !s) return s;
   if (msg.payload.size() > core_.options().max_payload_bytes)
     return status::error(errc::invalid, "payload of " + std::to_string(msg.payload.size()) +
                                             " bytes exceeds max_payload_bytes " +
@@ -285,11 +280,9 @@ status sync_round::round(message_kind kind, std::uint64_t iteration, const outgo
   if (!core_.pending().is_ok()) return core_.fail(core_.pending());
   if (status s = check_round(kind, iteration, msg, peers); !s) return s;
   QG_ENFORCE(out || kind == message_kind::train, "a probe round delivers its messages to `out`");
-  const auto waited = core_.started ? core_.options().round_deadline : core_.options().first_deadline;
+  const auto waited = core_.clock().begin(kind, iteration, core_.options().first_deadline,
+                                          core_.options().round_deadline);
   const auto start = transport_clock::now();
-  core_.started = true;
-  core_.base = iteration;
-  core_.last_round[exchange_core::kind_index(kind)] = iteration;
   expire_before(iteration);
   if (status sent = send_round(kind, iteration, msg, peers, start); !sent) return core_.fail(sent);
   kind_ = kind;
