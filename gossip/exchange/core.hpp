@@ -147,9 +147,11 @@ class exchange_core {
   // without them).
   transport& net() { return transport_; }
   [[nodiscard]] const transport& net() const { return transport_; }
-  [[nodiscard]] transport_liveness* liveness() const { return liveness_; }
-  [[nodiscard]] transport_queues* queues() const { return queues_; }
-  [[nodiscard]] transport_admission* admission() const { return admission_; }
+  [[nodiscard]] transport_liveness* liveness() { return liveness_; }
+  [[nodiscard]] const transport_liveness* liveness() const { return liveness_; }
+  [[nodiscard]] const transport_queues* queues() const { return queues_; }
+  [[nodiscard]] transport_admission* admission() { return admission_; }
+  [[nodiscard]] const transport_admission* admission() const { return admission_; }
   [[nodiscard]] const exchange_options& options() const { return options_; }
   exchange_events& events() { return events_; }
   // The exchange, as what a callback may do to the links (exchange_events' argument).
