@@ -71,11 +71,10 @@ step_end round_driver::next() {
   if (s_.links.membership->halt.round() == t_ && t_ < rounds)  // its checkpoint: the round's own step
     return {node_exit::halted, "stopped after round " + std::to_string(t_) + " for a time limit (SIGUSR1), its "
                                "checkpoint written: continue with --resume"};
-  peers_done_ = steps_->peers_done();
   return {};
 }
 
-bool round_driver::done() const { return t_ >= s_.plan.rounds || peers_done_; }
+bool round_driver::done() const { return t_ >= s_.plan.rounds || steps_->ended(); }
 
 node_exit round_driver::finish(const step_end& end) { return steps_->finish(end, t_); }
 

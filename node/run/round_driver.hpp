@@ -37,7 +37,7 @@ class round_driver {
   // whether it was the last. Otherwise how the node stops (halted included).
   [[nodiscard]] step_end next();
   // True when the node's rounds are over: the plan's last round ran, or every peer is done
-  // (asynchronous gossip: the node ended with its neighbours).
+  // (asynchronous gossip: the node ended with its neighbours; round_steps::ended).
   [[nodiscard]] bool done() const;
   // Ends the node (round_steps::finish) and returns its exit.
   node_exit finish(const step_end& end);
@@ -55,7 +55,6 @@ class round_driver {
   std::unique_ptr<round_steps> steps_;
   std::uint64_t t_ = 0;
   bool halt_seen_ = false;
-  bool peers_done_ = false;
 };
 
 }  // namespace qgossip

@@ -183,8 +183,6 @@ step_end round_steps::rejoin(std::uint64_t& t) {
   return {};
 }
 
-bool round_steps::peers_done() const { return async_ && async_->peers_done(); }
-
 step_end round_steps::run_round(std::uint64_t& t) {
   ++t;
   step_end end = compute(t);
@@ -201,7 +199,8 @@ step_end round_steps::log(std::uint64_t t) {
   rec_.consensus_dist.reset();
   rec_.avg_test_loss.reset();
   rec_.avg_test_acc.reset();
-  const bool last = t == s_.plan.rounds || peers_done();
+  const bool last = t == s_.plan.rounds || (async_ && async_->peers_done());
+  ended_ = last;
   const bool probe_now = s_.links.probing && (t % static_cast<std::uint64_t>(train.consensus_every) == 0 || last);
   if (probe_now) {
     if (status ps = probe_.run(t, last, rec_); !ps) return failure(ps, "round " + std::to_string(t) + ": consensus probe: ");

@@ -67,10 +67,10 @@ class round_steps {
   // throws config_error for a name it refuses.
   void add_metric(const std::string& name, double value) { metrics_.add(name, value); }
 
-
-  // True once the round pattern says no peer will send anything more (asynchronous gossip: every
-  // neighbour finished): the loop ends after this round, which is then the node's last.
-  [[nodiscard]] bool peers_done() const;
+  // True when the latest round run was the node's last: the plan's last round, or the round pattern
+  // says no peer will send anything more (asynchronous gossip: every neighbour finished and the
+  // node caught up with them). Its log step evaluated it as the last; the loop ends after it.
+  [[nodiscard]] bool ended() const { return ended_; }
 
   // Loads a checkpoint into this node (fresh from node_setup, before any round) and returns its
   // round: the loop continues with the next. Throws state_error for state of another run,
@@ -108,6 +108,7 @@ class round_steps {
   // What the log records.
   round_record rec_;
   std::uint64_t completed_ = 0;
+  bool ended_ = false;  // ended()
   std::uint64_t round_sent_ = 0, round_recv_ = 0;  // the latest round's traffic alone
   std::uint64_t staleness_ = 0;                    // the most since the latest row
   std::uint64_t catch_up_rounds_ = 0;              // rounds that only mixed (mixing_only)
