@@ -88,9 +88,10 @@ class exchange final : public link_control {
                const round_peers& peers);
 
   // Asynchronous gossip: sends msg as (kind train, iteration) to every live peer not finished
-  // before it (each of msg.per_link its own payload), then delivers every train message that has arrived (any number per peer, each
-  // peer's in ascending iteration, each validated, to exchange_events::train_message in that order,
-  // and into *out when given),
+  // before it (each of msg.per_link its own payload), then delivers the train messages that have
+  // arrived (any number per peer, up to kMostTakenPerLink per link in all, the rest in the next
+  // calls; each peer's in ascending iteration, each validated, to exchange_events::train_message in
+  // that order, and into *out when given),
   // waiting only while a live peer that has not finished below `need` has delivered less than
   // `need` (0: never waits; but a live peer not heard from at all by options().first_deadline after
   // the first call is errc::timeout, as a synchronous round 1 would report it), and, flow control,

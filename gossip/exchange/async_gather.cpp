@@ -206,7 +206,8 @@ status async_gather::gather(std::uint64_t iteration, const outgoing_message& msg
 }
 
 status async_gather::look(std::uint64_t need, wait_plan& plan, std::chrono::milliseconds waited, bool& done) {
-  if (status s = core_.drain(); !s) return s;  // everything already here, without waiting
+  // What is already here, without waiting: up to kMostTakenPerLink messages per link, in all.
+  if (status s = core_.drain(kMostTakenPerLink * core_.size()); !s) return s;
   if (status s = unheard_neighbours(); !s) return s;
   bool waiting = false;
   for (std::size_t k = 0; k < core_.size() && !waiting; ++k) waiting = waiting_for(k, need);

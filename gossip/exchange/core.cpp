@@ -276,8 +276,8 @@ status exchange_core::wait(wait_plan& plan, function_ref<status(bool& done)> bef
   }
 }
 
-status exchange_core::drain() {
-  for (bool got = true; got && pending_failure_.is_ok();)
+status exchange_core::drain(std::size_t most) {
+  for (bool got = true; got && most > 0 && pending_failure_.is_ok(); --most)
     if (status s = receive_one(transport_clock::now(), got); !s) return s;
   return pending_failure_;
 }

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <span>
 #include <string>
@@ -87,9 +88,9 @@ class exchange_core {
   // it spends the exchange (fail).
   status wait(wait_plan& plan, function_ref<status(bool& done)> before,
               function_ref<status(bool got, transport_clock::time_point slice_end)> after);
-  // Handles what has already arrived, without waiting: a receive error, or a failed peer's pending
-  // failure, or ok.
-  status drain();
+  // Handles what has already arrived, without waiting, at most `most` messages (the rest stays
+  // queued for the next call): a receive error, or a failed peer's pending failure, or ok.
+  status drain(std::size_t most = std::numeric_limits<std::size_t>::max());
 
   // Neighbours, by index k (ascending rank).
   [[nodiscard]] std::size_t size() const { return links_.size(); }

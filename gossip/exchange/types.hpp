@@ -40,6 +40,13 @@ inline constexpr std::chrono::milliseconds kStopCheckInterval{100};
 inline constexpr std::chrono::milliseconds kBacklogPoll{2};
 // How often exchange::finish looks whether a neighbour still running its rounds was heard from.
 inline constexpr std::chrono::milliseconds kHeardPoll{500};
+// An asynchronous round takes at most kMostTakenPerLink messages per link (in all: that many times
+// its links, whichever they came on) of what has already arrived before it decides whether it may
+// go on (async_gather::look); the rest stays queued for its next rounds. Without a bound a node far
+// behind its neighbours could stay in one round while their next messages kept arriving as fast as
+// it took them. 16 is the ZeroMQ transport's receive_hwm: a node up to 16 times slower than its
+// neighbours still takes all their messages and holds them back by nothing.
+inline constexpr std::size_t kMostTakenPerLink = 16;
 
 // What a round sends on one link, to neighbour `peer`: a message per edge (outgoing_message::
 // per_link; asynchronous gossip on a busy uplink: exchange::gather's sends). The payload must stay

@@ -20,7 +20,10 @@ async_gossip_round::async_gossip_round(const round_pattern_parts& p, async_mixin
       last_round_(p.rounds),
       may_skip_(max_staleness == kUnboundedStaleness && mixing.may_skip_message()) {
   if (per_edge != nullptr) edges_.emplace(p, *per_edge);
+  inbox_.hold_at_most(kHeldPerPeer * std::max<std::size_t>(peers_.size(), 1), [this] { absorb_inbox(alg_, inbox_); });
 }
+
+async_gossip_round::~async_gossip_round() { inbox_.hold_at_most(0, {}); }
 
 // A bounded τ makes neighbours wait for this node's messages: skipping them would hold them back.
 // The last round sends on every link: a neighbour still running mixes with this node's final copy

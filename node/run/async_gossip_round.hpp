@@ -10,7 +10,10 @@
 // round. When every neighbour has finished, the node runs kCatchUpRounds rounds that only mix (no
 // training step: mixing_only) and stops: a slow node stops with the others, its model pulled to
 // theirs. At the end, the messages still on their way from slower neighbours are absorbed too
-// (leave), so every copy equals its owner once every node has left.
+// (leave), so every copy equals its owner once every node has left. The inbox holds at most
+// kHeldPerPeer messages per neighbour: a round delivered more (a node behind its neighbours) hands
+// them to the algorithm as they come, so that it neither allocates a model-sized vector per message
+// nor falls further behind while it does (message_inbox::hold_at_most).
 // The algorithm's async_mixing (algorithms/capabilities.hpp) is told of finished neighbours, and says
 // whether a round may skip its message.
 // A busy uplink (docs/algorithms.md, "A busy uplink"): with τ unbounded and an algorithm that may
@@ -41,10 +44,15 @@ class async_gossip_round final : public round_pattern, public async_progress {
   // γ(1 − W_ii) of the way to its neighbours' final copies (CHOCO γ_c = 0.8 on a ring: 0.53, on the
   // hypercube 0.6), so four leave 3–5 % of the distance (docs/algorithms.md, "Asynchronous gossip").
   static constexpr std::uint64_t kCatchUpRounds = 4;
+  // Messages per neighbour the inbox holds before it hands them to the algorithm: two rounds'.
+  static constexpr std::size_t kHeldPerPeer = 2;
 
   // mixing: parts.alg's; per_edge: its per_edge_messages where it sends per edge, else nullptr.
   async_gossip_round(const round_pattern_parts& parts, async_mixing& mixing, per_edge_messages* per_edge,
                      std::uint64_t max_staleness);
+  ~async_gossip_round() override;  // takes its flush back from the inbox
+  async_gossip_round(const async_gossip_round&) = delete;
+  async_gossip_round& operator=(const async_gossip_round&) = delete;
 
   [[nodiscard]] own_message& message() { return own_; }
   void encode(std::span<const float> outgoing, std::uint64_t t) override;

@@ -1,6 +1,7 @@
 #include "node/run/message_inbox.hpp"
 
 #include <algorithm>
+#include <utility>
 
 #include "core/errors.hpp"
 
@@ -17,6 +18,10 @@ status message_inbox::accept(const wire_header& h, std::span<const std::byte> pa
   const int from = static_cast<int>(h.sender);
   if (!std::binary_search(peers_.begin(), peers_.end(), from))
     return status::error(errc::invalid, "rank " + std::to_string(from) + " is not a train peer");
+  if (capacity_ > 0 && count_ == capacity_) {
+    flush_();
+    QG_ENFORCE(count_ == 0, "the inbox's flush left " << count_ << " messages in it");
+  }
   if (count_ == entries_.size()) entries_.emplace_back().values.resize(values_);
   entry& e = entries_[count_];
   const codec_context ctx{.seed = seed_, .rank = h.sender, .iteration = h.iteration, .stream = 0};
@@ -25,6 +30,12 @@ status message_inbox::accept(const wire_header& h, std::span<const std::byte> pa
   e.iteration = h.iteration;
   ++count_;
   return status::ok();
+}
+
+void message_inbox::hold_at_most(std::size_t capacity, std::function<void()> flush) {
+  QG_ENFORCE((capacity > 0) == static_cast<bool>(flush), "hold_at_most needs both a capacity and a flush, or neither");
+  capacity_ = capacity;
+  flush_ = std::move(flush);
 }
 
 message_inbox::message message_inbox::at(std::size_t i) const {

@@ -5,8 +5,11 @@
 // failure (docs/failures.md). Synchronous gossip delivers one message per train peer per round;
 // asynchronous gossip any number, each peer's in its order: the inbox keeps them in delivery order
 // until the round pattern has handed them to the algorithm (clear()). Its vectors are reused.
+// Asynchronous gossip bounds it (hold_at_most): a node behind its neighbours may be delivered
+// dozens of messages in one round, and each would need a model-sized vector of its own.
 // Not thread-safe: the node's one thread.
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -36,6 +39,12 @@ class message_inbox {
   [[nodiscard]] message at(std::size_t i) const;
   void clear() { count_ = 0; }
 
+  // At most `capacity` messages held (> 0): accept() first calls `flush`, which must hand the held
+  // messages to the algorithm and clear() the inbox, when it holds that many. Asynchronous gossip
+  // only, whose algorithm absorbs a neighbour's messages at any point of its round, in order.
+  // Unset (the default; capacity 0): the inbox holds what a round delivers.
+  void hold_at_most(std::size_t capacity, std::function<void()> flush);
+
  private:
   struct entry {
     int from = -1;
@@ -48,6 +57,8 @@ class message_inbox {
   std::size_t values_;
   std::vector<entry> entries_;  // the first count_ are in use
   std::size_t count_ = 0;
+  std::size_t capacity_ = 0;  // hold_at_most; 0: none
+  std::function<void()> flush_;
 };
 
 }  // namespace qgossip

@@ -975,6 +975,30 @@ TEST_CASE("exchange asynchronous: gather takes everything that arrived, each pee
     for (int i = 0; i < 2; ++i) REQUIRE(t->receive(transport_clock::now() + 1s, in).is_ok());
 }
 
+// A round takes at most kMostTakenPerLink messages per link, in all, of what has arrived: a node far
+// behind its neighbours goes on with its round and takes the rest in the next ones, in order.
+TEST_CASE("exchange asynchronous: one gather takes at most kMostTakenPerLink messages per link, in all; the next ones the rest") {
+  async_by_hand a;
+  const std::uint64_t queued = 2 * kMostTakenPerLink + 3;  // from rank 1, after rank 3's one
+  send_async(a.t3, 3, 1);
+  for (std::uint64_t t = 1; t <= queued; ++t) send_async(a.t1, 1, t);
+  REQUIRE(a.gather(1, 0).is_ok());
+  // Two links: 2 · kMostTakenPerLink messages at most, rank 3's first.
+  CHECK(a.out.size() == 2 * kMostTakenPerLink);
+  std::uint64_t taken = a.ex->newest(1);
+  CHECK(a.ex->newest(3) == 1);
+  CHECK(taken == 2 * kMostTakenPerLink - 1);
+  while (taken < queued) {
+    const std::uint64_t before = taken;
+    REQUIRE(a.gather(a.ex->newest(1) + 100, 0).is_ok());  // any later round of this node
+    taken = a.ex->newest(1);
+    REQUIRE(taken > before);
+    for (std::size_t k = 0; k < a.out.size(); ++k) CHECK(a.out[k].header.iteration == before + 1 + k);
+  }
+  CHECK(taken == queued);
+  CHECK(a.validated.size() == queued + 1);
+}
+
 TEST_CASE("exchange asynchronous: gather sends each of a message's per-link payloads to its peer") {
   async_by_hand a;
   const std::vector<std::byte> payload = async_payload(0, 1);

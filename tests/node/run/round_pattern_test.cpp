@@ -12,6 +12,7 @@
 #include <optional>
 #include <sstream>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "algorithms/algorithm.hpp"
@@ -347,6 +348,8 @@ struct async_run {
   std::vector<float> model, own_copy;
   std::vector<std::pair<int, std::uint64_t>> copies;
   double distance_after_round_1 = 0;  // ‖x_i − the mean of its neighbours' copies‖ then
+  std::uint64_t delivered_by_round_1 = 0;  // the neighbours' newest rounds, summed, after it
+  std::size_t most_held = 0;               // the most messages the inbox held after an exchange
 };
 
 double distance_to_neighbours(const algorithm& alg) {
@@ -387,10 +390,14 @@ async_run run_async_node(inproc_transport& t, int rank, int rounds, std::chrono:
       grad[i] = r.mixing_only.back() ? 0.0f : std::sin(float(rank * 31 + k * 7 + int(i)));
     pattern->encode(alg->outgoing(grad, 0.1f, round), round);
     REQUIRE(pattern->exchange(round).is_ok());
+    r.most_held = std::max(r.most_held, inbox->size());
     pattern->absorb(round);
     alg->finish(round);
     r.rounds_run = k;
-    if (k == 1) r.distance_after_round_1 = distance_to_neighbours(*alg);
+    if (k == 1) {
+      r.distance_after_round_1 = distance_to_neighbours(*alg);
+      for (int j : alg->row().neighbours) r.delivered_by_round_1 += ex.newest(j);
+    }
     if (progress->peers_done()) break;
   }
   REQUIRE(pattern->leave(static_cast<std::uint64_t>(r.rounds_run),
@@ -421,6 +428,10 @@ TEST_CASE("async_gossip_round: a node behind finished neighbours catches up by m
   const async_run& behind = runs[0];
   const auto catch_up = static_cast<int>(async_gossip_round::kCatchUpRounds);
   CHECK(behind.rounds_run == 1 + catch_up);
+  // Its first round was delivered all ten of its neighbours' messages; the inbox held at most two per
+  // neighbour (the rest went to the algorithm as they came), and the copies below are still exact.
+  CHECK(behind.delivered_by_round_1 == 2 * kNeighbourRounds);
+  CHECK(behind.most_held <= 2 * async_gossip_round::kHeldPerPeer);
   REQUIRE(behind.mixing_only.size() == static_cast<std::size_t>(1 + catch_up));
   CHECK_FALSE(behind.mixing_only[0]);
   for (int k = 1; k <= catch_up; ++k) CHECK(behind.mixing_only[static_cast<std::size_t>(k)]);
@@ -445,6 +456,44 @@ TEST_CASE("async_gossip_round: a node behind finished neighbours catches up by m
       for (const auto& [rank, hash] : runs[static_cast<std::size_t>(holder)].copies)
         if (rank == owner) CHECK_MESSAGE(hash == own, "rank " << holder << "'s copy of rank " << owner);
   }
+}
+
+// hold_at_most: the inbox hands what it holds to its flush before it takes one more; unset, it holds
+// every message a round delivers.
+TEST_CASE("message_inbox: hold_at_most bounds the messages held, flushing them in delivery order") {
+  truncating_codec codec;
+  message_inbox inbox(codec, 1, {1, 2}, truncating_codec::kValues);
+  std::vector<std::pair<int, std::uint64_t>> flushed;
+  inbox.hold_at_most(3, [&] {
+    for (std::size_t i = 0; i < inbox.size(); ++i) flushed.emplace_back(inbox.at(i).from, inbox.at(i).iteration);
+    inbox.clear();
+  });
+  std::vector<std::byte> payload;
+  codec.encode(std::vector<float>(truncating_codec::kValues, 1.0f), {}, payload);
+  for (std::uint64_t t = 1; t <= 4; ++t)
+    for (std::uint32_t from : {1u, 2u}) {
+      wire_header h;
+      h.sender = from;
+      h.iteration = t;
+      REQUIRE(inbox.accept(h, payload).is_ok());
+    }
+  // Eight messages: two flushes of three, two left.
+  const std::vector<std::pair<int, std::uint64_t>> expected{{1, 1}, {2, 1}, {1, 2}, {2, 2}, {1, 3}, {2, 3}};
+  CHECK(flushed == expected);
+  REQUIRE(inbox.size() == 2);
+  CHECK(inbox.at(0).iteration == 4);
+  CHECK(inbox.at(1).from == 2);
+  inbox.hold_at_most(0, {});
+  inbox.clear();
+  wire_header h;
+  h.sender = 1;
+  for (std::uint64_t t = 1; t <= 5; ++t) {
+    h.iteration = t;
+    REQUIRE(inbox.accept(h, payload).is_ok());
+  }
+  CHECK(inbox.size() == 5);
+  CHECK(flushed.size() == expected.size());
+  CHECK_THROWS_AS(inbox.hold_at_most(2, {}), invariant_error);
 }
 
 // A busy link (docs/algorithms.md, "A busy uplink"), CHOCO with a public copy per edge: rank 0 of a
