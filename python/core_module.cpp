@@ -90,6 +90,12 @@ class py_node {
   int close() {
     return static_cast<int>(run([&] { return session_->close(); }));
   }
+  // The program's loop raised (`interrupted`: KeyboardInterrupt): the node ends so at once.
+  int end(bool interrupted, const std::string& why) {
+    const node_exit exit = interrupted ? node_exit::interrupted : node_exit::failed;
+    py::gil_scoped_release free;
+    return static_cast<int>(session_->end(exit, why));
+  }
   node_session& session() { return *session_; }
 
  private:
@@ -139,6 +145,7 @@ PYBIND11_MODULE(_core, m) {
       .def("log", &py_node::log, py::arg("loss"))
       .def("log_metric", &py_node::log_metric, py::arg("name"), py::arg("value"))
       .def("close", &py_node::close)
+      .def("end", &py_node::end, py::arg("interrupted"), py::arg("why"))
       .def_property_readonly("rank", [](py_node& n) { return n.session().rank(); })
       .def_property_readonly("round", [](py_node& n) { return n.session().round(); })
       .def_property_readonly("steps", [](py_node& n) { return n.session().steps(); })

@@ -100,6 +100,16 @@ std::vector<std::byte> node_session::state() const {
   return encode_checkpoint(ck);
 }
 
+node_exit node_session::end(node_exit exit, const std::string& why) {
+  QG_ENFORCE(exit == node_exit::failed || exit == node_exit::interrupted,
+             "end(): a node ends so as failed or interrupted, not " << static_cast<int>(exit));
+  if (!attached() || closed_) return exit_;
+  closed_ = true;
+  if (done_) return exit_;  // ended already, with its neighbours: its summary says so
+  exit_ = driver_->finish(step_end{.exit = exit, .error = why});
+  return exit_;
+}
+
 node_exit node_session::close() {
   if (!attached() || closed_) return exit_;
   closed_ = true;

@@ -83,6 +83,12 @@ class node_session {
   // Leaves the run after the last round (once the neighbours have finished too) and writes the
   // summary; returns how the node ended. Closing twice does nothing more.
   node_exit close();
+  // Ends the node as `exit` (failed: the program's loop raised; interrupted: Ctrl-C there), `why`
+  // its summary's error, without waiting for the neighbours: they are told at once, as of a failed
+  // `qgossip run` (a notice; network.on_peer_failure decides what they do). Returns `exit`, or how
+  // the node had ended when it was closed already (then it does nothing more). REQUIRES: exit is
+  // failed or interrupted.
+  node_exit end(node_exit exit, const std::string& why);
 
   [[nodiscard]] int rank() const { return rank_; }
   [[nodiscard]] std::uint64_t round() const;

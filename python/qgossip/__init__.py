@@ -123,9 +123,17 @@ class Node:
     def __enter__(self):
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, kind, error, traceback):
+        """Without an exception, close(). With one, the node ends at once, its neighbours told as of a
+        failed node: `failed`, its summary's error naming the exception (KeyboardInterrupt:
+        `interrupted`). The exception goes on."""
         if self._core.attached and not self._core.closed:
-            self.close()
+            if kind is None:
+                self.close()
+            elif issubclass(kind, KeyboardInterrupt):
+                self._core.end(True, f"interrupted (KeyboardInterrupt in the program's loop) after round {self.round}")
+            else:
+                self._core.end(False, f"the program's loop raised {kind.__name__}: {error} (after round {self.round})")
         return False
 
     rank = property(lambda self: self._core.rank)

@@ -52,6 +52,37 @@ WORKER = textwrap.dedent('''
 ''')
 
 
+# A node's program inside `with qgossip.Node(...)`, whose loop raises RAISE (RuntimeError or
+# KeyboardInterrupt) at step RAISE_AT; the time of the raise is written first.
+WITH_WORKER = textwrap.dedent('''
+    import json, os, sys, time, torch, qgossip
+    rank, steps, config, out = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
+    raise_at, kind = int(os.environ.get("RAISE_AT", "0")), os.environ.get("RAISE", "RuntimeError")
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(20, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
+    w = torch.randn(20, 4, generator=torch.Generator().manual_seed(7))
+    g = torch.Generator().manual_seed(100 + rank)
+    result = {"rank": rank}
+    try:
+        with qgossip.Node(config, rank=rank) as node:
+            node.attach(model)
+            opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+            for step in range(1, steps + 1):
+                if step == raise_at:
+                    result["raised_at"] = time.time()
+                    json.dump(result, open(out, "w"))
+                    raise KeyboardInterrupt() if kind == "KeyboardInterrupt" else RuntimeError(f"boom at step {step}")
+                x = torch.randn(64, 20, generator=g)
+                loss = torch.nn.functional.cross_entropy(model(x), (x @ w).argmax(1))
+                opt.zero_grad(); loss.backward(); opt.step()
+                node.step()
+            result["exit"] = node.close()
+    except qgossip.NodeError as e:
+        result.update(error=str(e), error_exit=e.exit, error_at=time.time())
+    json.dump(result, open(out, "w"))
+''')
+
+
 def write_config(tmp_path, n, extra="", network="", algorithm="{name: choco, consensus_step: 0.8}",
                  compressor="{name: qsgd, bits: 3, bucket: 128, norm: max}", train=""):
     path = tmp_path / "run.yaml"
@@ -403,3 +434,57 @@ def test_a_run_saved_with_state_dict_and_continued_ends_as_one_never_stopped(bui
     node.load_state_dict(torch.load(first / "r0.json.ckpt")["node"])
     with pytest.raises(ValueError, match="the state is rank 0's; this node is rank 1"):
         node.attach(torch.nn.Linear(20, 4))
+
+
+def run_with_worker(tmp_path, n, steps, raising, env, network):
+    """n nodes of WITH_WORKER, rank `raising` with env; their exit codes and results."""
+    config = write_config(tmp_path, n, network=network)
+    worker = tmp_path / "with_worker.py"
+    worker.write_text(WITH_WORKER)
+    procs = []
+    for rank in range(n):
+        out = tmp_path / f"result-{rank}.json"
+        log = open(tmp_path / f"node-{rank}.out", "a")
+        procs.append((subprocess.Popen([sys.executable, str(worker), str(rank), str(steps), str(config), str(out)],
+                                       env=dict(os.environ, **(env if rank == raising else {})), stdout=log,
+                                       stderr=subprocess.STDOUT), out))
+    codes = [p.wait(timeout=120) for p, _ in procs]
+    return codes, [json.loads(out.read_text()) for _, out in procs]
+
+
+def summary_of(tmp_path, rank):
+    return json.loads((tmp_path / "runs" / "py" / f"node-{rank}.json").read_text())
+
+
+# An exception in the program's loop inside `with` ends the node as failed at once, its summary naming
+# the exception (within 1 s of the raise: it waits for no neighbour); under `continue` the others train
+# on and their copies are exact; under `stop` they stop within 2 s naming it.
+@pytest.mark.parametrize("policy", ["continue", "stop"])
+def test_an_exception_inside_with_ends_the_node_failed_and_its_neighbours_learn_it(build, tmp_path, policy):
+    codes, results = run_with_worker(tmp_path, 4, 80, 2, {"RAISE_AT": "12"}, f", on_peer_failure: {policy}")
+    assert codes[2] == 1, node_output(tmp_path, 2)  # Python's own exit for an uncaught exception
+    failed = summary_of(tmp_path, 2)
+    assert failed["status"] == "failed", failed
+    assert "the program's loop raised RuntimeError: boom at step 12 (after round 2)" in failed["error"], failed
+    assert failed["end_unix_s"] - results[2]["raised_at"] < 1.0, failed
+    others = [r for r in results if r["rank"] != 2]
+    if policy == "continue":
+        for r in others:
+            assert codes[r["rank"]] == 0 and r.get("exit") == 0, node_output(tmp_path, r["rank"])
+        assert "rank 2 left the run" in node_output(tmp_path, 1)
+        assert_verified(build, tmp_path, "all equal")
+    else:
+        for r in others:
+            assert "error" in r and "rank 2" in r["error"], r
+            assert r["error_at"] - results[2]["raised_at"] < 2.0, r
+
+
+# Ctrl-C in the program's loop (KeyboardInterrupt outside a round) ends the node as interrupted.
+def test_a_keyboard_interrupt_inside_with_ends_the_node_interrupted(build, tmp_path):
+    codes, results = run_with_worker(tmp_path, 2, 80, 1, {"RAISE_AT": "10", "RAISE": "KeyboardInterrupt"},
+                                     ", on_peer_failure: continue")
+    assert codes[1] == -signal.SIGINT, node_output(tmp_path, 1)  # Python ends by SIGINT itself
+    interrupted = summary_of(tmp_path, 1)
+    assert interrupted["status"] == "interrupted", interrupted
+    assert "KeyboardInterrupt" in interrupted["error"], interrupted
+    assert codes[0] == 0 and results[0].get("exit") == 0, node_output(tmp_path, 0)
