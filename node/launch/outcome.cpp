@@ -58,6 +58,14 @@ const node_end* first_to_fail(std::span<const node_end> ends) {
 
 bool exited(const node_end& e, int code) { return WIFEXITED(e.wait_status) && WEXITSTATUS(e.wait_status) == code; }
 
+// Ended by an interrupt of its own (Ctrl-C in its terminal, a SIGINT sent to it): a node's exit 130,
+// or a program killed by SIGINT, as Python ends on an uncaught KeyboardInterrupt. Not the
+// launcher's own stop (signalled_by_us).
+bool interrupted(const node_end& e) {
+  if (e.signalled_by_us) return false;
+  return exited(e, 130) || (WIFSIGNALED(e.wait_status) && WTERMSIG(e.wait_status) == SIGINT);
+}
+
 // The node whose failure the launch reports: the first to diverge (exit 3) when one did, for its
 // neighbours then stop naming it and may end first; else the first to fail.
 const node_end* cause_of_failure(std::span<const node_end> ends) {
@@ -142,8 +150,8 @@ launch_result make_result(std::span<const node_end> ends, const progress_board& 
   } else if (const node_end* first = cause_of_failure(ends)) {
     // As the README's exit codes say: bad input found by the first node to fail (exit 2: its
     // config, data files, ports) is bad input of the whole launch, a diverged node (exit 3) makes
-    // the launch exit 3, and any other failure is a run-time failure (1).
-    result.exit_code = exited(*first, 2) ? 2 : exited(*first, 3) ? 3 : 1;
+    // the launch exit 3, an interrupted one (130) 130, and any other failure is a run-time failure (1).
+    result.exit_code = exited(*first, 2) ? 2 : exited(*first, 3) ? 3 : interrupted(*first) ? 130 : 1;
     result.failed_rank = first->rank;
     result.failure = failure_line(*first, board);
   }

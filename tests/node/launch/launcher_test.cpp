@@ -175,6 +175,21 @@ TEST_CASE("a failing node is named with its error message and the others are sto
   CHECK(out.str().find("stopped (signal SIGTERM)") != std::string::npos);
 }
 
+// A node interrupted by itself (a node's exit 130, or a program killed by SIGINT: Python on an
+// uncaught KeyboardInterrupt) makes the launch exit 130, as the README's exit codes say.
+TEST_CASE("a node interrupted on its own (exit 130, or killed by SIGINT) makes the launch exit 130") {
+  for (const std::string ending : {"exit 130", "kill -INT $$"}) {
+    CAPTURE(ending);
+    temp_dir tmp;
+    std::vector<node_process> nodes = {sh_node(0, tmp.path, "exec sleep 30"), sh_node(1, tmp.path, ending)};
+    std::ostringstream out;
+    const launch_result res = launch(nodes, quiet(out, 5));
+    INFO(out.str());
+    CHECK(res.exit_code == 130);
+    CHECK(res.failed_rank == 1);
+  }
+}
+
 TEST_CASE("a node that ignores SIGTERM is killed after the grace period") {
   temp_dir tmp;
   std::vector<node_process> nodes = {
