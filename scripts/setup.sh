@@ -6,12 +6,14 @@
 # module (python/, docs/python.md), python3-pytest runs its tests. slurm-wlm (slurmctld, slurmd, the client
 # commands) and munge are the one-machine Slurm of scripts/slurm-local.sh and tests/integration/slurm_test.sh;
 # where systemd runs, installing them starts a system munged, and Debian's slurmctld/slurmd units wait
-# for an /etc/slurm/slurm.conf that nothing here writes (docs/slurm.md).
+# for an /etc/slurm/slurm.conf that nothing here writes (docs/slurm.md). bible-kjv (its `bible` command)
+# and bible-kjv-text are the language models' corpus, the King James Version (examples/python/corpus.py).
 # Usage: scripts/setup.sh            (as root, or with sudo available)
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config git
       libzmq3-dev cppzmq-dev libasio-dev libeigen3-dev libyaml-cpp-dev doctest-dev zlib1g-dev
       libcli11-dev libbenchmark-dev libsodium-dev nlohmann-json3-dev python3 python3-matplotlib python3-yaml dataset-fashion-mnist
+      bible-kjv bible-kjv-text
       iproute2 iputils-ping
       libtorch-dev libopenblas0-pthread python3-torch
       pybind11-dev python3-dev python3-pytest

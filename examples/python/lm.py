@@ -1,10 +1,12 @@
 #!/usr/bin/python3
 """A byte-level transformer language model trained by qgossip nodes inside this program's own loop:
-its own loss (next-byte cross-entropy), AdamW, a linear warm-up and gradient clipping, on any text
-file. What the CLI cannot do: the model, the data and the optimizer are this program's (docs/python.md).
+its own loss (next-byte cross-entropy), AdamW, a linear warm-up and gradient clipping, on the King
+James Version (Debian's bible-kjv) or any text file (--text). What the CLI cannot do: the model, the
+data and the optimizer are this program's (docs/python.md). Three sizes (--size): tiny (0.14 M
+parameters at context 64, the default), small (1.07 M at context 128) and medium (14.4 M at 128).
 
 One node per rank, started by the launcher (it sets the rank and the run YAML):
-    build/qgossip launch examples/python/lm.yaml --exec 'python3 examples/python/lm.py --text FILE'
+    build/qgossip launch examples/python/lm.yaml --exec 'python3 examples/python/lm.py [--text FILE]'
 or by hand, one process per rank r:
     QGOSSIP_RANK=r QGOSSIP_CONFIG=examples/python/lm.yaml python3 examples/python/lm.py --text FILE
 The same model alone on the same number of tokens (the comparison the test makes):
@@ -20,6 +22,10 @@ import time
 
 import torch
 
+from corpus import read_corpus
+
+# --size: the model's width, layers and attention heads.
+SIZES = {"tiny": (64, 2, 4), "small": (128, 5, 4), "medium": (384, 8, 6)}
 
 class ByteLM(torch.nn.Module):
     """A small causal transformer over bytes (vocabulary 256)."""
@@ -49,14 +55,6 @@ def windows(data, count, context, generator):
     return torch.stack([data[s: s + context + 1] for s in starts.tolist()])
 
 
-def read_text(path):
-    data = torch.tensor(list(open(path, "rb").read()), dtype=torch.long)
-    if len(data) < 4096:
-        sys.exit(f"{path}: {len(data)} bytes; the example wants at least 4096")
-    cut = int(0.9 * len(data))
-    return data[:cut], data[cut:]  # the last tenth is the validation text, the same for everyone
-
-
 @torch.no_grad()
 def validation_loss(model, val, context):
     g = torch.Generator().manual_seed(12345)  # the same validation windows for every node and run
@@ -65,7 +63,9 @@ def validation_loss(model, val, context):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--text", required=True, help="any text file (bytes)")
+    p.add_argument("--text", help="any text file (bytes); default: the King James Version (bible-kjv)")
+    p.add_argument("--size", choices=sorted(SIZES), default="tiny",
+                   help="tiny: width 64, 2 layers; small: 128, 5; medium: 384, 8 (default: %(default)s)")
     p.add_argument("--steps", type=int, default=320, help="optimizer steps of each node")
     p.add_argument("--batch", type=int, default=16, help="windows per step of each node")
     p.add_argument("--context", type=int, default=64, help="bytes per window")
@@ -77,9 +77,10 @@ def main():
     p.add_argument("--out", help="where to write the JSON of what was measured")
     args = p.parse_args()
     torch.set_num_threads(1)
-    train, val = read_text(args.text)
+    train, val = read_corpus(args.text)
     torch.manual_seed(0)  # the same initial model on every node
-    model = ByteLM(args.context)
+    width, layers, heads = SIZES[args.size]
+    model = ByteLM(args.context, width, layers, heads)
     node = None
     if not args.alone:
         import qgossip
@@ -101,7 +102,8 @@ def main():
         if node:
             node.step()
             node.log(loss.item())
-    result = {"rank": node.rank if node else None, "alone": args.alone, "steps": args.steps, "batch": batch,
+    result = {"rank": node.rank if node else None, "alone": args.alone, "size": args.size,
+              "parameters": sum(p.numel() for p in model.parameters()), "steps": args.steps, "batch": batch,
               "tokens": args.steps * batch * args.context, "first_val_loss": first_val,
               "val_loss": validation_loss(model, val, args.context), "train_s": time.time() - start,
               "rounds": node.round if node else 0}
