@@ -85,6 +85,9 @@ class py_node {
   void step() {
     run([&] { session_->step(); });
   }
+  void mix(std::uint64_t rounds) {
+    run([&] { session_->mix(rounds); });
+  }
   void log(double loss) { session_->log_loss(loss); }
   void log_metric(const std::string& name, double value) { session_->log_metric(name, value); }
   int close() {
@@ -142,6 +145,7 @@ PYBIND11_MODULE(_core, m) {
       .def("attach", &py_node::attach, py::arg("params"), py::arg("state") = py::bytes())
       .def("state", &py_node::state)
       .def("step", &py_node::step)
+      .def("mix", &py_node::mix, py::arg("rounds"))
       .def("log", &py_node::log, py::arg("loss"))
       .def("log_metric", &py_node::log_metric, py::arg("name"), py::arg("value"))
       .def("close", &py_node::close)

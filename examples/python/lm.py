@@ -74,6 +74,11 @@ def main():
     p.add_argument("--clip", type=float, default=1.0, help="gradient norm clipping")
     p.add_argument("--alone", type=int, default=0, metavar="NODES",
                    help="no node: one process, batch × NODES, the tokens of NODES nodes")
+    p.add_argument("--mix-rounds", type=int, default=0, metavar="K",
+                   help="after the last step, K rounds that only mix (node.mix(K)): the ranks' models closer "
+                        "together, their mean kept")
+    p.add_argument("--save-model", action="store_true",
+                   help="write the final parameters beside the JSON (lm-<rank>.pt), e.g. to average them")
     p.add_argument("--out", help="where to write the JSON of what was measured")
     args = p.parse_args()
     torch.set_num_threads(1)
@@ -102,14 +107,20 @@ def main():
         if node:
             node.step()
             node.log(loss.item())
+    trained_val = validation_loss(model, val, args.context)
+    if node and args.mix_rounds:
+        node.mix(args.mix_rounds)
     result = {"rank": node.rank if node else None, "alone": args.alone, "size": args.size,
               "parameters": sum(p.numel() for p in model.parameters()), "steps": args.steps, "batch": batch,
               "tokens": args.steps * batch * args.context, "first_val_loss": first_val,
+              "trained_val_loss": trained_val, "mix_rounds": args.mix_rounds,
               "val_loss": validation_loss(model, val, args.context), "train_s": time.time() - start,
               "rounds": node.round if node else 0}
     if node:
         result["exit"] = node.close()
     out = args.out or (os.path.join(node.output_dir, f"lm-{node.rank}.json") if node else "lm-alone.json")
+    if args.save_model:
+        torch.save(model.state_dict(), os.path.splitext(out)[0] + ".pt")
     json.dump(result, open(out, "w"))
     print(json.dumps(result), file=sys.stderr)
     return result.get("exit", 0)

@@ -104,8 +104,8 @@ local_training::outcome local_training::local_steps(std::uint64_t t, std::span<c
 local_training::outcome local_training::round(std::uint64_t t, std::span<const float>& outgoing,
                                               bool mixing_only) {
   algorithm& alg = *learner_.alg;
+  mixed_only_ = mixing_only;
   if (mixing_only) {
-    QG_ENFORCE(!outer_after_round_, "a round that only mixes is asynchronous: no outer step after it");
     std::fill(grad_.begin(), grad_.end(), 0.0f);
     outgoing = alg.outgoing(grad_, 0.0f, t);
     return {};
@@ -124,7 +124,7 @@ void local_training::restart() {
 
 // x_{t+1} = x_t − s(x_t − x'_{t+1}), x' the algorithm's result of the round (outer_after_round_ only).
 void local_training::finish_round() {
-  if (outer_after_round_) {
+  if (outer_after_round_ && !mixed_only_) {
     const std::span<float> x = learner_.alg->adjustable_model();
     mixing::sub(x, work_, outer_.apply(work_, x));
   }

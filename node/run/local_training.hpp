@@ -47,8 +47,9 @@ class local_training {
   local_training(const run_config& c, int rank, node_learner& learner, node_plan& plan, const dataset& shard);
 
   // Round t's computation: the algorithm's outgoing vector (valid until the next call), or why not.
-  // mixing_only (asynchronous gossip catching up with finished neighbours): no step at all, the
-  // algorithm's rule with a zero gradient, so the round only mixes.
+  // mixing_only (asynchronous gossip catching up with finished neighbours; a program's mix()): no
+  // step at all, the algorithm's rule with a zero gradient, so the round only mixes, and no outer
+  // step after it (its momentum would go on moving the model).
   [[nodiscard]] outcome round(std::uint64_t t, std::span<const float>& outgoing, bool mixing_only = false);
   // After the algorithm's finish(t): the outer step on the whole round's change, where it goes; with
   // a program's model (learner.program), the round's model written back into its parameters.
@@ -92,6 +93,7 @@ class local_training {
   float_vector work_;        // x_{t,k}, the model the local steps move (then x_t, for finish_round)
   outer_step outer_;
   const bool outer_after_round_;  // the outer step on the whole round's change (finish_round)
+  bool mixed_only_ = false;       // the latest round only mixed: finish_round takes no outer step
   float_vector delta_;
   float_vector grad_;
   // Augmented training: each step's examples gathered into batch_ and augmented there.

@@ -69,6 +69,26 @@ void node_session::attach(std::span<float> params, std::span<const std::byte> st
 void node_session::step() {
   QG_ENFORCE(attached() && !closed_, "step(): " << (closed_ ? "the node is closed" : "attach a model first"));
   if (done_ || ++steps_ % setup_->plan.local_steps != 0) return;
+  run_round();
+}
+
+void node_session::mix(std::uint64_t rounds) {
+  QG_ENFORCE(attached() && !closed_, "mix(): " << (closed_ ? "the node is closed" : "attach a model first"));
+  if (steps_ % setup_->plan.local_steps != 0)
+    throw config_error("mix(): call it at a round boundary: " + std::to_string(steps_) +
+                       " steps is not a multiple of train.local_steps (" +
+                       std::to_string(setup_->plan.local_steps) + ")");
+  for (std::uint64_t i = 0; i < rounds && !done_ && !closed_; ++i) {
+    driver_->steps().only_mix(true);
+    struct train_again {
+      round_driver& d;
+      ~train_again() { d.steps().only_mix(false); }
+    } after{*driver_};
+    run_round();
+  }
+}
+
+void node_session::run_round() {
   const step_end end = driver_->next();
   if (end && !driver_->done()) return;
   exit_ = driver_->finish(end);

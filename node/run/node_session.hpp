@@ -74,6 +74,12 @@ class node_session {
   // done()). Throws node_failure when the round fails (the node has then stopped), invariant_error
   // before attach or after close.
   void step();
+  // `rounds` rounds that only mix, now (before an evaluation, or the end): the program's parameters
+  // take no step, the round's rule runs with a zero change and no outer step, so each model moves to
+  // its neighbours' and the ranks' models come closer together (CHOCO-SGD keeps their mean). Every
+  // node of the run calls it at the same step with the same rounds. Throws config_error off a round
+  // boundary (steps() not a multiple of train.local_steps), node_failure as step() does.
+  void mix(std::uint64_t rounds);
   // A training loss of the program's, for the node's CSV (the mean since the last row).
   void log_loss(double loss);
   // One of the program's own numbers (a validation loss, a perplexity), as a column of the node's
@@ -101,6 +107,8 @@ class node_session {
   [[nodiscard]] const run_config& config() const { return config_; }
 
  private:
+  // One round of the driver, and the node's end when it was its last or it failed.
+  void run_round();
   // The end of a node stopped by a signal (SIGINT, SIGTERM) after its latest round.
   [[nodiscard]] step_end interrupted() const;
 

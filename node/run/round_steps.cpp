@@ -52,10 +52,11 @@ step_end round_steps::compute(std::uint64_t& t) {
   members.left.begin_round(t);
   const model& m = *s_.learner.model;
   const double transfer_before = m.transfers().seconds;
-  const bool mixing_only = async_ && async_->mixing_only();
-  if (mixing_only && catch_up_rounds_++ == 0)
+  const bool catching_up = async_ && async_->mixing_only();
+  if (catching_up && catch_up_rounds_++ == 0)
     say(s_.rank, "every neighbour has finished: from round " + std::to_string(t) +
                      " this node only mixes with their final models (no training step), then stops");
+  const bool mixing_only = catching_up || only_mix_;
   if (local_training::outcome e = training_.round(t, outgoing_, mixing_only); !e)
     return {node_exit::diverged, e.diverged};
   if (!all_finite(outgoing_))

@@ -71,6 +71,9 @@ class round_steps {
   // says no peer will send anything more (asynchronous gossip: every neighbour finished and the
   // node caught up with them). Its log step evaluated it as the last; the loop ends after it.
   [[nodiscard]] bool ended() const { return ended_; }
+  // The next rounds only mix (on) or train as planned (off): no step, no outer step (a program's
+  // mix(), node_session::mix). Asynchronous gossip's catch-up rounds only mix by themselves.
+  void only_mix(bool on) { only_mix_ = on; }
 
   // Loads a checkpoint into this node (fresh from node_setup, before any round) and returns its
   // round: the loop continues with the next. Throws state_error for state of another run,
@@ -109,6 +112,7 @@ class round_steps {
   round_record rec_;
   std::uint64_t completed_ = 0;
   bool ended_ = false;  // ended()
+  bool only_mix_ = false;  // only_mix()
   std::uint64_t round_sent_ = 0, round_recv_ = 0;  // the latest round's traffic alone
   std::uint64_t staleness_ = 0;                    // the most since the latest row
   std::uint64_t catch_up_rounds_ = 0;              // rounds that only mixed (mixing_only)

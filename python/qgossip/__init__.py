@@ -81,6 +81,20 @@ class Node:
         else:
             self._core.step()
 
+    def mix(self, rounds):
+        """`rounds` rounds that only mix, now: your parameters take no step (nor the outer step of
+        train.outer), each node's model moves to its neighbours', and the ranks' models come closer
+        together (CHOCO-SGD keeps their mean). Call it at a round boundary (a multiple of
+        train.local_steps steps), on every node with the same rounds: before an evaluation, or before
+        close() for models that agree (docs/python.md)."""
+        self._require_open("mix")
+        sync = getattr(self._attached, "round_sync", None)
+        if sync is not None:
+            sync.to_host()
+        self._core.mix(int(rounds))
+        if sync is not None:
+            sync.to_device()
+
     def log(self, loss=None, **metrics):
         """Your training loss, averaged into the node's CSV rows (train_loss), and any numbers of your
         own (node.log(loss, val_loss=2.3)): each name a column of the CSV after the node's own (the mean

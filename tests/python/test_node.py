@@ -488,3 +488,58 @@ def test_a_keyboard_interrupt_inside_with_ends_the_node_interrupted(build, tmp_p
     assert interrupted["status"] == "interrupted", interrupted
     assert "KeyboardInterrupt" in interrupted["error"], interrupted
     assert codes[0] == 0 and results[0].get("exit") == 0, node_output(tmp_path, 0)
+
+
+# node.mix(k): k rounds that only mix. 4 nodes on a ring, CHOCO 3-bit with DiLoCo's outer step (lr 0.7,
+# momentum 0.9), 40 steps, then mix(8): the models' largest distance to their mean falls (each round
+# pulls a fraction γ(1 − W_ii) = 0.8 · 2/3 of the way, less the 3-bit noise: below a tenth after 8
+# rounds), their mean stays where it was (CHOCO's symmetric mixing keeps it, the outer step's
+# momentum is not applied: it would move the mean by a step of its own), copies exact. Seeded,
+# synchronous: the same figures on every run. Off a round boundary, mix() is refused.
+MIX_WORKER = textwrap.dedent('''
+    import sys, torch, qgossip
+    rank, config, out = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(20, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
+    w = torch.randn(20, 4, generator=torch.Generator().manual_seed(7))
+    g = torch.Generator().manual_seed(100 + rank)
+    flat = lambda: torch.cat([p.detach().reshape(-1) for p in model.parameters()]).clone()
+    with qgossip.Node(config, rank=rank) as node:
+        node.attach(model)
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+        for step in range(1, 41):
+            x = torch.randn(64, 20, generator=g)
+            loss = torch.nn.functional.cross_entropy(model(x), (x @ w).argmax(1))
+            opt.zero_grad(); loss.backward(); opt.step()
+            node.step()
+            if step == 6:
+                try:
+                    node.mix(1)
+                except ValueError as e:
+                    refused = str(e)
+        before = flat()
+        node.mix(8)
+        torch.save({"before": before, "after": flat(), "refused": refused, "round": node.round}, out)
+        node.close()
+''')
+
+
+def test_mix_pulls_the_models_together_and_keeps_their_mean(build, tmp_path):
+    config = write_config(tmp_path, 4, train=", outer: {lr: 0.7, momentum: 0.9, nesterov: true}")
+    (tmp_path / "mix_worker.py").write_text(MIX_WORKER)
+    procs = [subprocess.Popen([sys.executable, str(tmp_path / "mix_worker.py"), str(r), str(config),
+                               str(tmp_path / f"mix-{r}.pt")], stdout=open(tmp_path / f"node-{r}.out", "w"),
+                              stderr=subprocess.STDOUT) for r in range(4)]
+    for r, p in enumerate(procs):
+        assert p.wait(timeout=120) == 0, node_output(tmp_path, r)
+    ends = [torch.load(tmp_path / f"mix-{r}.pt") for r in range(4)]
+    assert all(e["round"] == 18 for e in ends)  # 40 steps, a round every 4, then 8 that only mix
+    assert "mix(): call it at a round boundary: 6 steps is not a multiple of train.local_steps (4)" in ends[0]["refused"]
+    spread = lambda key: max(float((e[key] - mean(key)).norm()) for e in ends)
+    mean = lambda key: sum(e[key] for e in ends) / len(ends)
+    print("spread before", spread("before"), "after", spread("after"),
+          "mean moved", float((mean("after") - mean("before")).norm()))
+    assert spread("before") > 0.05
+    assert spread("after") < 0.1 * spread("before")
+    assert float((mean("after") - mean("before")).norm()) < 0.01 * spread("before")
+    assert_verified(build, tmp_path, "all equal")
