@@ -114,7 +114,8 @@ def main():
               "parameters": sum(p.numel() for p in model.parameters()), "steps": args.steps, "batch": batch,
               "tokens": args.steps * batch * args.context, "first_val_loss": first_val,
               "trained_val_loss": trained_val, "mix_rounds": args.mix_rounds,
-              "val_loss": validation_loss(model, val, args.context), "train_s": time.time() - start,
+              "val_loss": validation_loss(model, val, args.context) if args.mix_rounds else trained_val,
+              "train_s": time.time() - start,
               "rounds": node.round if node else 0}
     if node:
         result["exit"] = node.close()

@@ -78,14 +78,12 @@ void node_session::mix(std::uint64_t rounds) {
     throw config_error("mix(): call it at a round boundary: " + std::to_string(steps_) +
                        " steps is not a multiple of train.local_steps (" +
                        std::to_string(setup_->plan.local_steps) + ")");
-  for (std::uint64_t i = 0; i < rounds && !done_ && !closed_; ++i) {
-    driver_->steps().only_mix(true);
-    struct train_again {
-      round_driver& d;
-      ~train_again() { d.steps().only_mix(false); }
-    } after{*driver_};
-    run_round();
-  }
+  driver_->steps().only_mix(true);
+  struct train_again {  // the rounds after these train again, however these end
+    round_driver& d;
+    ~train_again() { d.steps().only_mix(false); }
+  } after{*driver_};
+  for (std::uint64_t i = 0; i < rounds && !done_; ++i) run_round();  // a failure throws, the node closed
 }
 
 void node_session::run_round() {
