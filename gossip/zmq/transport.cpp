@@ -457,8 +457,9 @@ zmq_transport::zmq_transport(int rank, const std::string& bind_endpoint,
 
 zmq_transport::~zmq_transport() = default;
 
-void zmq_transport::abandon_queued() {
-  for (auto& [peer, l] : impl_->links) l.socket.set(zmq::sockopt::linger, 0);
+void zmq_transport::abandon_queued(std::chrono::milliseconds grace) {
+  for (auto& [peer, l] : impl_->links)
+    l.socket.set(zmq::sockopt::linger, std::min(l.socket.get(zmq::sockopt::linger), ms(grace)));
 }
 
 void zmq_transport::connect(int peer, const std::string& endpoint) {

@@ -164,9 +164,12 @@ class zmq_transport final : public transport,
   zmq_transport(const zmq_transport&) = delete;
   zmq_transport& operator=(const zmq_transport&) = delete;
 
-  // Gives up on messages still queued: the destructor then returns at once instead of lingering.
-  // For a run that failed, where the neighbours that would receive them are gone or stopping.
-  void abandon_queued();
+  // Gives messages still queued at most `grace` more to leave (a forgotten peer's none): the
+  // destructor then returns by then instead of lingering. For a run that failed, where the
+  // neighbours that would receive them are gone or stopping, but the notice just sent saying why
+  // should still reach the live ones (a few hundred bytes: it leaves in well under a millisecond
+  // unless a model-sized message is queued ahead of it on a slow link).
+  void abandon_queued(std::chrono::milliseconds grace = std::chrono::milliseconds{0});
 
   // Adds a neighbour. Throws config_error as the constructor does (or when peer is already known,
   // or, with CURVE, has no key in options.curve->peers).

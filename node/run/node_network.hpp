@@ -80,8 +80,10 @@ class node_network {
 
   [[nodiscard]] transport& link() { return emulated_ ? static_cast<transport&>(*emulated_) : *zmq_; }
   [[nodiscard]] std::uint32_t max_payload_bytes() const { return max_payload_; }
-  // After a failure: drop what is still queued so that exit does not linger.
-  void abandon_queued() { zmq_->abandon_queued(); }
+  // After a failure: what is still queued gets 250 ms more to leave, not network.linger_s, so that
+  // exit does not linger, yet the notice just sent saying why reaches the live neighbours (with
+  // linger 0 a neighbour could see the link close first and name this node, not the cause).
+  void abandon_queued() { zmq_->abandon_queued(std::chrono::milliseconds{250}); }
   // After success: let messages still in the emulated link leave, up to network.linger_s.
   [[nodiscard]] status flush();
 
