@@ -157,6 +157,20 @@ std::optional<std::uint64_t> faulty_transport::bytes_heard(int peer) const {
   return transport_wrapper::bytes_heard(peer);
 }
 
+bool faulty_transport::alive(int peer) const {
+  if (std::binary_search(lost_.begin(), lost_.end(), peer)) return false;
+  {
+    std::lock_guard<std::mutex> lock(acknowledged_mutex_);
+    if (auto it = alive_.find(peer); it != alive_.end()) return it->second;
+  }
+  return transport_wrapper::alive(peer);
+}
+
+void faulty_transport::set_alive(int peer, std::optional<bool> yes) {
+  std::lock_guard<std::mutex> lock(acknowledged_mutex_);
+  set_or_erase(alive_, peer, yes);
+}
+
 void faulty_transport::set_heard(int peer, std::optional<std::uint64_t> bytes) {
   std::lock_guard<std::mutex> lock(acknowledged_mutex_);
   set_or_erase(heard_, peer, bytes);

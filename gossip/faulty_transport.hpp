@@ -84,6 +84,12 @@ class faulty_transport final : public transport_wrapper {
   // The same pair for bytes_heard: a peer a test makes look alive, from another thread.
   [[nodiscard]] std::optional<std::uint64_t> bytes_heard(int peer) const override;
   void set_heard(int peer, std::optional<std::uint64_t> bytes);
+  // The value set by set_alive(peer), else the inner transport's; a peer whose loss was injected
+  // and not yet taken is not alive.
+  [[nodiscard]] bool alive(int peer) const override;
+  // Makes alive(peer) report `yes` (nullopt: the inner transport's again), from another thread: a
+  // peer a test makes look alive while it sends nothing (a program that pauses).
+  void set_alive(int peer, std::optional<bool> yes);
 
   // Injects the loss of the link to peer, as if the transport had found it dead: the next
   // receive() returns errc::peer_lost (before any message, until take_lost_peers takes it), and
@@ -119,6 +125,7 @@ class faulty_transport final : public transport_wrapper {
   mutable std::mutex acknowledged_mutex_;
   std::map<int, std::uint64_t> acknowledged_;  // set_acknowledged's values, by peer
   std::map<int, std::uint64_t> heard_;         // set_heard's values, by peer (the same mutex)
+  std::map<int, bool> alive_;                  // set_alive's values, by peer (the same mutex)
 };
 
 }  // namespace qgossip

@@ -90,6 +90,13 @@ class transport_liveness {
   // (exchange::finish). nullopt when the transport cannot tell now (no connection up, ipc://): then
   // that wait ends at its deadline.
   [[nodiscard]] virtual std::optional<std::uint64_t> bytes_heard(int peer) const = 0;
+  // Whether peer's process is alive now, as far as the links show: its link is up, watched, and
+  // neither lost nor suspected (its heartbeats answered within the heartbeat timeout). A process
+  // whose program is busy elsewhere (an evaluation, a checkpoint, a sleep) is alive: its messaging
+  // library answers heartbeats on threads of its own. False when the transport cannot tell
+  // (heartbeats off, a link never up): then a silent peer is judged by the round's deadline alone
+  // (exchange_options::live_wait).
+  [[nodiscard]] virtual bool alive(int peer) const = 0;
 };
 
 // Queue figures: where this node's messages to a peer are, for flow control (asynchronous gossip,

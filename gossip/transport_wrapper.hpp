@@ -84,6 +84,7 @@ class transport_wrapper : public transport,
   [[nodiscard]] std::optional<std::uint64_t> bytes_heard(int peer) const override {
     return inner_liveness_ ? inner_liveness_->bytes_heard(peer) : std::nullopt;
   }
+  [[nodiscard]] bool alive(int peer) const override { return inner_liveness_ && inner_liveness_->alive(peer); }
 
   // transport_queues
   [[nodiscard]] std::optional<std::size_t> queued_bytes(int peer) const override {

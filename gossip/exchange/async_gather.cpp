@@ -194,7 +194,7 @@ status async_gather::gather(std::uint64_t iteration, const outgoing_message& msg
         return looked;
       },
       [&](bool got, transport_clock::time_point slice_end) {
-        if (got || slice_end < plan.deadline) return status::ok();
+        if (got || slice_end < plan.deadline || wait_for_live(need, waiting, start, plan)) return status::ok();
         return status::error(errc::timeout, waiting ? stale_message(need, waited) : backlog_message(waited));
       });
   if (out_) out_->resize(delivered_);
@@ -221,6 +221,25 @@ status async_gather::look(std::uint64_t need, wait_plan& plan, std::chrono::mill
   if (!waiting && backlog_progressed()) plan.deadline = transport_clock::now() + waited;
   plan.poll = waiting ? std::chrono::milliseconds{0} : kBacklogPoll;
   return status::ok();
+}
+
+bool async_gather::wait_for_live(std::uint64_t need, bool for_message, transport_clock::time_point start,
+                                 wait_plan& plan) {
+  const auto& bound = core_.options().live_wait;
+  const transport_liveness* liveness = core_.liveness();
+  const auto now = transport_clock::now();
+  if (!bound || !liveness || (bound->count() > 0 && now - start >= *bound)) return false;
+  alive_.clear();
+  for (std::size_t k = 0; k < core_.size(); ++k) {
+    if (!(for_message ? waiting_for(k, need) : link_backlogged(k))) continue;
+    if (!liveness->alive(core_.peer(k))) return false;
+    alive_.push_back(core_.peer(k));
+  }
+  if (alive_.empty()) return false;
+  core_.events().waiting(alive_, std::chrono::duration_cast<std::chrono::milliseconds>(now - start));
+  plan.deadline = now + core_.options().round_deadline;
+  if (bound->count() > 0) plan.deadline = std::min(plan.deadline, start + *bound);
+  return true;
 }
 
 status async_gather::unheard_neighbours() const {

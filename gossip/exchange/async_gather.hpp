@@ -59,6 +59,9 @@ class async_gather final : public exchange_protocol {
   [[nodiscard]] status unheard_neighbours() const;
   [[nodiscard]] std::string backlog_message(std::chrono::milliseconds waited) const;
   [[nodiscard]] std::string stale_message(std::uint64_t need, std::chrono::milliseconds waited) const;
+  // At the deadline with live_wait on: true when every peer the round waits on (for a message, or
+  // for its link to drain) is alive: plan.deadline moved, exchange_events::waiting told.
+  bool wait_for_live(std::uint64_t need, bool for_message, transport_clock::time_point start, wait_plan& plan);
 
   exchange_core& core_;
   const transport_queues& queues_;  // the transport's queue figures (core_.queues())
@@ -74,6 +77,7 @@ class async_gather final : public exchange_protocol {
   std::vector<std::optional<std::uint64_t>> taken_at_send_;
   std::vector<std::optional<std::uint64_t>> backlog_acked_;
   std::vector<link_message> all_sends_;  // scratch: the message to every live peer
+  std::vector<int> alive_;               // scratch: the live peers a round waits on past its deadline
   std::array<std::byte, kWireHeaderBytes> header_{};
 };
 

@@ -5,6 +5,7 @@
 // wants, so an implementation overrides only what it handles. Called from inside the exchange's
 // calls, on their thread, never later. A callback that may answer is handed the exchange as
 // link_control (gossip/exchange/link_control.hpp): what it may do to the links in answer.
+#include <chrono>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -24,6 +25,9 @@ class exchange_events {
   // connections. Rejections are rate-limited per reason (a few lines per 10 s, then one line
   // counting the rest), so a flood of garbage cannot flood the log. Default: dropped.
   virtual void log(const std::string& line) {}
+  // A round waits on past its deadline for `peers`, alive but silent (exchange_options::live_wait),
+  // having waited `waited` since it began: once per round_deadline. Default: nothing.
+  virtual void waiting(std::span<const int> peers, std::chrono::milliseconds waited) {}
   // Polled while the exchange waits (every kStopCheckInterval): true ends the wait with
   // errc::cancelled. The node passes its SIGINT/SIGTERM flag here. Default: never.
   virtual bool stop_requested() { return false; }

@@ -274,6 +274,39 @@ status sync_round::at_deadline(std::uint64_t iteration, std::size_t expected,
   return status::ok();
 }
 
+bool sync_round::wait_for_live(transport_clock::time_point start, wait_plan& plan, std::uint64_t iteration,
+                               std::size_t expected, status& s) {
+  const auto& bound = core_.options().live_wait;
+  const transport_liveness* liveness = core_.liveness();
+  const auto now = transport_clock::now();
+  if (!bound || !liveness || (bound->count() > 0 && now - start >= *bound)) return false;
+  alive_.clear();
+  std::size_t dead = 0;
+  for (std::size_t k = 0; k < core_.size(); ++k)
+    if (out_index_[k] >= 0 && !filled_[k]) {
+      if (liveness->alive(core_.peer(k)))
+        alive_.push_back(core_.peer(k));
+      else
+        ++dead;
+    }
+  if (alive_.empty()) return false;
+  const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(now - start);
+  if (dead > 0) {  // judged as at any deadline; the live ones are not cut off, so neither is this node
+    if (!core_.options().drop_silent) {
+      s = status::error(errc::timeout, silent_message(iteration, waited));
+      return true;
+    }
+    for (std::size_t k = 0; k < core_.size(); ++k)
+      if (out_index_[k] >= 0 && !filled_[k] && !liveness->alive(core_.peer(k)))
+        core_.peer_failed(k, "sent nothing for " + exchange_core::describe(kind_, iteration) + " within " +
+                                 std::to_string(waited.count()) + " ms");
+  }
+  core_.events().waiting(alive_, waited);
+  plan.deadline = now + core_.options().round_deadline;
+  if (bound->count() > 0) plan.deadline = std::min(plan.deadline, start + *bound);
+  return true;
+}
+
 status sync_round::round(message_kind kind, std::uint64_t iteration, const outgoing_message& msg,
                          std::vector<inbound_message>* out, const round_peers& peers) {
   if (status s = core_.usable(); !s) return s;
@@ -292,6 +325,7 @@ status sync_round::round(message_kind kind, std::uint64_t iteration, const outgo
   wait_plan plan{.deadline = start + waited,
                  .stopping = "stopped while waiting for round",
                  .round = iteration};
+  bool waited_on = false;  // past the deadline, for live peers (wait_for_live)
   status s = core_.wait(
       plan,
       [&](bool& done) {
@@ -301,7 +335,16 @@ status sync_round::round(message_kind kind, std::uint64_t iteration, const outgo
       [&](bool got, transport_clock::time_point slice_end) {
         if (got) return status::ok();
         if (status r = refused_by_all(); !r) return r;
-        return slice_end >= plan.deadline ? at_deadline(iteration, expected, waited) : status::ok();
+        if (slice_end < plan.deadline) return status::ok();
+        status judged = status::ok();
+        if (wait_for_live(start, plan, iteration, expected, judged)) {
+          waited_on = true;
+          return judged;
+        }
+        return at_deadline(iteration, expected,
+                           waited_on ? std::chrono::duration_cast<std::chrono::milliseconds>(
+                                           transport_clock::now() - start)
+                                     : waited);
       });
   if (s && out_) compact();
   kind_ = message_kind::train;  // between rounds

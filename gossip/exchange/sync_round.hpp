@@ -51,6 +51,11 @@ class sync_round final : public exchange_protocol {
   std::size_t expect_round(std::uint64_t iteration, std::span<const int> receive_from);
   // The wait's end at its deadline: the round's time-out, or its silent peers' failures.
   status at_deadline(std::uint64_t iteration, std::size_t expected, std::chrono::milliseconds waited);
+  // At a deadline with live_wait on: true when the round waits on for its silent peers that are
+  // alive (plan.deadline moved, exchange_events::waiting told), those not alive judged first
+  // (dropped where drop_silent, else the round's time-out in `s`).
+  bool wait_for_live(transport_clock::time_point start, wait_plan& plan, std::uint64_t iteration,
+                     std::size_t expected, status& s);
   void buffer(std::size_t k, const wire_header& h, std::vector<std::byte>& payload);
   void deliver(std::size_t k, const wire_header& h, std::vector<std::byte>& payload);
   // Leaves peer k's entry of the round under way: no longer waited for, its message not delivered.
@@ -73,6 +78,7 @@ class sync_round final : public exchange_protocol {
   std::vector<bool> vacated_;  // per entry: its peer was dropped mid-round
   std::size_t missing_ = 0;
   std::vector<int> live_send_;  // scratch: the round's send_to less dropped peers
+  std::vector<int> alive_;      // scratch: the round's silent peers that are alive (wait_for_live)
   std::array<std::byte, kWireHeaderBytes> header_{};
 };
 

@@ -3,6 +3,7 @@
 // what it delivers.
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -29,6 +30,13 @@ struct exchange_options {
   // and the round goes on) rather than the round's time-out, unless every peer of the round was silent
   // (then this node is the one cut off). Off: the round fails with errc::timeout.
   bool drop_silent = false;
+  // A neighbour silent at a round's deadline but alive (transport_liveness::alive: a program busy
+  // between two steps, an evaluation, a checkpoint) is waited for instead: the round goes on
+  // waiting, telling exchange_events::waiting once per round_deadline, until its message comes, its
+  // link is lost, or live_wait from the round's start has passed (0: no bound, for as long as it is
+  // alive); then it is judged as a silent one is. nullopt: every silent peer is judged at the
+  // deadline.
+  std::optional<std::chrono::milliseconds> live_wait;
   // Asynchronous gossip (train.max_staleness > 0): train messages are delivered by gather(), each
   // peer's in its order (iteration = the previous one + 1; a gap is rejected), as they arrive, never
   // held for a round; round() is then for probes only.

@@ -577,6 +577,14 @@ std::optional<std::uint64_t> zmq_transport::bytes_heard(int peer) const {
   return p ? std::optional<std::uint64_t>(p->bytes_received) : std::nullopt;
 }
 
+bool zmq_transport::alive(int peer) const {
+  const auto it = impl_->links.find(peer);
+  if (!impl_->heartbeats() || it == impl_->links.end()) return false;
+  const impl::link& l = it->second;
+  return l.up && !l.forgotten && !l.judged_silent && !impl_->suspected.count(peer) &&
+         !std::binary_search(impl_->lost.begin(), impl_->lost.end(), peer);
+}
+
 std::string zmq_transport::loss_cause(int peer) const {
   const auto it = impl_->causes.find(peer);
   return it == impl_->causes.end() ? std::string() : it->second;

@@ -200,6 +200,9 @@ class zmq_transport final : public transport,
   void watch_peer(int peer) override;
   // TCP_INFO's tcpi_bytes_received of the connection to peer (its PONGs); nullopt as for queued_bytes.
   [[nodiscard]] std::optional<std::uint64_t> bytes_heard(int peer) const override;
+  // Heartbeats on, the link up (its handshake done, its connection not ended), not forgotten, not
+  // suspected (judged silent, or closed and within its loss_grace), its loss not pending.
+  [[nodiscard]] bool alive(int peer) const override;
 
   // transport_queues.
   // The kernel's count of bytes on the TCP connection to peer not yet transmitted (SIOCOUTQNSD),

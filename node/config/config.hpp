@@ -136,6 +136,13 @@ struct network_config {
   // on; the news spreads hop by hop. Decentralized algorithms only.
   peer_failure_policy on_peer_failure = peer_failure_policy::stop;
   double heartbeat_s = 1.0;  // a link silent this long (ZeroMQ heartbeats, 4 per period) is lost; 0: off
+  // A neighbour whose messages are late but whose process is alive (it answers heartbeats: its
+  // program is busy between two steps, in an evaluation, a checkpoint, a compile) is waited for past
+  // round_timeout_s, each waiting neighbour saying "waiting for rank 2: alive, 40 s behind", up to
+  // this long from the round's start; then it counts as failed. nullopt (`none`, the default): for
+  // as long as it is alive. 0: not waited for (judged at round_timeout_s). Needs heartbeat_s > 0.
+  // Each node's own tolerance: not part of the run id (like keys_dir).
+  std::optional<double> stall_timeout_s;
   int max_rejected = 16;     // rejected messages on a neighbour's link before it counts as misbehaving; 0: never
   // `qgossip launch` restarts a node that died, at most this many times per node, after a back-off
   // (1 s, doubling, at most 30 s); the restarted node rejoins the running graph (docs/failures.md,

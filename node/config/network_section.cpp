@@ -1,4 +1,6 @@
 // The network: and output: sections (node/config/sections.hpp).
+#include <cstdlib>
+
 #include "node/config/config_fields.hpp"
 #include "node/config/sections.hpp"
 
@@ -18,12 +20,27 @@ void read_timeouts(yaml_reader& n, network_config& nw) {
   nw.pace_mbit = get_double_in(n, "pace_mbit", nw.pace_mbit, 0.0, 1e6);
 }
 
+// network.stall_timeout_s: seconds >= 0, or `none`.
+std::optional<double> read_stall_timeout(yaml_reader& n, std::optional<double> def) {
+  auto v = n.child("stall_timeout_s");
+  if (!v) return def;
+  if (v->IsScalar() && v->Scalar() == "none") return std::nullopt;
+  const std::string what = n.key_path("stall_timeout_s") + ": expected seconds >= 0 (at most 1e7) or 'none'";
+  if (!v->IsScalar()) throw n.error_at(*v, what);
+  const std::string text = v->Scalar();
+  char* end = nullptr;
+  const double x = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || !(x >= 0 && x <= 1e7)) throw n.error_at(*v, what + ", got '" + text + "'");
+  return x;
+}
+
 void read_failures(yaml_reader& n, network_config& nw) {
   nw.on_peer_failure = get_choice(n, "on_peer_failure", nw.on_peer_failure);
   nw.heartbeat_s = get_double_in(n, "heartbeat_s", nw.heartbeat_s, 0.0, 3600);
   if (nw.heartbeat_s > 0 && nw.heartbeat_s < 0.05)
     throw n.error_at(*n.child("heartbeat_s"), n.key_path("heartbeat_s") + ": expected 0 (off) or at least 0.05 s, received " +
                                                   std::to_string(nw.heartbeat_s));
+  nw.stall_timeout_s = read_stall_timeout(n, nw.stall_timeout_s);
   nw.max_rejected = get_int_in(n, "max_rejected", nw.max_rejected, 0, 1 << 30);
   nw.restart = get_int_in(n, "restart", nw.restart, 0, 1000);
 }
@@ -48,8 +65,8 @@ void read_network(yaml_reader& r, run_config& c) {
   }
 }
 
-// keys_dir is host-local (hosts may keep their keys apart), restart the launcher's: neither is in
-// the canonical config.
+// keys_dir is host-local (hosts may keep their keys apart), restart the launcher's, stall_timeout_s
+// each node's own tolerance: none is in the canonical config.
 void emit_network(YAML::Emitter& y, const network_config& nw) {
   y << YAML::BeginMap << YAML::Key << "transport" << YAML::Value << std::string(name_of(nw.transport)) << YAML::Key
     << "start_timeout_s" << YAML::Value << nw.start_timeout_s << YAML::Key << "round_timeout_s" << YAML::Value

@@ -8,6 +8,13 @@ void link_events::log(const std::string& line) { say(rank_, line); }
 
 bool link_events::stop_requested() { return qgossip::stop_requested(); }
 
+// "waiting for rank 2: alive, 40 s behind" (network.stall_timeout_s).
+void link_events::waiting(std::span<const int> peers, std::chrono::milliseconds waited) {
+  std::string who;
+  for (int p : peers) who += (who.empty() ? "rank " : ", rank ") + std::to_string(p);
+  say(rank_, "waiting for " + who + ": alive, " + std::to_string(waited.count() / 1000) + " s behind");
+}
+
 // A message the inbox refuses (it does not decode, or is not finite) is the exchange's to reject and
 // count, and a failure of its sender (exchange_events::kUndecodable in the cause, which makes it
 // proven hostile: departures::proven_hostile).

@@ -5,6 +5,7 @@
 // the part registered for it, lines to the node's log, and the stop flag of SIGINT/SIGTERM. Parts a
 // pattern lacks (no inbox for a ring; no returns unless nodes come back) are null: what they would
 // hear keeps the exchange's default.
+#include <chrono>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -28,6 +29,7 @@ class link_events final : public exchange_events {
   status join(int from, const wire_header& header, std::span<const std::byte> payload, link_control& links) override;
   void foreign_join(int from, std::uint64_t run_id, link_control& links) override;
   status dropped_peer_heard(int from) override;
+  void waiting(std::span<const int> peers, std::chrono::milliseconds waited) override;
 
  private:
   int rank_;

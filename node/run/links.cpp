@@ -38,6 +38,11 @@ exchange_options exchange_options_for(const run_config& c, int rank, const node_
   eo.run_id = c.run_id;
   eo.first_deadline = to_ms(c.network.start_timeout_s);
   eo.round_deadline = to_ms(c.network.round_timeout_s);
+  // A live neighbour is waited for (network.stall_timeout_s: none = as long as it is alive, 0 = not).
+  if (!c.network.stall_timeout_s)
+    eo.live_wait = std::chrono::milliseconds{0};
+  else if (*c.network.stall_timeout_s > 0)
+    eo.live_wait = to_ms(*c.network.stall_timeout_s);
   eo.max_payload_bytes = l.network->max_payload_bytes();
   eo.max_rejected = static_cast<std::uint32_t>(c.network.max_rejected);
   eo.asynchronous = l.shape.gossip && l.shape.max_staleness > 0;

@@ -2,6 +2,7 @@
 // exchange_events for tests: each event goes to the function of its name when one is set, else
 // to the default (gossip/exchange/events.hpp), so a test sets only what it watches. The links a
 // callback is handed are the test's own exchange, which the hooks use directly.
+#include <chrono>
 #include <functional>
 #include <span>
 #include <string>
@@ -18,6 +19,7 @@ struct hook_events final : exchange_events {
   std::function<status(int, std::span<const std::byte>)> on_notice;
   std::function<status(int, const wire_header&, std::span<const std::byte>)> on_join;
   std::function<void(int, std::uint64_t)> on_foreign_join;
+  std::function<void(std::span<const int>, std::chrono::milliseconds)> on_waiting;
 
   void log(const std::string& line) override {
     if (on_log) on_log(line);
@@ -37,6 +39,9 @@ struct hook_events final : exchange_events {
   }
   void foreign_join(int from, std::uint64_t run_id, link_control&) override {
     if (on_foreign_join) on_foreign_join(from, run_id);
+  }
+  void waiting(std::span<const int> peers, std::chrono::milliseconds waited) override {
+    if (on_waiting) on_waiting(peers, waited);
   }
 };
 

@@ -69,6 +69,10 @@ class recording_transport final : public transport,
   void forget_peer(int peer) override { note("forget_peer", peer); }
   void watch_peer(int peer) override { note("watch_peer", peer); }
   std::optional<std::uint64_t> bytes_heard(int peer) const override { return answer("bytes_heard", peer, 1000); }
+  bool alive(int peer) const override {
+    note("alive", peer);
+    return peer % 2 == 1;
+  }
 
   std::optional<std::size_t> queued_bytes(int peer) const override { return answer("queued_bytes", peer, 2000); }
   std::optional<std::uint64_t> bytes_taken(int peer) const override { return answer("bytes_taken", peer, 3000); }
@@ -126,8 +130,10 @@ TEST_CASE("transport_wrapper: every call reaches the inner transport, and its an
   l.forget_peer(3);
   l.watch_peer(3);
   CHECK(l.bytes_heard(3) == 1003u);
-  CHECK(rec.take() ==
-        std::vector<std::string>{"take_lost_peers", "loss_cause 3", "forget_peer 3", "watch_peer 3", "bytes_heard 3"});
+  CHECK(l.alive(3));
+  CHECK_FALSE(l.alive(4));
+  CHECK(rec.take() == std::vector<std::string>{"take_lost_peers", "loss_cause 3", "forget_peer 3", "watch_peer 3",
+                                               "bytes_heard 3", "alive 3", "alive 4"});
 
   REQUIRE(t.queues() == static_cast<transport_queues*>(&w));
   const transport_queues& q = *t.queues();
@@ -195,6 +201,15 @@ TEST_CASE("faulty_transport: liveness and queue figures over a backend without t
   CHECK(l.bytes_heard(2) == std::nullopt);
   f.set_heard(2, 9);
   CHECK(l.bytes_heard(2) == 9u);
+  CHECK_FALSE(l.alive(2));  // no backend to say so
+  f.set_alive(2, true);
+  CHECK(l.alive(2));
+  f.lose(2);  // a loss not yet taken: not alive, whatever was set
+  CHECK_FALSE(l.alive(2));
+  l.take_lost_peers(lost);
+  CHECK(l.alive(2));
+  f.set_alive(2, std::nullopt);
+  CHECK_FALSE(l.alive(2));
   const transport_queues& q = *f.queues();
   CHECK(q.queued_bytes(2) == std::nullopt);
   f.set_queued(2, 10);

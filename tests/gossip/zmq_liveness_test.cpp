@@ -276,6 +276,7 @@ TEST_CASE("liveness: heartbeats off (the default) report nothing") {
   t0.connect(1, t1->bound_endpoint());
   t1->connect(0, t0.bound_endpoint());
   handshake(t0, 0, *t1, 1);
+  CHECK_FALSE(t0.alive(1));  // nothing to tell it by
   REQUIRE(t1->send(0, bytes("last"), bytes("")).is_ok());
   t1.reset();
   std::vector<std::string> got;
@@ -329,7 +330,9 @@ TEST_CASE("liveness: a killed neighbour (SIGKILL) is reported within 500 ms") {
     MESSAGE(std::string(curve ? "curve" : "none") << ": SIGKILL reported after " << latency << " ms");
     REQUIRE(st.code() == errc::peer_lost);
     CHECK(latency < 500);
+    CHECK_FALSE(t0->alive(1));
     CHECK(take_lost(*t0) == std::vector<int>{1});
+    CHECK_FALSE(t0->alive(1));
   }
 }
 
@@ -348,6 +351,7 @@ TEST_CASE("liveness: a stopped neighbour (SIGSTOP) is reported by heartbeat with
     CHECK(latency >= 500);  // only the heartbeat could find it: nothing closed
     CHECK(latency < 2000);  // interval + timeout + RTO + two judgements = 1400 ms
     CHECK(take_lost(*t0) == std::vector<int>{1});
+    CHECK_FALSE(t0->alive(1));
     // Once: reconnecting to the stopped process (whose kernel still accepts TCP connections)
     // never completes a handshake, so nothing more is reported. grace + 400 ms.
     CHECK(receive_until_not_ok(*t0, transport_clock::now() + 600ms).code() == errc::timeout);
@@ -361,9 +365,13 @@ TEST_CASE("liveness: a busy neighbour (3 s without calling its transport) is not
   auto t0 = connect_to(child, s);
   const auto start = transport_clock::now();
   inbound_frames in;
+  CHECK(t0->alive(1));
   // Its I/O thread answers our PINGs meanwhile: no loss for 3 s (3.75 heartbeat timeouts), then
-  // its "awake".
-  status st = t0->receive(start + 10s, in);
+  // its "awake". Alive all along (transport_liveness::alive: what a round waits on, live_wait).
+  status st = t0->receive(start + 2s, in);
+  REQUIRE(st.code() == errc::timeout);
+  CHECK(t0->alive(1));
+  st = t0->receive(start + 10s, in);
   const double waited = ms_since(start);
   REQUIRE_MESSAGE(st.is_ok(), st.to_string());
   CHECK(text(in.header) == "awake");

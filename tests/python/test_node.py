@@ -4,6 +4,7 @@ data, the quantization), and synchronous gossip's result does not depend on timi
 below cannot flake on a loaded machine: only the time-outs are wall-clock, and they are generous."""
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -58,6 +59,9 @@ WITH_WORKER = textwrap.dedent('''
     import json, os, sys, time, torch, qgossip
     rank, steps, config, out = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
     raise_at, kind = int(os.environ.get("RAISE_AT", "0")), os.environ.get("RAISE", "RuntimeError")
+    pause_at, pause_s = int(os.environ.get("PAUSE_AT", "0")), float(os.environ.get("PAUSE_S", "0"))
+    if os.environ.get("SPECIAL_RANK", str(rank)) != str(rank):  # under the launcher: every rank has the env
+        raise_at = pause_at = 0
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(20, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
     w = torch.randn(20, 4, generator=torch.Generator().manual_seed(7))
@@ -72,6 +76,10 @@ WITH_WORKER = textwrap.dedent('''
                     result["raised_at"] = time.time()
                     json.dump(result, open(out, "w"))
                     raise KeyboardInterrupt() if kind == "KeyboardInterrupt" else RuntimeError(f"boom at step {step}")
+                if step == pause_at:  # the program busy between two steps: an evaluation, a checkpoint
+                    result["paused_at"] = time.time()
+                    json.dump(result, open(out + ".paused", "w"))
+                    time.sleep(pause_s)
                 x = torch.randn(64, 20, generator=g)
                 loss = torch.nn.functional.cross_entropy(model(x), (x @ w).argmax(1))
                 opt.zero_grad(); loss.backward(); opt.step()
@@ -84,7 +92,7 @@ WITH_WORKER = textwrap.dedent('''
 
 
 def write_config(tmp_path, n, extra="", network="", algorithm="{name: choco, consensus_step: 0.8}",
-                 compressor="{name: qsgd, bits: 3, bucket: 128, norm: max}", train=""):
+                 compressor="{name: qsgd, bits: 3, bucket: 128, norm: max}", train="", round_timeout_s=30):
     path = tmp_path / "run.yaml"
     path.write_text(textwrap.dedent(f"""\
         name: py
@@ -93,7 +101,7 @@ def write_config(tmp_path, n, extra="", network="", algorithm="{name: choco, con
         algorithm: {algorithm}
         compressor: {compressor}
         train: {{local_steps: 4, log_every: 5{train}}}
-        network: {{transport: ipc, security: none, start_timeout_s: 30, round_timeout_s: 30{network}}}
+        network: {{transport: ipc, security: none, start_timeout_s: 30, round_timeout_s: {round_timeout_s}{network}}}
         output: {{dir: {tmp_path}/runs}}
         """) + extra)
     return path
@@ -436,9 +444,9 @@ def test_a_run_saved_with_state_dict_and_continued_ends_as_one_never_stopped(bui
         node.attach(torch.nn.Linear(20, 4))
 
 
-def run_with_worker(tmp_path, n, steps, raising, env, network):
-    """n nodes of WITH_WORKER, rank `raising` with env; their exit codes and results."""
-    config = write_config(tmp_path, n, network=network)
+def start_with_worker(tmp_path, n, steps, special, env, network, round_timeout_s=30):
+    """n nodes of WITH_WORKER, rank `special` with env: (process, result path) per rank."""
+    config = write_config(tmp_path, n, network=network, round_timeout_s=round_timeout_s)
     worker = tmp_path / "with_worker.py"
     worker.write_text(WITH_WORKER)
     procs = []
@@ -446,8 +454,14 @@ def run_with_worker(tmp_path, n, steps, raising, env, network):
         out = tmp_path / f"result-{rank}.json"
         log = open(tmp_path / f"node-{rank}.out", "a")
         procs.append((subprocess.Popen([sys.executable, str(worker), str(rank), str(steps), str(config), str(out)],
-                                       env=dict(os.environ, **(env if rank == raising else {})), stdout=log,
+                                       env=dict(os.environ, **(env if rank == special else {})), stdout=log,
                                        stderr=subprocess.STDOUT), out))
+    return procs
+
+
+def run_with_worker(tmp_path, n, steps, raising, env, network, round_timeout_s=30):
+    """n nodes of WITH_WORKER, rank `raising` with env; their exit codes and results."""
+    procs = start_with_worker(tmp_path, n, steps, raising, env, network, round_timeout_s)
     codes = [p.wait(timeout=120) for p, _ in procs]
     return codes, [json.loads(out.read_text()) for _, out in procs]
 
@@ -488,6 +502,76 @@ def test_a_keyboard_interrupt_inside_with_ends_the_node_interrupted(build, tmp_p
     assert interrupted["status"] == "interrupted", interrupted
     assert "KeyboardInterrupt" in interrupted["error"], interrupted
     assert codes[0] == 0 and results[0].get("exit") == 0, node_output(tmp_path, 0)
+
+
+# A program busy between two steps for longer than network.round_timeout_s (an evaluation, a
+# checkpoint, a compile) stays alive to its neighbours: its messaging library's threads answer their
+# heartbeats while Python sleeps, so they wait for it, saying so ("waiting for rank 1: alive, 4 s
+# behind"), instead of failing it (network.stall_timeout_s: none, the default). 4 nodes on a ring,
+# sync CHOCO 3-bit; rank 1 sleeps 8 s after round 7, four round time-outs of 2 s: under both
+# policies every node ends 0 and every copy is exact. With stall_timeout_s: 0 (not waited for) the
+# same pause is a failure, as before.
+@pytest.mark.parametrize("policy", ["continue", "stop"])
+def test_a_loop_that_pauses_past_the_round_timeout_is_waited_for(build, tmp_path, policy):
+    codes, results = run_with_worker(tmp_path, 4, 80, 1, {"PAUSE_AT": "30", "PAUSE_S": "8"},
+                                     f", on_peer_failure: {policy}", round_timeout_s=2)
+    for r in results:
+        assert codes[r["rank"]] == 0 and r.get("exit") == 0, node_output(tmp_path, r["rank"])
+    said = node_output(tmp_path, 0) + node_output(tmp_path, 2)
+    assert re.search(r"waiting for rank 1: alive, [2-8] s behind", said), said
+    assert_verified(build, tmp_path, "all equal")
+
+
+def test_a_pause_is_a_failure_where_stall_timeout_s_is_0(build, tmp_path):
+    codes, results = run_with_worker(tmp_path, 2, 80, 1, {"PAUSE_AT": "30", "PAUSE_S": "6"},
+                                     ", on_peer_failure: stop, stall_timeout_s: 0", round_timeout_s=2)
+    assert "error" in results[0] and "rank 1" in results[0]["error"], results[0]
+    assert "waiting for" not in node_output(tmp_path, 0)
+
+
+# A node killed while a neighbour's loop pauses is found as fast as ever (its link closes): rank 1
+# sleeps 10 s; 3 s in (ranks 0 and 2 past their round time-out, waiting for it), rank 3 is killed
+# (-9); ranks 0 and 2 say it left within 1.5 s, train on when rank 1 is back, and end 0 with it.
+def test_a_node_killed_during_a_pause_is_found_at_once(build, tmp_path):
+    procs = start_with_worker(tmp_path, 4, 80, 1, {"PAUSE_AT": "30", "PAUSE_S": "10"},
+                              ", on_peer_failure: continue", round_timeout_s=2)
+    paused = tmp_path / "result-1.json.paused"
+    deadline = time.monotonic() + 60
+    while not paused.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert paused.exists(), node_output(tmp_path, 1)
+    time.sleep(3.0)
+    procs[3][0].kill()
+    killed = time.monotonic()
+    found = {}
+    while len(found) < 2 and time.monotonic() < killed + 5:
+        for r in (0, 2):
+            if r not in found and "rank 3 left the run" in node_output(tmp_path, r):
+                found[r] = time.monotonic() - killed
+        time.sleep(0.05)
+    codes = [p.wait(timeout=120) for p, _ in procs]
+    assert sorted(found) == [0, 2] and max(found.values()) < 1.5, (found, node_output(tmp_path, 0))
+    assert codes[:3] == [0, 0, 0] and codes[3] == -signal.SIGKILL, codes
+    assert_verified(build, tmp_path, "all equal")
+
+
+# Ctrl-C of one node under `qgossip launch --exec` (its loop's KeyboardInterrupt, Python then ending
+# by SIGINT): that node's summary says interrupted, and the launcher exits 130 (docs/errors.md); under
+# `continue` the other trains on, and the launch, which it completed, exits 0 naming the departure.
+@pytest.mark.parametrize("policy,code", [("stop", 130), ("continue", 0)])
+def test_a_keyboard_interrupt_under_the_launcher(build, tmp_path, policy, code):
+    config = write_config(tmp_path, 2, network=f", on_peer_failure: {policy}")
+    worker = tmp_path / "with_worker.py"
+    worker.write_text(WITH_WORKER)
+    program = f"{sys.executable} {worker} {{rank}} 80 {config} {tmp_path}/result-{{rank}}.json"
+    launch = subprocess.run([os.path.join(build, "qgossip"), "launch", str(config), "--exec", program, "--plain",
+                             "--no-plot"], env=dict(os.environ, RAISE_AT="10", RAISE="KeyboardInterrupt", SPECIAL_RANK="1"),
+                            capture_output=True, text=True, timeout=180)
+    said = launch.stdout + launch.stderr
+    assert launch.returncode == code, said
+    assert summary_of(tmp_path, 1)["status"] == "interrupted"
+    if policy == "continue":
+        assert "node 1 left the run at round 2 (rank 1: it stopped: interrupted" in said, said
 
 
 # node.mix(k): k rounds that only mix. 4 nodes on a ring, CHOCO 3-bit with DiLoCo's outer step (lr 0.7,

@@ -164,6 +164,24 @@ TEST_CASE("quantities that must be positive say so, and ranges print their numbe
   CHECK(c.data.alpha == 0.3);
 }
 
+TEST_CASE("network.stall_timeout_s: none (the default), seconds >= 0; each node's own, not in the run id") {
+  scratch s;
+  const run_config d = load_run_config(s.write("d.yaml", "topology: {graph: ring, n: 4}\n"));
+  CHECK_FALSE(d.network.stall_timeout_s.has_value());
+  CHECK_FALSE(load_run_config(s.write("none.yaml", "topology: {graph: ring, n: 4}\nnetwork: {stall_timeout_s: none}\n"))
+                  .network.stall_timeout_s.has_value());
+  const run_config c = load_run_config(s.write("d.yaml", "topology: {graph: ring, n: 4}\nnetwork: {stall_timeout_s: 600}\n"));
+  CHECK(c.network.stall_timeout_s == 600.0);
+  CHECK(c.run_id == d.run_id);  // same name, same run
+  CHECK(load_run_config(s.write("zero.yaml", "topology: {graph: ring, n: 4}\nnetwork: {stall_timeout_s: 0}\n"))
+            .network.stall_timeout_s == 0.0);
+  for (const char* bad : {"-1", "forever", "[1]"}) {
+    CAPTURE(bad);
+    const std::string f = s.write("bad.yaml", std::string("topology: {graph: ring, n: 4}\nnetwork: {stall_timeout_s: ") + bad + "}\n");
+    CHECK(error_of(f).find(f + ":2:28: network.stall_timeout_s: expected seconds >= 0 (at most 1e7) or 'none'") == 0);
+  }
+}
+
 TEST_CASE("network.on_peer_failure: continue only where every round can go on without a node") {
   scratch s;
   std::string f = s.write("ok.yaml", "topology: {graph: ring, n: 4}\nnetwork: {on_peer_failure: continue, heartbeat_s: 2, max_rejected: 3}\n");
