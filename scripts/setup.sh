@@ -3,7 +3,8 @@
 # libtorch-dev is the libtorch model backend (LeNet-5, ResNet-20, TorchScript; CPU), with OpenBLAS as the
 # BLAS it loads (libopenblas0-pthread takes the libblas.so.3 alternative); python3-torch writes the
 # TorchScript files the tests train and is the peer baseline; pybind11-dev and python3-dev build the Python
-# module (python/, docs/python.md), python3-pytest runs its tests. slurm-wlm (slurmctld, slurmd, the client
+# module (python/, docs/python.md), python3-pytest runs its tests, python3-venv, -pip, -setuptools and -wheel
+# are `pip install .` into a venv (pyproject.toml, setup.py). slurm-wlm (slurmctld, slurmd, the client
 # commands) and munge are the one-machine Slurm of scripts/slurm-local.sh and tests/integration/slurm_test.sh;
 # where systemd runs, installing them starts a system munged, and Debian's slurmctld/slurmd units wait
 # for an /etc/slurm/slurm.conf that nothing here writes (docs/slurm.md). bible-kjv (its `bible` command)
@@ -16,7 +17,7 @@ pkgs=(build-essential cmake ninja-build pkg-config git
       bible-kjv bible-kjv-text
       iproute2 iputils-ping
       libtorch-dev libopenblas0-pthread python3-torch
-      pybind11-dev python3-dev python3-pytest
+      pybind11-dev python3-dev python3-pytest python3-venv python3-pip python3-setuptools python3-wheel
       clang libclang-rt-14-dev
       slurm-wlm munge)
 missing=()

@@ -2,6 +2,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -155,6 +156,20 @@ std::vector<std::string> resume_arguments(const run_config& c) {
   return {"--resume", "--resume-round", std::to_string(round)};
 }
 
+// Where --exec's program finds the module that belongs to this qgossip, for its PYTHONPATH: the one
+// built beside it (build/qgossip: build/python), or, for the qgossip a `pip install` put inside the
+// package (site-packages/qgossip/bin/qgossip), that site-packages, ahead of any other. nullopt: none
+// (the program finds whatever qgossip its Python has).
+std::optional<std::string> module_beside_this_command() {
+  namespace fs = std::filesystem;
+  const fs::path here = fs::path(self_executable()).parent_path();
+  std::error_code ec;
+  if (fs::exists(here / "python" / "qgossip" / "__init__.py", ec)) return (here / "python").string();
+  if (here.filename() == "bin" && fs::exists(here.parent_path() / "__init__.py", ec))
+    return here.parent_path().parent_path().string();
+  return std::nullopt;
+}
+
 // One `qgossip run` process per rank: behind the exec prefix, with the launch's --set options, one
 // GPU each when there are GPUs, stderr into runs/<name>/node-<rank>.log.
 std::vector<node_process> node_processes(const launch_request& opt, const run_config& c,
@@ -177,14 +192,14 @@ std::vector<node_process> node_processes(const launch_request& opt, const run_co
       p.argv.insert(p.argv.end(), program.begin(), program.end());
       std::string sets;
       for (const auto& s : opt.sets) sets += (sets.empty() ? "" : "\n") + s;
-      // The module built beside this qgossip (build/python), ahead of any other.
-      const std::string module = (std::filesystem::path(self_executable()).parent_path() / "python").string();
-      const char* path = std::getenv("PYTHONPATH");
       p.env.insert(p.env.end(), {{"QGOSSIP_RANK", std::to_string(r)},
                                  {"QGOSSIP_CONFIG", std::filesystem::absolute(opt.config).string()},
                                  {"QGOSSIP_SETS", sets},
-                                 {"QGOSSIP_PROGRESS", "1"},
-                                 {"PYTHONPATH", path && *path ? module + ":" + path : module}});
+                                 {"QGOSSIP_PROGRESS", "1"}});
+      if (const auto module = module_beside_this_command()) {
+        const char* path = std::getenv("PYTHONPATH");
+        p.env.emplace_back("PYTHONPATH", path && *path ? *module + ":" + path : *module);
+      }
     }
     const int gpu = c.topology.nodes[static_cast<std::size_t>(r)].gpu;
     if (gpus > 0) p.env.emplace_back("CUDA_VISIBLE_DEVICES", std::to_string(gpu >= 0 ? gpu : r % gpus));
