@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/errors.hpp"
+#include "core/hash.hpp"
 #include "node/config/config.hpp"
 #include "node/run/node_session.hpp"
 #include "node/run/run_control.hpp"
@@ -89,6 +90,7 @@ class py_node {
     run([&] { session_->mix(rounds); });
   }
   void log(double loss) { session_->log_loss(loss); }
+  void set_group_hashes(std::vector<std::uint64_t> hashes) { session_->set_group_hashes(std::move(hashes)); }
   void log_metric(const std::string& name, double value) { session_->log_metric(name, value); }
   int close() {
     return static_cast<int>(run([&] { return session_->close(); }));
@@ -139,6 +141,18 @@ PYBIND11_MODULE(_core, m) {
       PyErr_SetString(PyExc_RuntimeError, e.what());
     }
   });
+  // The 64-bit hash of a float32 buffer, as a node's summary records its model's (model_hash).
+  m.def("model_hash", [](const py::buffer& values) {
+    const py::buffer_info info = values.request();
+    if (info.format != py::format_descriptor<float>::format() || info.itemsize != 4)
+      throw py::type_error("model_hash: expected a float32 buffer, got format '" + info.format + "'");
+    return hash64(std::span<const float>(static_cast<const float*>(info.ptr), static_cast<std::size_t>(info.size)));
+  });
+  // The run's number of nodes (topology.n) as the YAML and its overrides say, without starting one.
+  m.def("run_nodes", [](const std::string& config, std::vector<std::string> overrides) {
+    overrides.push_back(kProgramModelSet);
+    return load_run_config(config, overrides).topology.n;
+  }, py::arg("config"), py::arg("overrides") = std::vector<std::string>{});
   py::class_<py_node>(m, "Node")
       .def(py::init<const std::string&, int, std::vector<std::string>, bool>(), py::arg("config"), py::arg("rank"),
            py::arg("overrides") = std::vector<std::string>{}, py::arg("progress") = false)
@@ -150,6 +164,7 @@ PYBIND11_MODULE(_core, m) {
       .def("log_metric", &py_node::log_metric, py::arg("name"), py::arg("value"))
       .def("close", &py_node::close)
       .def("end", &py_node::end, py::arg("interrupted"), py::arg("why"))
+      .def("set_group_hashes", &py_node::set_group_hashes, py::arg("hashes"))
       .def_property_readonly("rank", [](py_node& n) { return n.session().rank(); })
       .def_property_readonly("round", [](py_node& n) { return n.session().round(); })
       .def_property_readonly("steps", [](py_node& n) { return n.session().steps(); })

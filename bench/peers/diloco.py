@@ -14,6 +14,25 @@ import torch
 import torch.distributed as dist
 
 
+def pseudo_gradient(buffer, global_params, local_params):
+    """Writes θ_global − θ_local into the flat buffer, tensor after tensor."""
+    with torch.no_grad():
+        offset = 0
+        for g, p in zip(global_params, local_params):
+            k = p.numel()
+            buffer[offset:offset + k].copy_((g - p).reshape(-1))
+            offset += k
+
+
+def set_gradients(global_params, buffer):
+    """Each global tensor's .grad from its slice of the flat buffer (a copy: the buffer is reused)."""
+    offset = 0
+    for g in global_params:
+        k = g.numel()
+        g.grad = buffer[offset:offset + k].view_as(g).clone()
+        offset += k
+
+
 class DiLoCo:
     """Holds θ_global (a copy of the model's parameters) and the outer optimizer.
 
@@ -38,22 +57,14 @@ class DiLoCo:
 
     def sync(self, world):
         """The outer step: all-reduce the pseudo-gradient, step θ_global, reset θ_local to it."""
+        pseudo_gradient(self.buffer, self.global_params, self.local_params)
         with torch.no_grad():
-            offset = 0
-            for g, p in zip(self.global_params, self.local_params):
-                k = p.numel()
-                self.buffer[offset:offset + k].copy_((g - p).reshape(-1))
-                offset += k
             start = time.perf_counter()
             if world > 1:
                 dist.all_reduce(self.buffer, op=dist.ReduceOp.SUM)
             self.comm_s += time.perf_counter() - start
             self.buffer.div_(world)
-            offset = 0
-            for g in self.global_params:
-                k = g.numel()
-                g.grad = self.buffer[offset:offset + k].view_as(g).clone()
-                offset += k
+            set_gradients(self.global_params, self.buffer)
         self.outer.step()
         with torch.no_grad():
             for g, p in zip(self.global_params, self.local_params):

@@ -18,6 +18,8 @@ import time
 import torch
 import torch.distributed as dist
 
+from diloco import pseudo_gradient, set_gradients
+
 
 def fragments_of(params, count):
     """The model's tensors in order, cut into `count` runs of about equal numel (none empty)."""
@@ -82,12 +84,7 @@ class StreamingDiLoCo:
                 self._finish(f, world)
 
     def _start(self, f, world, t):
-        with torch.no_grad():
-            offset = 0
-            for g, p in zip(f.globals, f.local):
-                k = p.numel()
-                f.buffer[offset:offset + k].copy_((g - p).reshape(-1))
-                offset += k
+        pseudo_gradient(f.buffer, f.globals, f.local)
         start = time.perf_counter()
         f.work = dist.all_reduce(f.buffer, op=dist.ReduceOp.SUM, async_op=True) if world > 1 else True
         self.comm_s += time.perf_counter() - start
@@ -102,11 +99,7 @@ class StreamingDiLoCo:
         f.work = None
         with torch.no_grad():
             f.buffer.div_(world)
-            offset = 0
-            for g in f.globals:
-                k = g.numel()
-                g.grad = f.buffer[offset:offset + k].view_as(g).clone()
-                offset += k
+            set_gradients(f.globals, f.buffer)
         f.outer.step()
         with torch.no_grad():
             for g, p in zip(f.globals, f.local):

@@ -49,9 +49,12 @@ int print_replica_check(const std::string& run_dir) {
         "verify: hostile ranks (a scenario's attack), whose copies are forged on purpose, not compared: %s\n",
         rank_list(r.hostile).c_str());
   for (const auto& m : r.mismatches) std::fprintf(stderr, "verify: MISMATCH %s\n", m.c_str());
+  if (r.group_members_checked > 0)  // nodes of several processes (the Python module's group=)
+    std::printf("verify: %d members of the nodes' process groups compared with their node's model\n",
+                r.group_members_checked);
   if (r.copies_kind.empty() && r.problems.empty()) {
     std::printf("verify: %d nodes; this algorithm holds no copies of its neighbours\n", r.nodes);
-    return 0;
+    return r.mismatches.empty() ? 0 : 1;
   }
   if (r.copies_kind == "same_model") {
     std::printf("verify: %d nodes of a centralized run, %d model hashes compared with node 0's: %s\n", r.nodes,

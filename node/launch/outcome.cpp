@@ -60,10 +60,13 @@ bool exited(const node_end& e, int code) { return WIFEXITED(e.wait_status) && WE
 
 // Ended by an interrupt of its own (Ctrl-C in its terminal, a SIGINT sent to it): a node's exit 130,
 // or a program killed by SIGINT, as Python ends on an uncaught KeyboardInterrupt. Not the
-// launcher's own stop (signalled_by_us).
+// launcher's own stop (signalled_by_us) of a node that exits 130 on it; the launcher stops nodes
+// with SIGTERM, so a SIGINT death is the node's own even after it (Python still unwinding its
+// KeyboardInterrupt when another node's failure made the launcher stop the rest). A launcher that
+// is itself interrupted exits 128 + its signal without asking.
 bool interrupted(const node_end& e) {
-  if (e.signalled_by_us) return false;
-  return exited(e, 130) || (WIFSIGNALED(e.wait_status) && WTERMSIG(e.wait_status) == SIGINT);
+  if (WIFSIGNALED(e.wait_status) && WTERMSIG(e.wait_status) == SIGINT) return true;
+  return !e.signalled_by_us && exited(e, 130);
 }
 
 // The node whose failure the launch reports: the first to diverge (exit 3) when one did, for its

@@ -267,8 +267,8 @@ void supervisor::announce(child& c, const node_event& ev) {
   if (ev.kind == event_kind::error) {
     // A node the launcher told to stop (Ctrl-C, or another node failed) reports its end as an
     // error ("cancelled"): not a cause, and not printed; its row says "stopped".
-    if (c.end.signalled_by_us) return;
-    if (!c.end.failed_at) c.end.failed_at = clock_type::now();
+    if (c.end.signalled_by_us || c.end.failed_at) return;  // a failed node says why first, then ends saying it again
+    c.end.failed_at = clock_type::now();
     print_text(who + ": error: " + ev.message);
     return;
   }

@@ -142,6 +142,21 @@ void compare_copies(const summaries_by_rank& summaries, int rank, const json& s,
   }
 }
 
+// A node that speaks for a group: every member's model (its group_model_hashes) is the node's.
+void compare_group(int rank, const json& s, replica_check_result& result) {
+  const auto it = s.find("group_model_hashes");
+  if (it == s.end() || !it->is_array()) return;
+  const std::string* model = json_string(s, "model_hash");
+  for (std::size_t k = 0; k < it->size(); ++k) {
+    const json& member = (*it)[k];
+    ++result.group_members_checked;
+    if (!member.is_string() || !model || member.get<std::string>() != *model)
+      result.mismatches.push_back("node " + std::to_string(rank) + "'s group member " + std::to_string(k) + " holds " +
+                                  (member.is_string() ? member.get<std::string>() : "?") + " but the node's model is " +
+                                  (model ? *model : "?"));
+  }
+}
+
 }  // namespace
 
 replica_check_result check_replicas(const run_dir_contents& run) {
@@ -163,6 +178,7 @@ replica_check_result check_replicas(const run_dir_contents& run) {
       continue;
     }
     result.copies_kind = *kind;
+    compare_group(rank, *s, result);
     if (*kind == "same_model")
       compare_models(summaries, rank, *s, result);
     else

@@ -4,7 +4,9 @@
 //  - "replica" (DCD-PSGD): node i's replica of j hashes equal to j's model_hash;
 //  - "estimate" (ECD-PSGD): node i's estimate of j hashes equal to j's own estimate (its copy_<j>);
 //  - "public_copy" (CHOCO-SGD): as estimates;
-//  - "same_model" (centralized allreduce/allgather): every node's model_hash equals node 0's.
+//  - "same_model" (centralized allreduce/allgather): every node's model_hash equals node 0's;
+// and, for a node that speaks for a group of processes, that every member holds the node's model
+// (each of its "group_model_hashes" equals its model_hash).
 // This is the end-to-end proof that compression, the wire and the update order keep copies exact.
 // The summaries come from read_run_dir (node/log/run_dir.hpp), as `qgossip logs` reads them.
 // Thread-safety: reads files (the path overload) and returns a value; no shared state.
@@ -20,6 +22,7 @@ struct replica_check_result {
   std::string copies_kind;             // "" when the algorithm holds no copies
   int nodes = 0;
   int edges_checked = 0;               // directed (holder, owner) pairs compared
+  int group_members_checked = 0;       // members of groups compared with their node's model
   std::vector<std::string> mismatches; // "node 2's replica of 3 is 0x.. but node 3 has 0x.."
   std::vector<std::string> problems;   // unreadable or missing summaries
   // The run did not finish, so its copies are not compared (they differ mid-run for no fault):

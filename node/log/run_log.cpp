@@ -245,6 +245,9 @@ json summary_json(const node_summary& s) {
     j["copy_" + std::to_string(c.rank) + (c.holder >= 0 ? "_at_" + std::to_string(c.holder) : "")] =
         hex64(c.hash);
   for (const auto& [name, value] : s.metrics) j[name] = json_or_null(value);
+  json group = json::array();
+  for (std::uint64_t h : s.group_hashes) group.push_back(hex64(h));
+  j["group_model_hashes"] = std::move(group);
   return j;
 }
 

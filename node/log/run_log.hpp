@@ -82,6 +82,9 @@ struct node_summary {
   // from round 200"; empty for an honest node. `qgossip logs`, verify and the figures leave it out.
   std::string hostile;
   std::vector<copy_hash> copies;
+  // A node that speaks for a group of processes: each member's model hash, the speaker's first
+  // ("group_model_hashes"; empty for one process). `qgossip verify` checks each equals model_hash.
+  std::vector<std::uint64_t> group_hashes;
   std::string rejected_detail;   // per-reason counts, "crc=2 gap=1"
   // Peers that left the run, as this node learnt of them (network.on_peer_failure: continue):
   // "3 at round 120 (rank 2: its link closed ...); ...". Empty when none left.
@@ -141,6 +144,8 @@ class run_log {
   // The progress line alone (rows are written every log_every rounds; progress may be sparser).
   void progress(const round_record& r, std::uint64_t rounds);
   void finish(const node_summary& s);
+  // An error event of the progress protocol, ahead of finish()'s: a failing node tells the launcher
+  // why before it tells its neighbours (node/run/round_steps.cpp, finish).
   void error(const std::string& message);
   // A peer left the run (docs/failures.md): {"event":"peer_left","rank":<this node>,"peer":...,
   // "round":...,"reported_by":...,"cause":...,"unix_s":<when this node learnt it>} for the launcher,

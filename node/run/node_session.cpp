@@ -108,6 +108,11 @@ void node_session::log_metric(const std::string& name, double value) {
   if (!done_) driver_->steps().add_metric(name, value);
 }
 
+void node_session::set_group_hashes(std::vector<std::uint64_t> hashes) {
+  QG_ENFORCE(attached() && !closed_, "set_group_hashes: " << (closed_ ? "the node is closed" : "attach a model first"));
+  setup_->group_hashes = std::move(hashes);
+}
+
 std::vector<std::byte> node_session::state() const {
   QG_ENFORCE(attached() && !closed_, "state_dict(): " << (closed_ ? "the node is closed" : "attach a model first"));
   if (done_) throw config_error("state_dict: the node has ended, with its neighbours (node.done): it has no rounds to continue");

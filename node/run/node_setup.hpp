@@ -9,11 +9,13 @@
 // does. The round loop (node/run/round_steps.hpp) works on this.
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "node/checkpoint/checkpoint_file.hpp"
 #include "node/config/config.hpp"
@@ -68,6 +70,9 @@ struct node_setup {
   // a scenario's hostile: list names its rank (node_run_options::scenario; its round pattern is then
   // node/run/hostile_round.hpp's); empty for an honest node.
   std::string attack;
+  // The models of the processes a node speaks for (node_session::set_group_hashes), the speaker's
+  // first; empty for a node of one process.
+  std::vector<std::uint64_t> group_hashes;
 
   // The one-paragraph start-up line of the node log (what runs, with whom, for how long).
   [[nodiscard]] std::string describe() const;

@@ -224,7 +224,10 @@ node_exit round_steps::finish(const step_end& end, std::uint64_t t) {
   if (end || end.exit == node_exit::halted) {  // halted: every node stops after this same round
     leave(t);
   } else {
-    s_.links.membership->left.stopping(end.error, *s_.links.ex);  // before the links close: the neighbours learn why
+    // The launcher hears why first, then the neighbours (before the links close): a neighbour that stops
+    // because this node did must not be taken for the cause.
+    s_.log->error(end.error);
+    s_.links.membership->left.stopping(end.error, *s_.links.ex);
     say(s_.rank, "stopping: " + end.error);
     s_.links.network->abandon_queued();
   }
@@ -284,6 +287,7 @@ void round_steps::write_summary(const step_end& end) {
   summary.wall_s = wall_s();
   summary.gradient_s = training_.gradient_s();
   summary.model_hash = hash64(alg.model());
+  summary.group_hashes = s_.group_hashes;
   for (std::size_t i = 0; i < metrics_.names().size(); ++i)
     summary.metrics.emplace_back(metrics_.names()[i], metrics_.last()[i]);
   for (const auto& copy : alg.held_copies())

@@ -21,31 +21,51 @@ __all__ = ["Node", "NodeError"]
 _STATE_FORMAT = "qgossip-node-state-1"
 
 
-def _rank_from_environment():
-    for name in ("QGOSSIP_RANK", "SLURM_PROCID"):
+def _rank_from_environment(names=("QGOSSIP_RANK", "SLURM_PROCID")):
+    for name in names:
         value = os.environ.get(name)
         if value is not None:
             try:
                 return int(value)
             except ValueError:
                 raise ValueError(f"{name}={value!r}: expected the node's rank, an integer") from None
-    raise ValueError("no rank: pass rank=, or set QGOSSIP_RANK (qgossip launch --exec sets it) or SLURM_PROCID")
+    raise ValueError("no rank: pass rank=, or set " + " or ".join(names) + " (qgossip launch --exec sets QGOSSIP_RANK)")
 
 
 class Node:
     """One node of a run, driven by this program's loop (the run YAML's model is this program's)."""
 
-    def __init__(self, config=None, rank=None, overrides=()):
+    def __init__(self, config=None, rank=None, overrides=(), group=None):
+        """group: a torch.distributed process group (gloo) of the processes that make this node, which
+        train data-parallel among themselves; its rank 0 runs the node (docs/python.md, "Groups").
+        Under torchrun, without QGOSSIP_RANK, rank= or group=, the node is torchrun's node: its
+        processes (LOCAL_WORLD_SIZE), gossip rank GROUP_RANK."""
         from qgossip import _core
 
         config = config if config is not None else os.environ.get("QGOSSIP_CONFIG")
         if config is None:
             raise ValueError("no run YAML: pass config=, or set QGOSSIP_CONFIG")
-        rank = _rank_from_environment() if rank is None else int(rank)
         # qgossip launch --exec: its --set options, and its progress protocol on stdout.
         launched = [s for s in os.environ.get("QGOSSIP_SETS", "").split("\n") if s]
         progress = os.environ.get("QGOSSIP_PROGRESS") == "1"
-        self._core = _core.Node(str(config), rank, launched + [str(o) for o in overrides], progress)
+        sets = launched + [str(o) for o in overrides]
+        self.group = None  # the process group of this node's processes (for their DDP); None: one process
+        under_torchrun = rank is None and group is None and "QGOSSIP_RANK" not in os.environ and all(
+            name in os.environ for name in ("GROUP_RANK", "LOCAL_WORLD_SIZE"))
+        if group is not None or under_torchrun:
+            from qgossip import group as groups
+
+            if group is not None:
+                rank = _rank_from_environment(("QGOSSIP_RANK", "GROUP_RANK")) if rank is None else int(rank)
+                node_group = self.group = group
+            else:
+                rank, node_group, self.group = groups.host_group(groups.torchrun_environment(),
+                                                                 _core.run_nodes(str(config), sets))
+            self._core = groups.speaker_or_member(lambda: _core.Node(str(config), rank, sets, progress), node_group,
+                                                  rank)
+        else:
+            rank = _rank_from_environment() if rank is None else int(rank)
+            self._core = _core.Node(str(config), rank, sets, progress)
         self._attached = None  # what attach() keeps alive: the flat parameters and their device copy
         self._state = b""  # load_state_dict's, for attach
 

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "node/log/run_log.hpp"
 #include "tests/scratch_dir.hpp"
@@ -25,7 +26,8 @@ using qgossip::testing::scratch;
 // A DCD ring of n: node r holds replicas of r-1 and r+1; `model` gives each node's model hash and
 // `held` the hash of the replica node r holds of owner.
 void write_node(const fs::path& dir, int n, int r, const std::string& status, std::uint64_t rounds,
-                std::uint64_t model, std::uint64_t held, const std::string& hostile = "") {
+                std::uint64_t model, std::uint64_t held, const std::string& hostile = "",
+                std::vector<std::uint64_t> group = {}) {
   run_log log(dir, r, false);
   if (r == 0) log.write_run_json("ring", "name: ring\n", n, "dcd", "qsgd", "mlp", 1, "", "none", "");
   node_summary s;
@@ -37,6 +39,7 @@ void write_node(const fs::path& dir, int n, int r, const std::string& status, st
   s.copies_kind = "replica";
   s.copies = {{(r + n - 1) % n, held}, {(r + 1) % n, held}};
   s.hostile = hostile;
+  s.group_hashes = std::move(group);
   log.finish(s);
 }
 
@@ -54,6 +57,20 @@ TEST_CASE("a finished run with equal copies passes") {
   CHECK(res.finished());
   CHECK(res.ok());
   CHECK(res.edges_checked == 6);
+}
+
+TEST_CASE("a node of a group of processes: every member's model is the node's") {
+  scratch s;
+  write_node(s.dir, 3, 0, "ok", 100, 7, 7, "", {7, 7});
+  write_node(s.dir, 3, 1, "ok", 100, 7, 7, "", {7, 7, 7});
+  write_node(s.dir, 3, 2, "ok", 100, 7, 7);  // one process: nothing more to compare
+  replica_check_result res = check_replicas(s.dir);
+  CHECK(res.ok());
+  CHECK(res.group_members_checked == 5);
+  write_node(s.dir, 3, 1, "ok", 100, 7, 7, "", {7, 8, 7});  // member 1 holds another model
+  res = check_replicas(s.dir);
+  CHECK_FALSE(res.ok());
+  CHECK(has(res.mismatches, "node 1's group member 1 holds 0x0000000000000008 but the node's model is 0x0000000000000007"));
 }
 
 TEST_CASE("a hostile node's copies are forged on purpose: not compared; what it holds of others is") {

@@ -1,0 +1,87 @@
+"""A gossip node made of a group of processes (python/qgossip/group.py, docs/python.md "Groups"), under
+torchrun as a user starts it: two torchrun jobs on this host stand for two hosts (--nnodes 2, static
+rendezvous on loopback), two processes each, gloo; each job is one gossip node (its GROUP_RANK), found
+without any QGOSSIP_ variable. Inside a job the two processes train with DDP over node.group; between
+the jobs 3-bit CHOCO every 4 steps. Every member ends with its node's model, the summary holds both
+members' hashes, and `qgossip verify` checks them and the copies. A world that does not match the run
+is refused at start on every process, naming both numbers. Seeded and synchronous: the same on every
+run. Debian's torchrun (torch 1.13 under Python 3.11) needs --redirects 1 --tee 1 (its defaults die
+in to_map)."""
+import json
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+
+from test_node import write_config
+
+WORKER = textwrap.dedent('''
+    import json, sys, torch, torch.distributed as dist, qgossip
+    config, out = sys.argv[1], sys.argv[2]
+    dist.init_process_group("gloo")
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(20, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
+    node = qgossip.Node(config)  # torchrun's node is the gossip node
+    node.attach(model)
+    ddp = torch.nn.parallel.DistributedDataParallel(model, process_group=node.group)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    w = torch.randn(20, 4, generator=torch.Generator().manual_seed(7))
+    g = torch.Generator().manual_seed(100 + dist.get_rank())
+    for step in range(40):
+        x = torch.randn(64, 20, generator=g)
+        loss = torch.nn.functional.cross_entropy(ddp(x), (x @ w).argmax(1))
+        opt.zero_grad(); loss.backward(); opt.step()
+        node.step()
+        node.log(loss.item())
+    flat = torch.cat([p.detach().reshape(-1) for p in model.parameters()])
+    result = {"rank": dist.get_rank(), "gossip_rank": node.rank, "round": node.round,
+              "hash": "0x%016x" % qgossip._core.model_hash(flat.numpy()), "exit": node.close()}
+    json.dump(result, open(f"{out}-{dist.get_rank()}.json", "w"))
+''')
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def torchrun_jobs(tmp_path, config, jobs=2, per_job=2):
+    worker = tmp_path / "group_worker.py"
+    worker.write_text(WORKER)
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("QGOSSIP_")}
+    procs = [subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--nnodes", str(jobs), "--nproc_per_node",
+                               str(per_job), "--node_rank", str(j), "--master_addr", "127.0.0.1", "--master_port",
+                               str(port), "--redirects", "1", "--tee", "1", "--log_dir", str(tmp_path / f"torchrun-{j}"),
+                               str(worker), str(config), str(tmp_path / "result")],
+                              env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for j in range(jobs)]
+    return [(p.returncode, out) for p, out in ((p, p.communicate(timeout=300)[0]) for p in procs)]
+
+
+def test_two_torchrun_jobs_are_two_gossip_nodes_of_two_processes_each(build, tmp_path):
+    config = write_config(tmp_path, 2)
+    for code, said in torchrun_jobs(tmp_path, config):
+        assert code == 0, said
+    results = [json.load(open(tmp_path / f"result-{r}.json")) for r in range(4)]
+    assert [r["gossip_rank"] for r in results] == [0, 0, 1, 1]
+    for gossip_rank in (0, 1):
+        members = [r for r in results if r["gossip_rank"] == gossip_rank]
+        summary = json.load(open(tmp_path / "runs" / "py" / f"node-{gossip_rank}.json"))
+        assert summary["status"] == "ok" and summary["rounds"] == 10, summary
+        assert summary["group_model_hashes"] == [m["hash"] for m in members] == [summary["model_hash"]] * 2, summary
+        assert all(m["exit"] == 0 and m["round"] == 10 for m in members), members
+    assert results[0]["hash"] != results[2]["hash"]  # two nodes, two models (CHOCO's copies agree, not the models)
+    verify = subprocess.run([os.path.join(build, "qgossip"), "verify", str(tmp_path / "runs" / "py")],
+                            capture_output=True, text=True)
+    said = verify.stdout + verify.stderr
+    assert verify.returncode == 0 and "all equal" in said, said
+    assert "4 members of the nodes' process groups compared with their node's model" in said, said
+
+
+def test_a_torchrun_world_that_does_not_match_the_run_is_refused_naming_both(build, tmp_path):
+    config = write_config(tmp_path, 3)
+    for code, said in torchrun_jobs(tmp_path, config):
+        assert code != 0
+        assert "WORLD_SIZE=4, but the run's topology.n=3 groups of LOCAL_WORLD_SIZE=2 processes make 6" in said, said
