@@ -225,10 +225,8 @@ status async_gather::look(std::uint64_t need, wait_plan& plan, std::chrono::mill
 
 bool async_gather::wait_for_live(std::uint64_t need, bool for_message, transport_clock::time_point start,
                                  wait_plan& plan) {
-  const auto& bound = core_.options().live_wait;
-  const transport_liveness* liveness = core_.liveness();
-  const auto now = transport_clock::now();
-  if (!bound || !liveness || (bound->count() > 0 && now - start >= *bound)) return false;
+  const transport_liveness* liveness = core_.live_wait_open(start);
+  if (!liveness) return false;
   alive_.clear();
   for (std::size_t k = 0; k < core_.size(); ++k) {
     if (!(for_message ? waiting_for(k, need) : link_backlogged(k))) continue;
@@ -236,9 +234,7 @@ bool async_gather::wait_for_live(std::uint64_t need, bool for_message, transport
     alive_.push_back(core_.peer(k));
   }
   if (alive_.empty()) return false;
-  core_.events().waiting(alive_, std::chrono::duration_cast<std::chrono::milliseconds>(now - start));
-  plan.deadline = now + core_.options().round_deadline;
-  if (bound->count() > 0) plan.deadline = std::min(plan.deadline, start + *bound);
+  core_.wait_on_live(alive_, start, plan);
   return true;
 }
 

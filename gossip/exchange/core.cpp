@@ -213,6 +213,19 @@ status exchange_core::send_outside_rounds(std::span<const int> peers, std::span<
   return sent;
 }
 
+const transport_liveness* exchange_core::live_wait_open(transport_clock::time_point start) const {
+  const auto& bound = options_.live_wait;
+  if (!bound || (bound->count() > 0 && transport_clock::now() - start >= *bound)) return nullptr;
+  return liveness_;
+}
+
+void exchange_core::wait_on_live(std::span<const int> peers, transport_clock::time_point start, wait_plan& plan) {
+  const auto now = transport_clock::now();
+  events_.waiting(peers, std::chrono::duration_cast<std::chrono::milliseconds>(now - start));
+  plan.deadline = now + options_.round_deadline;
+  if (options_.live_wait->count() > 0) plan.deadline = std::min(plan.deadline, start + *options_.live_wait);
+}
+
 void exchange_core::flush_log_limits() {
   reject_log_.flush([this](std::size_t reason, std::uint64_t suppressed) {
     note("... and " + std::to_string(suppressed) + " more messages rejected (" +

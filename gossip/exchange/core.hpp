@@ -139,6 +139,12 @@ class exchange_core {
 
   void note(const std::string& line);
   void flush_log_limits();
+  // exchange_options::live_wait, for both protocols: the transport's liveness when a round begun at
+  // `start` may still wait on past its deadline for live peers (live_wait on, its bound not passed),
+  // else nullptr. wait_on_live: the round waits on for `peers`, told to the node (exchange_events::
+  // waiting), plan.deadline moved one round_deadline on (at most to the bound).
+  [[nodiscard]] const transport_liveness* live_wait_open(transport_clock::time_point start) const;
+  void wait_on_live(std::span<const int> peers, transport_clock::time_point start, wait_plan& plan);
   // "train message for iteration 7", for messages and notes.
   static std::string describe(message_kind kind, std::uint64_t iteration);
 

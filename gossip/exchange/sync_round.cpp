@@ -262,13 +262,16 @@ std::size_t sync_round::expect_round(std::uint64_t iteration, std::span<const in
   return expected;
 }
 
-status sync_round::at_deadline(std::uint64_t iteration, std::size_t expected,
-                               std::chrono::milliseconds waited) {
+status sync_round::at_deadline(std::uint64_t iteration, std::size_t expected, std::chrono::milliseconds waited,
+                               std::span<const int> spared) {
   const std::string silent = silent_message(iteration, waited);
-  // Every peer silent: this node is the one cut off (or nobody started); no peer is blamed.
-  if (!core_.options().drop_silent || missing_ == expected) return status::error(errc::timeout, silent);
+  // Every peer silent: this node is the one cut off (or nobody started); no peer is blamed. A live
+  // one (spared) shows it is not.
+  if (!core_.options().drop_silent || (missing_ == expected && spared.empty()))
+    return status::error(errc::timeout, silent);
   for (std::size_t k = 0; k < core_.size(); ++k)  // each a failure: dropped (continue) or the end
-    if (out_index_[k] >= 0 && !filled_[k])
+    if (out_index_[k] >= 0 && !filled_[k] &&
+        std::find(spared.begin(), spared.end(), core_.peer(k)) == spared.end())
       core_.peer_failed(k, "sent nothing for " + exchange_core::describe(kind_, iteration) + " within " +
                                std::to_string(waited.count()) + " ms");
   return status::ok();
@@ -276,34 +279,22 @@ status sync_round::at_deadline(std::uint64_t iteration, std::size_t expected,
 
 bool sync_round::wait_for_live(transport_clock::time_point start, wait_plan& plan, std::uint64_t iteration,
                                std::size_t expected, status& s) {
-  const auto& bound = core_.options().live_wait;
-  const transport_liveness* liveness = core_.liveness();
-  const auto now = transport_clock::now();
-  if (!bound || !liveness || (bound->count() > 0 && now - start >= *bound)) return false;
+  const transport_liveness* liveness = core_.live_wait_open(start);
+  if (!liveness) return false;
   alive_.clear();
-  std::size_t dead = 0;
+  std::size_t silent = 0;
   for (std::size_t k = 0; k < core_.size(); ++k)
     if (out_index_[k] >= 0 && !filled_[k]) {
-      if (liveness->alive(core_.peer(k)))
-        alive_.push_back(core_.peer(k));
-      else
-        ++dead;
+      ++silent;
+      if (liveness->alive(core_.peer(k))) alive_.push_back(core_.peer(k));
     }
   if (alive_.empty()) return false;
-  const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(now - start);
-  if (dead > 0) {  // judged as at any deadline; the live ones are not cut off, so neither is this node
-    if (!core_.options().drop_silent) {
-      s = status::error(errc::timeout, silent_message(iteration, waited));
-      return true;
-    }
-    for (std::size_t k = 0; k < core_.size(); ++k)
-      if (out_index_[k] >= 0 && !filled_[k] && !liveness->alive(core_.peer(k)))
-        core_.peer_failed(k, "sent nothing for " + exchange_core::describe(kind_, iteration) + " within " +
-                                 std::to_string(waited.count()) + " ms");
+  if (silent > alive_.size()) {  // the others judged as at any deadline, the live ones spared
+    s = at_deadline(iteration, expected,
+                    std::chrono::duration_cast<std::chrono::milliseconds>(transport_clock::now() - start), alive_);
+    if (!s) return true;
   }
-  core_.events().waiting(alive_, waited);
-  plan.deadline = now + core_.options().round_deadline;
-  if (bound->count() > 0) plan.deadline = std::min(plan.deadline, start + *bound);
+  core_.wait_on_live(alive_, start, plan);
   return true;
 }
 

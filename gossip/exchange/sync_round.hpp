@@ -49,8 +49,10 @@ class sync_round final : public exchange_protocol {
   // out's slots for the peers of receive_from in the round, the messages buffered for it delivered
   // into them; returns how many the round expects.
   std::size_t expect_round(std::uint64_t iteration, std::span<const int> receive_from);
-  // The wait's end at its deadline: the round's time-out, or its silent peers' failures.
-  status at_deadline(std::uint64_t iteration, std::size_t expected, std::chrono::milliseconds waited);
+  // The wait's end at its deadline: the round's time-out, or its silent peers' failures, but for
+  // those `spared` (alive: waited for, wait_for_live).
+  status at_deadline(std::uint64_t iteration, std::size_t expected, std::chrono::milliseconds waited,
+                     std::span<const int> spared = {});
   // At a deadline with live_wait on: true when the round waits on for its silent peers that are
   // alive (plan.deadline moved, exchange_events::waiting told), those not alive judged first
   // (dropped where drop_silent, else the round's time-out in `s`).

@@ -43,9 +43,12 @@ def host_group(env, nodes):
     if world != nodes * size:
         raise ValueError(f"torchrun's world does not match the run: WORLD_SIZE={world}, but the run's topology.n="
                          f"{nodes} groups of LOCAL_WORLD_SIZE={size} processes make {nodes * size}")
+    mine = env["GROUP_RANK"]
+    if not env["RANK"] in range(mine * size, (mine + 1) * size):
+        raise ValueError(f"torchrun's RANK={env['RANK']} is not one of GROUP_RANK={mine}'s ranks "
+                         f"{mine * size}..{(mine + 1) * size - 1}: the group's processes must have consecutive ranks")
     if not dist.is_initialized():
         dist.init_process_group("gloo")
-    mine = env["GROUP_RANK"]
     node_group = program_group = None
     for g in range(nodes):  # every process makes every group, in the same order (new_group is collective)
         ranks = list(range(g * size, (g + 1) * size))
@@ -53,9 +56,6 @@ def host_group(env, nodes):
         made_program = made if dist.get_backend() == "gloo" else dist.new_group(ranks)
         if g == mine:
             node_group, program_group = made, made_program
-    if not env["RANK"] in range(mine * size, (mine + 1) * size):
-        raise ValueError(f"torchrun's RANK={env['RANK']} is not one of GROUP_RANK={mine}'s ranks "
-                         f"{mine * size}..{(mine + 1) * size - 1}: the group's processes must have consecutive ranks")
     return mine, node_group, program_group
 
 
@@ -82,6 +82,11 @@ class _Group:
         got = [torch.zeros(1, dtype=torch.int64) for _ in range(self.size)]
         dist.all_gather(got, torch.tensor([signed], dtype=torch.int64), group=self.group)
         return [int(h) % (1 << 64) for h in got]
+
+
+def _tensor(params):
+    """The flat parameters qgossip.torch attaches (a NumPy view of them) as a tensor on their memory."""
+    return params if isinstance(params, torch.Tensor) else torch.from_numpy(params)
 
 
 def speaker_or_member(make_core, group, rank):
@@ -114,7 +119,7 @@ class _Speaker:
 
     def attach(self, params, state=b""):
         self._core.attach(params, state)
-        self._flat = torch.from_numpy(params) if not isinstance(params, torch.Tensor) else params
+        self._flat = _tensor(params)
         self._group.broadcast(self._flat)  # every member starts from the group's model
 
     def _after(self, call):
@@ -163,7 +168,7 @@ class _Member:
     def attach(self, params, state=b""):
         if state:
             raise ValueError("load_state_dict: a group's state is its speaker's (its rank 0): load it there")
-        self._flat = torch.from_numpy(params) if not isinstance(params, torch.Tensor) else params
+        self._flat = _tensor(params)
         self._group.broadcast(self._flat)
 
     def _hear(self):
