@@ -78,13 +78,16 @@ class py_node {
     });
   }
 
-  py::bytes state() const {
-    const std::vector<std::byte> bytes = session_->state();
+  py::bytes state() {
+    const std::vector<std::byte> bytes = run([&] { return session_->state(); });  // may land a round
     return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
   }
 
   void step() {
     run([&] { session_->step(); });
+  }
+  void settle() {
+    run([&] { session_->settle(); });
   }
   void mix(std::uint64_t rounds) {
     run([&] { session_->mix(rounds); });
@@ -160,6 +163,7 @@ PYBIND11_MODULE(_core, m) {
       .def("state", &py_node::state)
       .def("step", &py_node::step)
       .def("mix", &py_node::mix, py::arg("rounds"))
+      .def("settle", &py_node::settle)
       .def("log", &py_node::log, py::arg("loss"))
       .def("log_metric", &py_node::log_metric, py::arg("name"), py::arg("value"))
       .def("close", &py_node::close)

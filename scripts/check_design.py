@@ -50,7 +50,7 @@ RUN_ROOMS = [
     ("control", ["run_control", "start_up"]),
     ("parts", ["message_codec", "message_inbox", "learner", "plan", "resume", "node_network", "departures",
                "halt_agreement", "start_check", "returns", "returns_join", "node_membership", "local_training",
-               "link_events", "loss_screen"]),
+               "link_events", "loss_screen", "round_thread"]),
     ("patterns", ["round_pattern", "gossip_round", "ring_round", "edge_messages", "async_gossip_round"]),
     ("set-up", ["pattern_factory", "hostile_round", "links", "node_setup", "consensus_probe"]),
     ("loop", ["round_steps", "round_checkpoint", "round_driver", "node_runner", "node_session"]),

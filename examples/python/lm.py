@@ -107,6 +107,9 @@ def main():
         if node:
             node.step()
             node.log(loss.item())
+    if node:
+        node.settle()  # train.overlap: the round in flight lands before the evaluation
+    train_s = time.time() - start
     trained_val = validation_loss(model, val, args.context)
     if node and args.mix_rounds:
         node.mix(args.mix_rounds)
@@ -115,7 +118,7 @@ def main():
               "tokens": args.steps * batch * args.context, "first_val_loss": first_val,
               "trained_val_loss": trained_val, "mix_rounds": args.mix_rounds,
               "val_loss": validation_loss(model, val, args.context) if args.mix_rounds else trained_val,
-              "train_s": time.time() - start,
+              "train_s": train_s,
               "rounds": node.round if node else 0}
     if node:
         result["exit"] = node.close()

@@ -101,6 +101,12 @@ struct train_config {
   // kUnboundedStaleness (`unbounded` in the YAML) = never wait for a neighbour. Decentralized
   // algorithms only, without consensus probes or checkpoints.
   std::uint64_t max_staleness = 0;
+  // Overlapped rounds (docs/algorithms.md, "Overlapped rounds"): a round's encoding, sending,
+  // receiving and decoding run on the node's own thread beside the next round's local steps, and
+  // its mix is added at the next boundary on top of the steps taken meanwhile (one round late).
+  // false = every round completes before the next step, bit for bit as without the key. choco,
+  // dpsgd and naive only.
+  bool overlap = false;
 };
 
 inline constexpr std::uint64_t kUnboundedStaleness = ~std::uint64_t{0};

@@ -73,6 +73,9 @@ void check_hostile(const run_config& c, const std::vector<attack_spec>& list, co
       throw config_error(at +
                          "train.max_staleness: unbounded keeps a public copy per edge, which the forger does "
                          "not model: give a bounded staleness, or 0");
+    if (c.train.overlap)
+      throw config_error(at + "train.overlap: a hostile node's round (its forger, its poisoned shard) runs on the "
+                              "training thread, not beside the steps; run the scenario with overlap: false");
   }
 }
 

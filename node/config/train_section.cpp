@@ -86,6 +86,7 @@ void read_train(yaml_reader& r, run_config& c) {
   if (auto o = t->map("outer")) read_outer(*o, tr.outer);
   tr.checkpoint_every = read_checkpoint_every(*t, tr.checkpoint_every);
   tr.max_staleness = read_max_staleness(*t, tr.max_staleness);
+  tr.overlap = t->get_bool("overlap", tr.overlap);
   t->finish();
 }
 
@@ -113,6 +114,7 @@ void emit_train(YAML::Emitter& y, const train_config& tr) {
     y << YAML::Key << "max_staleness" << YAML::Value << "unbounded";
   else if (tr.max_staleness > 0)
     y << YAML::Key << "max_staleness" << YAML::Value << tr.max_staleness;
+  if (tr.overlap) y << YAML::Key << "overlap" << YAML::Value << true;  // likewise: only when on
   y << YAML::EndMap;
 }
 

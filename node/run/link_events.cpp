@@ -6,7 +6,7 @@ namespace qgossip {
 
 void link_events::log(const std::string& line) { say(rank_, line); }
 
-bool link_events::stop_requested() { return qgossip::stop_requested(); }
+bool link_events::stop_requested() { return cancelled_ || qgossip::stop_requested(); }
 
 // "waiting for rank 2: alive, 40 s behind" (network.stall_timeout_s).
 void link_events::waiting(std::span<const int> peers, std::chrono::milliseconds waited) {

@@ -5,6 +5,7 @@
 // the part registered for it, lines to the node's log, and the stop flag of SIGINT/SIGTERM. Parts a
 // pattern lacks (no inbox for a ring; no returns unless nodes come back) are null: what they would
 // hear keeps the exchange's default.
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <span>
@@ -30,8 +31,12 @@ class link_events final : public exchange_events {
   void foreign_join(int from, std::uint64_t run_id, link_control& links) override;
   status dropped_peer_heard(int from) override;
   void waiting(std::span<const int> peers, std::chrono::milliseconds waited) override;
+  // Ends the exchange's wait under way, from another thread (an overlapped round's, when the
+  // program's loop fails meanwhile): stop_requested() is true from now on. Thread-safe.
+  void cancel() { cancelled_ = true; }
 
  private:
+  std::atomic<bool> cancelled_{false};
   int rank_;
   node_membership& membership_;
   message_inbox* inbox_;

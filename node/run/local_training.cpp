@@ -28,13 +28,16 @@ local_training::local_training(const run_config& c, int rank, node_learner& lear
       shard_(shard),
       pass_(pass_codec_of(*learner.codec)),
       local_(learner.model->num_params(), c.train.momentum, c.train.weight_decay),
-      local_rounds_(plan.local_steps > 1 || !c.train.outer.is_identity() || !learner.program.empty()),
+      overlap_(c.train.overlap),
+      local_rounds_(plan.local_steps > 1 || !c.train.outer.is_identity() || !learner.program.empty() || overlap_),
       work_(local_rounds_ ? learner.model->num_params() : 0),
       outer_(local_rounds_ ? learner.model->num_params() : 0, c.train.outer),
       outer_after_round_(local_rounds_ && !c.train.outer.is_identity() &&
-                         !learner.alg->adjustable_model().empty() && c.train.max_staleness == 0),
+                         !learner.alg->adjustable_model().empty() && c.train.max_staleness == 0 && !overlap_),
       delta_(outer_after_round_ ? learner.model->num_params() : 0),
+      taken_(overlap_ ? learner.model->num_params() : 0),
       grad_(learner.model->num_params()) {
+  if (overlap_) write_back();  // the node's own copy starts at x_1
   const augment_spec& a = c.data.augment;
   augmenting_ = a.crop_padding > 0 || a.flip;
   if (augmenting_) {
@@ -116,6 +119,28 @@ local_training::outcome local_training::round(std::uint64_t t, std::span<const f
   return {};
 }
 
+local_training::outcome local_training::steps(std::uint64_t t) {
+  if (!learner_.program.empty()) return {};  // the program took them
+  for (std::uint64_t k = 1; k <= plan_.local_steps; ++k) {
+    if (outcome e = gradient(t, (t - 1) * plan_.local_steps + k, work_); !e) return e;
+    local_step::descend(work_, static_cast<float>(lr_), local_.apply(grad_, work_));
+  }
+  return {};
+}
+
+local_training::outcome local_training::take_change(std::uint64_t t, std::span<const float>& outgoing) {
+  mixed_only_ = false;
+  const std::span<float> p = parameters();
+  std::copy(p.begin(), p.end(), taken_.begin());
+  outgoing = learner_.alg->outgoing(outer_.apply(learner_.alg->model(), p), 1.0f, t);
+  return {};
+}
+
+std::span<float> local_training::parameters() {
+  if (!learner_.program.empty()) return learner_.program;
+  return overlap_ ? std::span<float>(work_) : std::span<float>();
+}
+
 void local_training::restart() {
   local_ = local_step(learner_.model->num_params(), config_.train.momentum, config_.train.weight_decay);
   outer_ = outer_step(local_rounds_ ? learner_.model->num_params() : 0, config_.train.outer);
@@ -128,13 +153,20 @@ void local_training::finish_round() {
     const std::span<float> x = learner_.alg->adjustable_model();
     mixing::sub(x, work_, outer_.apply(work_, x));
   }
+  if (overlap_ && !mixed_only_) {  // P − P_taken + x_{t+1}: the steps taken meanwhile kept
+    const std::span<float> p = parameters();
+    mixing::sub(p, p, taken_);
+    mixing::add(p, learner_.alg->model());
+    return;
+  }
   write_back();  // the program's next steps start from x_{t+1}
 }
 
 void local_training::write_back() {
-  if (learner_.program.empty()) return;
+  const std::span<float> p = parameters();
+  if (p.empty()) return;
   const std::span<const float> x = learner_.alg->model();
-  std::copy(x.begin(), x.end(), learner_.program.begin());
+  std::copy(x.begin(), x.end(), p.begin());
 }
 
 void local_training::add_loss(double loss) {

@@ -53,7 +53,20 @@ class local_training {
   [[nodiscard]] outcome round(std::uint64_t t, std::span<const float>& outgoing, bool mixing_only = false);
   // After the algorithm's finish(t): the outer step on the whole round's change, where it goes; with
   // a program's model (learner.program), the round's model written back into its parameters.
+  // Overlapped (below): the round's result added to the steps taken since it was taken,
+  // P = P − P_taken + x_{t+1}, so a round that landed at once leaves P = x_{t+1} exactly.
   void finish_round();
+
+  // Overlapped rounds (train.overlap, docs/algorithms.md "Overlapped rounds"). The parameters P (a
+  // program's, or the node's own copy) go on from where the previous round left them: steps(t) takes
+  // round t's local steps on P (a program took them itself: nothing), beside the previous round's
+  // exchange; once that round has landed (finish_round), take_change(t) hands the algorithm the
+  // change from its model to P, and keeps P as it was taken. The outer step goes in place of γ·g.
+  [[nodiscard]] bool overlapped() const { return overlap_; }
+  [[nodiscard]] outcome steps(std::uint64_t t);
+  [[nodiscard]] outcome take_change(std::uint64_t t, std::span<const float>& outgoing);
+  // P becomes the algorithm's model (a resumed or rejoined node, a round that only mixed).
+  void reset_parameters() { write_back(); }
   // A training loss the program reports (its loss is its own): counted in the next row's mean.
   void add_loss(double loss);
   // A node that rejoins (rejoinable::restart): the optimizer's and the outer step's momentum start
@@ -76,8 +89,11 @@ class local_training {
   void load_counters(state_reader& in);
 
  private:
-  // A program's model (learner.program): the algorithm's model copied into its parameters.
+  // A program's model (learner.program), or the overlapped node's own copy: the algorithm's model
+  // copied into the parameters.
   void write_back();
+  // The parameters the steps move: the program's, the overlapped node's own (work_), or empty.
+  [[nodiscard]] std::span<float> parameters();
   [[nodiscard]] std::span<const std::size_t> next_batch(std::uint64_t step);
   [[nodiscard]] outcome gradient(std::uint64_t t, std::uint64_t step, std::span<const float> x);
   [[nodiscard]] outcome local_steps(std::uint64_t t, std::span<const float>& outgoing);
@@ -89,12 +105,14 @@ class local_training {
   const dataset& shard_;
   pass_codec* pass_;  // the learner's codec, when the gradient's pass is its message (ISGQ)
   local_step local_;
-  const bool local_rounds_;  // H > 1 or an outer optimizer
+  const bool overlap_;       // train.overlap
+  const bool local_rounds_;  // H > 1 or an outer optimizer, or overlapped
   float_vector work_;        // x_{t,k}, the model the local steps move (then x_t, for finish_round)
   outer_step outer_;
   const bool outer_after_round_;  // the outer step on the whole round's change (finish_round)
   bool mixed_only_ = false;       // the latest round only mixed: finish_round takes no outer step
   float_vector delta_;
+  float_vector taken_;  // overlapped: P as take_change took it
   float_vector grad_;
   // Augmented training: each step's examples gathered into batch_ and augmented there.
   bool augmenting_ = false;

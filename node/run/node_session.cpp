@@ -78,6 +78,8 @@ void node_session::mix(std::uint64_t rounds) {
     throw config_error("mix(): call it at a round boundary: " + std::to_string(steps_) +
                        " steps is not a multiple of train.local_steps (" +
                        std::to_string(setup_->plan.local_steps) + ")");
+  settle();
+  if (done_) return;
   driver_->steps().only_mix(true);
   struct train_again {  // the rounds after these train again, however these end
     round_driver& d;
@@ -89,6 +91,18 @@ void node_session::mix(std::uint64_t rounds) {
 void node_session::run_round() {
   const step_end end = driver_->next();
   if (end && !driver_->done()) return;
+  end_after(end);
+}
+
+void node_session::settle() {
+  QG_ENFORCE(attached() && !closed_, "settle(): " << (closed_ ? "the node is closed" : "attach a model first"));
+  if (done_) return;
+  const step_end end = driver_->settle();
+  if (end && !driver_->done()) return;
+  end_after(end);
+}
+
+void node_session::end_after(const step_end& end) {
   exit_ = driver_->finish(end);
   if (end) {  // its rounds are over (every peer done): the node has ended, the program goes on
     done_ = true;
@@ -113,8 +127,9 @@ void node_session::set_group_hashes(std::vector<std::uint64_t> hashes) {
   setup_->group_hashes = std::move(hashes);
 }
 
-std::vector<std::byte> node_session::state() const {
+std::vector<std::byte> node_session::state() {
   QG_ENFORCE(attached() && !closed_, "state_dict(): " << (closed_ ? "the node is closed" : "attach a model first"));
+  settle();
   if (done_) throw config_error("state_dict: the node has ended, with its neighbours (node.done): it has no rounds to continue");
   checkpoint ck = driver_->steps().snapshot(round());
   state_writer session;

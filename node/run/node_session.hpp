@@ -67,8 +67,10 @@ class node_session {
   void attach(std::span<float> params, std::span<const std::byte> state = {});
   // The node's state after its latest round, for the program to save beside its own (a checkpoint's
   // bytes, docs/checkpoints.md; with the steps taken since that round). Forces the CSV to the disk.
-  // Throws config_error when that fails, invariant_error before attach or after close.
-  [[nodiscard]] std::vector<std::byte> state() const;
+  // Overlapped (train.overlap), the round in flight lands first, its mix added to the parameters.
+  // Throws config_error when that fails, node_failure as step() does, invariant_error before attach
+  // or after close.
+  [[nodiscard]] std::vector<std::byte> state();
   [[nodiscard]] std::size_t size() const { return params_.size(); }
   // After the program's optimizer step: every train.local_steps calls, one round (nothing once
   // done()). Throws node_failure when the round fails (the node has then stopped), invariant_error
@@ -80,6 +82,10 @@ class node_session {
   // node of the run calls it at the same step with the same rounds. Throws config_error off a round
   // boundary (steps() not a multiple of train.local_steps), node_failure as step() does.
   void mix(std::uint64_t rounds);
+  // Overlapped rounds (train.overlap): lands the round in flight now, its mix added to the
+  // parameters (before an evaluation of them); nothing otherwise or once done(). Throws
+  // node_failure as step() does.
+  void settle();
   // A training loss of the program's, for the node's CSV (the mean since the last row).
   void log_loss(double loss);
   // One of the program's own numbers (a validation loss, a perplexity), as a column of the node's
@@ -113,6 +119,8 @@ class node_session {
  private:
   // One round of the driver, and the node's end when it was its last or it failed.
   void run_round();
+  // The node's end after a round that ended it (end ok: its rounds are over) or failed (throws).
+  void end_after(const step_end& end);
   // The end of a node stopped by a signal (SIGINT, SIGTERM) after its latest round.
   [[nodiscard]] step_end interrupted() const;
 

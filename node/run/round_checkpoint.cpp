@@ -102,9 +102,7 @@ qgossip::checkpoint round_steps::snapshot(std::uint64_t t) const {
 }
 
 step_end round_steps::checkpoint(std::uint64_t t) {
-  const auto every = static_cast<std::uint64_t>(s_.config.train.checkpoint_every);
-  const bool halting = s_.links.membership->halt.round() == t;
-  if (every == 0 || (t % every != 0 && !halting) || t >= s_.plan.rounds) return {};
+  if (!checkpoint_due(t)) return {};
   const auto start = clock::now();
   qgossip::checkpoint ck;
   try {
@@ -147,6 +145,9 @@ std::uint64_t round_steps::restore(const qgossip::checkpoint& ck, const std::str
   training_.load_steps(local, outer);
   local.expect_end();
   outer.expect_end();
+  // Overlapped, the node's own parameters go on from the checkpoint's model (a program restores
+  // its own, which may have moved since the round).
+  if (training_.overlapped() && s_.learner.program.empty()) training_.reset_parameters();
   return ck.round;
 }
 

@@ -60,6 +60,7 @@ step_end round_driver::next() {
     if (stop_requested()) return {node_exit::interrupted, "interrupted by a signal at round " + std::to_string(t_)};
     if (halt_requested() && !halt_seen_) {
       halt_seen_ = true;
+      steps_->hold();  // overlapped: the proposal waits for the round in flight to leave the links
       halt_signal();
     }
     const step_end end = steps_->run_round(t_);
@@ -68,7 +69,7 @@ step_end round_driver::next() {
     // Rejoined: t_ is the round before the one the node restarts at, which is still to run.
     if (t_ >= rounds) return {};
   }
-  if (s_.links.membership->halt.round() == t_ && t_ < rounds)  // its checkpoint: the round's own step
+  if (steps_->halts_after(t_) && t_ < rounds)  // its checkpoint: the round's own step
     return {node_exit::halted, "stopped after round " + std::to_string(t_) + " for a time limit (SIGUSR1), its "
                                "checkpoint written: continue with --resume"};
   return {};
@@ -77,5 +78,7 @@ step_end round_driver::next() {
 bool round_driver::done() const { return t_ >= s_.plan.rounds || steps_->ended(); }
 
 node_exit round_driver::finish(const step_end& end) { return steps_->finish(end, t_); }
+
+step_end round_driver::settle() { return steps_->settle(t_); }
 
 }  // namespace qgossip

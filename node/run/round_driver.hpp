@@ -41,6 +41,9 @@ class round_driver {
   [[nodiscard]] bool done() const;
   // Ends the node (round_steps::finish) and returns its exit.
   node_exit finish(const step_end& end);
+  // Overlapped rounds (train.overlap): lands the round in flight, if any, as the next round would
+  // (round_steps::settle); ok when none is. A program's state() and mix() call it first.
+  [[nodiscard]] step_end settle();
 
   // The latest round completed (0: none yet; after a resume, the checkpoint's).
   [[nodiscard]] std::uint64_t round() const { return t_; }

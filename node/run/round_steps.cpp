@@ -39,7 +39,7 @@ step_end failure(const status& st, const std::string& what) {
 
 round_steps::round_steps(node_setup& s)
     : s_(s), training_(s.config, s.rank, s.learner, s.plan, s.data.train), probe_(s),
-      async_(s.links.async) {
+      async_(s.links.async), thread_(s.config.train.overlap ? std::make_unique<round_thread>() : nullptr) {
   if (s.log->header_final()) metrics_.resume(s.log->metric_columns());  // a continued CSV: its columns
 }
 
@@ -71,7 +71,7 @@ void round_steps::encode(std::uint64_t t) {
   codec_s_ += seconds(clock::now() - start);
 }
 
-step_end round_steps::exchange(std::uint64_t& t) {
+status round_steps::send_and_gather(std::uint64_t t) {
   // The round's own messages: notices, finished messages and their acknowledgements, which come
   // when they come, are outside the row's round bytes as they are outside bytes_sent.
   const exchange_stats& st = s_.links.ex->stats();
@@ -81,7 +81,11 @@ step_end round_steps::exchange(std::uint64_t& t) {
   const status exchanged = s_.links.pattern->exchange(t);
   round_sent_ = sent_now() - sent;
   round_recv_ = received_now() - received;
-  if (!exchanged) return back_or_end(failure(exchanged, "round " + std::to_string(t) + ": "), t);
+  return exchanged;
+}
+
+step_end round_steps::exchanged(const status& st, std::uint64_t& t) {
+  if (!st) return back_or_end(failure(st, "round " + std::to_string(t) + ": "), t);
   if (async_) staleness_ = std::max(staleness_, async_->staleness());
   s_.links.membership->left.after_exchange(t);
   // An emulated link hands messages over only while the node calls the transport: after the last
@@ -90,6 +94,8 @@ step_end round_steps::exchange(std::uint64_t& t) {
     if (status fs = s_.links.network->flush(); !fs) say(s_.rank, "warning: messages still in the emulated link: " + fs.to_string());
   return {};
 }
+
+step_end round_steps::exchange(std::uint64_t& t) { return exchanged(send_and_gather(t), t); }
 
 void round_steps::absorb(std::uint64_t t) {
   const auto start = clock::now();
@@ -185,6 +191,7 @@ step_end round_steps::rejoin(std::uint64_t& t) {
 }
 
 step_end round_steps::run_round(std::uint64_t& t) {
+  if (thread_) return run_overlapped(t);
   ++t;
   step_end end = compute(t);
   if (!end || end.rejoined) return end;
@@ -192,7 +199,99 @@ step_end round_steps::run_round(std::uint64_t& t) {
   if (!(end = exchange(t)) || end.rejoined) return end;
   absorb(t);
   if (!(end = log(t))) return end;
-  return checkpoint(t);
+  end = checkpoint(t);
+  halts_after_ = s_.links.membership->halt.round() == t;
+  return end;
+}
+
+// Round t's local steps beside round t − 1's exchange; then round t − 1 lands and round t is taken
+// and handed to the node's thread (see round_steps.hpp).
+step_end round_steps::run_overlapped(std::uint64_t& t) {
+  ++t;
+  round_start_ = clock::now();
+  const model& m = *s_.learner.model;
+  const double transfer_before = m.transfers().seconds;
+  if (!only_mix_)
+    if (local_training::outcome e = training_.steps(t); !e) return {node_exit::diverged, e.diverged};
+  compute_s_ += seconds(clock::now() - round_start_) - (m.transfers().seconds - transfer_before);
+  if (in_flight_) {
+    std::uint64_t previous = t - 1;
+    const step_end end = land(previous);
+    if (!end || end.rejoined || ended_) {  // failed, rejoined, or the node's rounds are over
+      t = previous;
+      if (end && ended_) training_.reset_parameters();
+      return end;
+    }
+  }
+  const step_end end = take_change(t);
+  if (!end || end.rejoined) return end;
+  // Decided before the thread runs (the exchange moves the membership's and the pattern's state).
+  const bool at_once = (async_ && async_->mixing_only()) || only_mix_ || t == s_.plan.rounds || checkpoint_due(t);
+  launch(t);
+  if (!at_once) return {};
+  return land(t);
+}
+
+// compute's second half, overlapped: the membership's round, and the change of round t.
+step_end round_steps::take_change(std::uint64_t& t) {
+  const auto start = clock::now();
+  node_membership& members = *s_.links.membership;
+  if (members.back)
+    if (status s = members.back->admit_due(t, *s_.links.ex); !s)
+      return back_or_end(failure(s, "round " + std::to_string(t) + ": "), t);
+  members.left.begin_round(t);
+  const bool catching_up = async_ && async_->mixing_only();
+  if (catching_up && catch_up_rounds_++ == 0)
+    say(s_.rank, "every neighbour has finished: from round " + std::to_string(t) +
+                     " this node only mixes with their final models (no training step), then stops");
+  if (catching_up || only_mix_) {
+    if (local_training::outcome e = training_.round(t, outgoing_, true); !e) return {node_exit::diverged, e.diverged};
+  } else if (local_training::outcome e = training_.take_change(t, outgoing_); !e) {
+    return {node_exit::diverged, e.diverged};
+  }
+  if (!all_finite(outgoing_))
+    return {node_exit::diverged, "diverged at round " + std::to_string(t) + ": the outgoing message is not finite"};
+  compute_s_ += seconds(clock::now() - start);
+  return {};
+}
+
+// Round t's encode and exchange, on the node's thread: until land(t), the caller's thread leaves the
+// pattern, the exchange and the algorithm alone.
+void round_steps::launch(std::uint64_t t) {
+  in_flight_ = true;
+  thread_->start([this, t] {
+    encode(t);
+    flight_ = send_and_gather(t);
+  });
+}
+
+// The round in flight, t, after its exchange: absorbed (its mix on top of the steps taken since),
+// logged, checkpointed.
+step_end round_steps::land(std::uint64_t& t) {
+  thread_->wait();
+  in_flight_ = false;
+  step_end end = exchanged(flight_, t);
+  if (!end || end.rejoined) return end;
+  absorb(t);
+  if (!(end = log(t))) return end;
+  end = checkpoint(t);
+  halts_after_ = s_.links.membership->halt.round() == t;
+  return end;
+}
+
+step_end round_steps::settle(std::uint64_t& t) {
+  if (!in_flight_) return {};
+  return land(t);
+}
+
+bool round_steps::checkpoint_due(std::uint64_t t) const {
+  const auto every = static_cast<std::uint64_t>(s_.config.train.checkpoint_every);
+  const bool halting = s_.links.membership->halt.round() == t;
+  return every > 0 && (t % every == 0 || halting) && t < s_.plan.rounds;
+}
+
+void round_steps::hold() {
+  if (thread_) thread_->wait();  // the status stays in flight_ for land()
 }
 
 step_end round_steps::log(std::uint64_t t) {
@@ -220,7 +319,21 @@ step_end round_steps::log(std::uint64_t t) {
   return {};
 }
 
-node_exit round_steps::finish(const step_end& end, std::uint64_t t) {
+node_exit round_steps::finish(const step_end& ending, std::uint64_t t) {
+  step_end end = ending;
+  if (in_flight_) {  // overlapped, a round in flight: landed, or abandoned on a failure
+    if (end) {
+      end = land(t);
+    } else {
+      s_.links.events->cancel();
+      try {
+        thread_->wait();
+      } catch (const std::exception& e) {
+        say(s_.rank, std::string("the round in flight: ") + e.what());
+      }
+      in_flight_ = false;
+    }
+  }
   if (end || end.exit == node_exit::halted) {  // halted: every node stops after this same round
     leave(t);
   } else {

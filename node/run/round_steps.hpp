@@ -10,9 +10,16 @@
 //               needs, written atomically (node/run/round_checkpoint.cpp, docs/checkpoints.md)
 // and, once the loop ends, finish: leave the links (after the last round: when every peer has
 // finished too), the last row after a failure, the summary with hashes, the closing line. Faults are
-// values (a step_end that is not ok), never exceptions. Not thread-safe: the node's one thread.
+// values (a step_end that is not ok), never exceptions.
+// Overlapped (train.overlap, docs/algorithms.md "Overlapped rounds"): run_round(t) takes round t's
+// local steps while round t − 1's encode and exchange run on the node's thread (node/run/
+// round_thread.hpp), then lands round t − 1 (absorb, log, checkpoint: its mix added to the steps
+// taken meanwhile), takes round t's change and hands its encode and exchange to the thread. A round
+// that only mixes, the last, one with a checkpoint and the halt round land at once. Not
+// thread-safe: one caller's thread; the node's own thread is the round steps' business.
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 
@@ -24,6 +31,7 @@
 #include "node/run/consensus_probe.hpp"
 #include "node/run/local_training.hpp"
 #include "node/run/round_pattern.hpp"
+#include "node/run/round_thread.hpp"
 #include "node/run/run_control.hpp"
 
 namespace qgossip {
@@ -61,6 +69,14 @@ class round_steps {
   // round before the one a rejoining node restarts at (rejoined). Stops at the first step that
   // fails.
   [[nodiscard]] step_end run_round(std::uint64_t& t);
+  // Overlapped: lands round t, the one in flight, if any (a program's state() or mix(), a node that
+  // closes early); ok when none is. t may change as run_round's does (a rejoin).
+  [[nodiscard]] step_end settle(std::uint64_t& t);
+  // Overlapped: until the round in flight has exchanged, without landing it (before the caller's
+  // thread touches the links: the halt signal's proposal).
+  void hold();
+  // True when the latest round landed was the agreed halt round (node/run/halt_agreement.hpp).
+  [[nodiscard]] bool halts_after(std::uint64_t t) const { return halts_after_ && completed_ == t; }
   // A training loss the program driving the node reports (model.kind external), for the CSV.
   void add_loss(double loss) { training_.add_loss(loss); }
   // One of the program's own metrics, for the CSV's extra columns (node/log/program_metrics.hpp);
@@ -87,6 +103,17 @@ class round_steps {
  private:
   // A step's end: as it is, unless it asks to rejoin, which happens here (rejoin(t)).
   [[nodiscard]] step_end back_or_end(step_end end, std::uint64_t& t);
+  // The links' part of exchange: send and gather (on the node's thread when overlapped), counting
+  // the round's bytes; and what the caller's thread makes of its status.
+  [[nodiscard]] status send_and_gather(std::uint64_t t);
+  [[nodiscard]] step_end exchanged(const status& st, std::uint64_t& t);
+  // The overlapped round (see the top): run_round's form, and its parts.
+  [[nodiscard]] step_end run_overlapped(std::uint64_t& t);
+  [[nodiscard]] step_end take_change(std::uint64_t& t);
+  void launch(std::uint64_t t);
+  [[nodiscard]] step_end land(std::uint64_t& t);
+  // True when round t writes a checkpoint (every train.checkpoint_every rounds, or the halt round).
+  [[nodiscard]] bool checkpoint_due(std::uint64_t t) const;
   // This node rejoins the run (node/run/returns.hpp); on success t becomes the round before the
   // one it restarts at, with the donor's model.
   [[nodiscard]] step_end rejoin(std::uint64_t& t);
@@ -120,6 +147,11 @@ class round_steps {
   double row_wall_s_ = 0;
   double compute_s_ = 0, codec_s_ = 0;
   clock::time_point round_start_;
+  // Overlapped: the node's thread, and the status of the exchange it ran (read after wait()).
+  std::unique_ptr<round_thread> thread_;
+  status flight_;
+  bool in_flight_ = false;  // a round launched and not yet landed
+  bool halts_after_ = false;  // halts_after()
   // Cumulative counters of the run before a resume (zero in a run that started at round 1), added
   // to this process's own so that the log continues where the checkpoint left it.
   struct carried_counts {

@@ -115,6 +115,18 @@ class Node:
         if sync is not None:
             sync.to_device()
 
+    def settle(self):
+        """With train.overlap: lands the round in flight now, its mix added to your parameters (call it
+        before you evaluate them, or save them); without it, or between rounds, nothing
+        (docs/algorithms.md, "Overlapped rounds")."""
+        self._require_open("settle")
+        sync = getattr(self._attached, "round_sync", None)
+        if sync is not None:
+            sync.to_host()
+        self._core.settle()
+        if sync is not None:
+            sync.to_device()
+
     def log(self, loss=None, **metrics):
         """Your training loss, averaged into the node's CSV rows (train_loss), and any numbers of your
         own (node.log(loss, val_loss=2.3)): each name a column of the CSV after the node's own (the mean
@@ -132,8 +144,14 @@ class Node:
         model.state_dict(), "opt": opt.state_dict(), "node": node.state_dict()}, path). Every node
         saves at the same step; the CSV rows so far are forced to the disk."""
         self._require_open("state_dict")
+        sync = getattr(self._attached, "round_sync", None)
+        if sync is not None:  # train.overlap: the round in flight lands first, into the parameters
+            sync.to_host()
+        state = self._core.state()
+        if sync is not None:
+            sync.to_device()
         return {"format": _STATE_FORMAT, "rank": self.rank, "round": self.round, "steps": self.steps,
-                "state": self._core.state()}
+                "state": state}
 
     def load_state_dict(self, state):
         """Continue from a state_dict() of an earlier process of this run and rank: call it before

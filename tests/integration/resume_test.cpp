@@ -217,6 +217,14 @@ TEST_CASE("resume keeps codec sender state (DCD + MCGQ accumulate) and local/out
   run_through(tmp, "choco-straight", choco);
   (void)run_with_kills(tmp, "choco-killed", choco, 3, rng);
   check_same_run(tmp, "choco-straight", "choco-killed", choco.n);
+
+  // Overlapped rounds (train.overlap): a checkpoint round lands at once, so what it saves is what
+  // the straight run's next round starts from.
+  run_spec overlapped = choco;
+  overlapped.extra_train = ", local_steps: 4, momentum: 0.5, overlap: true";
+  run_through(tmp, "overlap-straight", overlapped);
+  (void)run_with_kills(tmp, "overlap-killed", overlapped, 3, rng);
+  check_same_run(tmp, "overlap-straight", "overlap-killed", overlapped.n);
 }
 
 TEST_CASE("qgossip run --resume refuses a run without checkpoints; launch --resume of another config names it") {

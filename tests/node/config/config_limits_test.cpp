@@ -182,6 +182,33 @@ TEST_CASE("network.stall_timeout_s: none (the default), seconds >= 0; each node'
   }
 }
 
+TEST_CASE("train.overlap: off by default and then outside the run id; on for choco, dpsgd and naive only") {
+  scratch s;
+  const run_config d = load_run_config(s.write("d.yaml", "topology: {graph: ring, n: 4}\n"));
+  CHECK_FALSE(d.train.overlap);
+  CHECK(load_run_config(s.write("d.yaml", "topology: {graph: ring, n: 4}\ntrain: {overlap: false}\n")).run_id == d.run_id);
+  const run_config on = load_run_config(s.write("d.yaml", "topology: {graph: ring, n: 4}\nalgorithm: choco\ntrain: {overlap: true}\n"));
+  CHECK(on.train.overlap);
+  CHECK(on.run_id != load_run_config(s.write("d.yaml", "topology: {graph: ring, n: 4}\nalgorithm: choco\n")).run_id);
+  for (const char* ok : {"dpsgd", "naive", "{name: choco, consensus_step: 0.5}"}) {
+    CAPTURE(ok);
+    CHECK(load_run_config(s.write("ok.yaml", std::string("topology: {graph: ring, n: 4}\nalgorithm: ") + ok +
+                                                 "\ntrain: {overlap: true}\n"))
+              .train.overlap);
+  }
+  for (const char* refused : {"dcd", "ecd", "allreduce", "allgather"}) {
+    CAPTURE(refused);
+    const std::string f = s.write("no.yaml", std::string("topology: {graph: ring, n: 4}\nalgorithm: ") + refused +
+                                                 "\ntrain: {overlap: true}\n");
+    const std::string e = error_of(f);
+    CHECK(e.find(f + ":3:18: ") == 0);  // the key's value
+    CHECK(e.find("train.overlap: " + std::string(refused)) != std::string::npos);
+    CHECK(e.find("use choco, dpsgd or naive, or overlap: false") != std::string::npos);
+  }
+  const std::string f = s.write("typo.yaml", "topology: {graph: ring, n: 4}\ntrain: {overlap: maybe}\n");
+  CHECK(error_of(f).find("train.overlap") != std::string::npos);
+}
+
 TEST_CASE("network.on_peer_failure: continue only where every round can go on without a node") {
   scratch s;
   std::string f = s.write("ok.yaml", "topology: {graph: ring, n: 4}\nnetwork: {on_peer_failure: continue, heartbeat_s: 2, max_rejected: 3}\n");

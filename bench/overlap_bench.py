@@ -1,0 +1,106 @@
+#!/usr/bin/python3
+"""Overlapped rounds against blocking ones where the wire is slow (train.overlap, issue 44;
+docs/results.md, "Overlapped rounds"). Four Python nodes of examples/python/lm.py on a ring, CHOCO-SGD
+with 3-bit QSGD, in scripts/cluster.sh's namespaces, each node's egress shaped by tc to --rate, and
+unshaped (the same namespaces, no rate). Cases, interleaved, --repeats times each:
+  unshaped           blocking rounds, no shaping: the loop's own pace
+  blocking@R         blocking rounds at --rate
+  overlap@R          train.overlap: true at --rate
+  overlap+τ@R        train.overlap with train.max_staleness: --staleness (busy links skipped)
+For each: the loop's steps per second (the slowest rank's steps over its train_s: the time from its
+first step to the end of its last round, its round in flight landed) and the validation loss after
+the same steps (worst and mean rank). Medians over the repeats; ratios to the unshaped run.
+
+    sudo /usr/bin/python3 bench/overlap_bench.py --build build --rate 4mbit   (about 10 minutes)
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+from pathlib import Path
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def write_config(path, out, local_steps, train_extra):
+    path.write_text(textwrap.dedent(f"""\
+        name: overlap
+        seed: 1
+        topology: {{graph: ring, n: 4}}
+        algorithm: {{name: choco, consensus_step: 0.8}}
+        compressor: {{name: qsgd, bits: 3, bucket: 128, norm: max}}
+        train: {{local_steps: {local_steps}, log_every: 1{train_extra}}}
+        network: {{transport: tcp, security: none, start_timeout_s: 60, round_timeout_s: 60}}
+        output: {{dir: {out}}}
+        """))
+
+
+def run_case(args, tmp, label, rate, train_extra, index):
+    out = os.path.join(tmp, f"{label}-{index}".replace("@", "-").replace("+", "-"))
+    cfg = Path(out + ".yaml")
+    write_config(cfg, out, args.local_steps, train_extra)
+    lm = (f"/usr/bin/python3 {REPO}/examples/python/lm.py --size {args.size} --steps {args.steps} "
+          f"--batch {args.batch} --context {args.context}")
+    cmd = ["bash", os.path.join(REPO, "scripts", "cluster.sh"), "--prefix", "qo"]
+    if rate:
+        cmd += ["--rate", rate]
+    cmd += [str(cfg), "--exec", lm, "--plain", "--no-plot"]
+    env = dict(os.environ, PATH=os.path.join(os.path.abspath(args.build)) + os.pathsep + os.environ["PATH"],
+               PYTHONPATH=os.path.join(os.path.abspath(args.build), "python"), OMP_NUM_THREADS="1")
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=REPO)
+    if r.returncode != 0:
+        sys.exit(f"{label}: exit {r.returncode}\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
+    ranks = [json.load(open(os.path.join(out, "overlap", f"lm-{k}.json"))) for k in range(4)]
+    slowest = max(x["train_s"] for x in ranks)
+    losses = [x["val_loss"] for x in ranks]
+    v = subprocess.run([os.path.join(args.build, "qgossip"), "verify", os.path.join(out, "overlap")],
+                       capture_output=True, text=True)
+    return {"steps_per_s": args.steps / slowest, "worst": max(losses), "mean": sum(losses) / 4,
+            "verified": v.returncode == 0}
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--build", default="build")
+    p.add_argument("--rate", default="4mbit", help="each node's egress under tc (cluster.sh --rate)")
+    p.add_argument("--staleness", type=int, default=2, help="train.max_staleness of the overlap+τ case")
+    p.add_argument("--size", default="tiny", help="examples/python/lm.py --size")
+    p.add_argument("--steps", type=int, default=128)
+    p.add_argument("--batch", type=int, default=16)
+    p.add_argument("--context", type=int, default=64)
+    p.add_argument("--local-steps", type=int, default=8)
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--cases", default="unshaped,blocking,overlap,overlap-stale")
+    p.add_argument("--out", help="write the results as JSON here")
+    args = p.parse_args()
+    cases = {"unshaped": ("", ""), "blocking": (args.rate, ""), "overlap": (args.rate, ", overlap: true"),
+             "overlap-stale": (args.rate, f", overlap: true, max_staleness: {args.staleness}")}
+    chosen = args.cases.split(",")
+    results = {c: [] for c in chosen}
+    with tempfile.TemporaryDirectory(prefix="qgossip-overlap-") as tmp:
+        for i in range(args.repeats):  # interleaved: every case once per repeat
+            for c in chosen:
+                rate, extra = cases[c]
+                results[c].append(run_case(args, tmp, c, rate, extra, i))
+                print(c, i, json.dumps(results[c][-1]), file=sys.stderr, flush=True)
+    base = statistics.median(r["steps_per_s"] for r in results[chosen[0]])
+    summary = {}
+    print(f"{'case':<16} {'steps/s':>8} {'x ' + chosen[0]:>12} {'worst val':>10} {'mean val':>9} verified")
+    for c in chosen:
+        sps = statistics.median(r["steps_per_s"] for r in results[c])
+        worst = statistics.median(r["worst"] for r in results[c])
+        mean = statistics.median(r["mean"] for r in results[c])
+        ok = all(r["verified"] for r in results[c])
+        summary[c] = {"steps_per_s": sps, "ratio": sps / base, "worst_val": worst, "mean_val": mean, "verified": ok,
+                      "runs": results[c]}
+        print(f"{c:<16} {sps:8.2f} {sps / base:12.2f} {worst:10.3f} {mean:9.3f} {ok}")
+    if args.out:
+        json.dump({"args": vars(args), "cases": summary}, open(args.out, "w"), indent=1)
+
+
+if __name__ == "__main__":
+    main()
