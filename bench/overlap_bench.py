@@ -4,6 +4,7 @@ docs/results.md, "Overlapped rounds"). Four Python nodes of examples/python/lm.p
 with 3-bit QSGD, in scripts/cluster.sh's namespaces, each node's egress shaped by tc to --rate, and
 unshaped (the same namespaces, no rate). Cases, interleaved, --repeats times each:
   unshaped           blocking rounds, no shaping: the loop's own pace
+  unshaped-overlap   train.overlap: true, no shaping (what overlap costs where the wire is fast)
   blocking@R         blocking rounds at --rate
   overlap@R          train.overlap: true at --rate
   overlap+τ@R        train.overlap with train.max_staleness: --staleness (busy links skipped)
@@ -26,12 +27,12 @@ from pathlib import Path
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def write_config(path, out, local_steps, train_extra):
+def write_config(path, out, local_steps, train_extra, consensus_step):
     path.write_text(textwrap.dedent(f"""\
         name: overlap
         seed: 1
         topology: {{graph: ring, n: 4}}
-        algorithm: {{name: choco, consensus_step: 0.8}}
+        algorithm: {{name: choco, consensus_step: {consensus_step}}}
         compressor: {{name: qsgd, bits: 3, bucket: 128, norm: max}}
         train: {{local_steps: {local_steps}, log_every: 1{train_extra}}}
         network: {{transport: tcp, security: none, start_timeout_s: 60, round_timeout_s: 60}}
@@ -42,7 +43,7 @@ def write_config(path, out, local_steps, train_extra):
 def run_case(args, tmp, label, rate, train_extra, index):
     out = os.path.join(tmp, f"{label}-{index}".replace("@", "-").replace("+", "-"))
     cfg = Path(out + ".yaml")
-    write_config(cfg, out, args.local_steps, train_extra)
+    write_config(cfg, out, args.local_steps, train_extra, args.consensus_step)
     lm = (f"/usr/bin/python3 {REPO}/examples/python/lm.py --size {args.size} --steps {args.steps} "
           f"--batch {args.batch} --context {args.context}")
     cmd = ["bash", os.path.join(REPO, "scripts", "cluster.sh"), "--prefix", "qo"]
@@ -67,17 +68,19 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--build", default="build")
     p.add_argument("--rate", default="4mbit", help="each node's egress under tc (cluster.sh --rate)")
-    p.add_argument("--staleness", type=int, default=2, help="train.max_staleness of the overlap+τ case")
+    p.add_argument("--staleness", type=int, default=4, help="train.max_staleness of the overlap-stale case")
     p.add_argument("--size", default="tiny", help="examples/python/lm.py --size")
     p.add_argument("--steps", type=int, default=128)
     p.add_argument("--batch", type=int, default=16)
     p.add_argument("--context", type=int, default=64)
     p.add_argument("--local-steps", type=int, default=8)
     p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--consensus-step", type=float, default=0.5,
+                   help="CHOCO-SGD's gamma for every case (overlap needs gamma (1 - lambda_n) < 1: below 0.75 on this ring)")
     p.add_argument("--cases", default="unshaped,blocking,overlap,overlap-stale")
     p.add_argument("--out", help="write the results as JSON here")
     args = p.parse_args()
-    cases = {"unshaped": ("", ""), "blocking": (args.rate, ""), "overlap": (args.rate, ", overlap: true"),
+    cases = {"unshaped": ("", ""), "unshaped-overlap": ("", ", overlap: true"), "blocking": (args.rate, ""), "overlap": (args.rate, ", overlap: true"),
              "overlap-stale": (args.rate, f", overlap: true, max_staleness: {args.staleness}")}
     chosen = args.cases.split(",")
     results = {c: [] for c in chosen}

@@ -128,11 +128,14 @@ local_training::outcome local_training::steps(std::uint64_t t) {
   return {};
 }
 
-local_training::outcome local_training::take_change(std::uint64_t t, std::span<const float>& outgoing) {
-  mixed_only_ = false;
+void local_training::keep_parameters() {
   const std::span<float> p = parameters();
   std::copy(p.begin(), p.end(), taken_.begin());
-  outgoing = learner_.alg->outgoing(outer_.apply(learner_.alg->model(), p), 1.0f, t);
+}
+
+local_training::outcome local_training::change(std::uint64_t t, std::span<const float>& outgoing) {
+  mixed_only_ = false;
+  outgoing = learner_.alg->outgoing(outer_.apply(learner_.alg->model(), taken_), 1.0f, t);
   return {};
 }
 
@@ -155,8 +158,8 @@ void local_training::finish_round() {
   }
   if (overlap_ && !mixed_only_) {  // P − P_taken + x_{t+1}: the steps taken meanwhile kept
     const std::span<float> p = parameters();
-    mixing::sub(p, p, taken_);
-    mixing::add(p, learner_.alg->model());
+    const std::span<const float> x = learner_.alg->model();
+    for (std::size_t i = 0; i < p.size(); ++i) p[i] = (p[i] - taken_[i]) + x[i];
     return;
   }
   write_back();  // the program's next steps start from x_{t+1}

@@ -60,11 +60,13 @@ class local_training {
   // Overlapped rounds (train.overlap, docs/algorithms.md "Overlapped rounds"). The parameters P (a
   // program's, or the node's own copy) go on from where the previous round left them: steps(t) takes
   // round t's local steps on P (a program took them itself: nothing), beside the previous round's
-  // exchange; once that round has landed (finish_round), take_change(t) hands the algorithm the
-  // change from its model to P, and keeps P as it was taken. The outer step goes in place of γ·g.
+  // exchange. Once that round has landed (finish_round, the caller's thread), keep_parameters()
+  // copies P as the round takes it (the caller's one copy), and change(t), on the node's thread,
+  // hands the algorithm the change from its model to that copy. The outer step goes in place of γ·g.
   [[nodiscard]] bool overlapped() const { return overlap_; }
   [[nodiscard]] outcome steps(std::uint64_t t);
-  [[nodiscard]] outcome take_change(std::uint64_t t, std::span<const float>& outgoing);
+  void keep_parameters();
+  [[nodiscard]] outcome change(std::uint64_t t, std::span<const float>& outgoing);
   // P becomes the algorithm's model (a resumed or rejoined node, a round that only mixed).
   void reset_parameters() { write_back(); }
   // A training loss the program reports (its loss is its own): counted in the next row's mean.
@@ -112,7 +114,7 @@ class local_training {
   const bool outer_after_round_;  // the outer step on the whole round's change (finish_round)
   bool mixed_only_ = false;       // the latest round only mixed: finish_round takes no outer step
   float_vector delta_;
-  float_vector taken_;  // overlapped: P as take_change took it
+  float_vector taken_;  // overlapped: P as keep_parameters took it
   float_vector grad_;
   // Augmented training: each step's examples gathered into batch_ and augmented there.
   bool augmenting_ = false;

@@ -193,6 +193,19 @@ std::string node_setup::describe() const {
        << " alpha^2<=" << alpha2 << " (bound " << report.dcd_alpha2_max << "): "
        << (dcd_condition_holds(report, alpha2) ? "holds" : "NOT guaranteed by the theory for this compressor");
   }
+  // Overlapped rounds mix one round late: the consensus error then follows e' = e − s·(I − W)·e_prev,
+  // which shrinks only while s·(1 − lambda_n) < 1 (docs/algorithms.md, "Overlapped rounds").
+  if (rank == 0 && config.train.overlap && std::isfinite(report.lambda_n)) {
+    const double s = config.algorithm == algorithm_kind::choco ? config.algorithm_params.consensus_step : 1.0;
+    const double k = s * (1.0 - report.lambda_n);
+    if (k >= 1.0)
+      os << "\nwarning: train.overlap mixes one round late, and on this graph "
+         << (config.algorithm == algorithm_kind::choco ? "consensus_step" : "the mixing step") << " " << s
+         << " times (1 - lambda_n) = " << k << " >= 1: the ranks' models drift apart instead of together"
+         << (config.algorithm == algorithm_kind::choco
+                 ? "; use consensus_step below " + std::to_string(1.0 / (1.0 - report.lambda_n))
+                 : std::string("; use choco with a smaller consensus_step"));
+  }
   return os.str();
 }
 

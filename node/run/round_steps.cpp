@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <sstream>
+#include <utility>
 
 #include "core/hash.hpp"
 #include "node/data/npy.hpp"
@@ -43,20 +44,26 @@ round_steps::round_steps(node_setup& s)
   if (s.log->header_final()) metrics_.resume(s.log->metric_columns());  // a continued CSV: its columns
 }
 
-step_end round_steps::compute(std::uint64_t& t) {
-  round_start_ = clock::now();
+step_end round_steps::open_round(std::uint64_t& t, bool& mixing_only) {
   node_membership& members = *s_.links.membership;
   if (members.back)
     if (status s = members.back->admit_due(t, *s_.links.ex); !s)
       return back_or_end(failure(s, "round " + std::to_string(t) + ": "), t);
   members.left.begin_round(t);
-  const model& m = *s_.learner.model;
-  const double transfer_before = m.transfers().seconds;
   const bool catching_up = async_ && async_->mixing_only();
   if (catching_up && catch_up_rounds_++ == 0)
     say(s_.rank, "every neighbour has finished: from round " + std::to_string(t) +
                      " this node only mixes with their final models (no training step), then stops");
-  const bool mixing_only = catching_up || only_mix_;
+  mixing_only = catching_up || only_mix_;
+  return {};
+}
+
+step_end round_steps::compute(std::uint64_t& t) {
+  round_start_ = clock::now();
+  bool mixing_only = false;
+  if (step_end end = open_round(t, mixing_only); !end || end.rejoined) return end;
+  const model& m = *s_.learner.model;
+  const double transfer_before = m.transfers().seconds;
   if (local_training::outcome e = training_.round(t, outgoing_, mixing_only); !e)
     return {node_exit::diverged, e.diverged};
   if (!all_finite(outgoing_))
@@ -86,13 +93,17 @@ status round_steps::send_and_gather(std::uint64_t t) {
 
 step_end round_steps::exchanged(const status& st, std::uint64_t& t) {
   if (!st) return back_or_end(failure(st, "round " + std::to_string(t) + ": "), t);
+  after_exchange(t);
+  return {};
+}
+
+void round_steps::after_exchange(std::uint64_t t) {
   if (async_) staleness_ = std::max(staleness_, async_->staleness());
   s_.links.membership->left.after_exchange(t);
   // An emulated link hands messages over only while the node calls the transport: after the last
   // round nothing would, and the neighbours would wait through the final evaluation for them.
   if (t == s_.plan.rounds)
     if (status fs = s_.links.network->flush(); !fs) say(s_.rank, "warning: messages still in the emulated link: " + fs.to_string());
-  return {};
 }
 
 step_end round_steps::exchange(std::uint64_t& t) { return exchanged(send_and_gather(t), t); }
@@ -102,6 +113,12 @@ void round_steps::absorb(std::uint64_t t) {
   s_.links.pattern->absorb(t);
   const auto absorbed = clock::now();
   s_.learner.alg->finish(t);
+  after_mix(t);
+  codec_s_ += seconds(absorbed - start);
+  compute_s_ += seconds(clock::now() - absorbed);
+}
+
+void round_steps::after_mix(std::uint64_t t) {
   if (const clip_stats* c = clip_stats_of(*s_.learner.alg)) {  // robust mixing: columns of the CSV
     metrics_.add("clip_tau", c->tau);
     metrics_.add("clip_fraction", c->clipped_fraction);
@@ -113,8 +130,6 @@ void round_steps::absorb(std::uint64_t t) {
   }
   training_.finish_round();
   completed_ = t;
-  codec_s_ += seconds(absorbed - start);
-  compute_s_ += seconds(clock::now() - absorbed);
 }
 
 void round_steps::evaluate(std::size_t max_examples) {
@@ -232,48 +247,49 @@ step_end round_steps::run_overlapped(std::uint64_t& t) {
   return land(t);
 }
 
-// compute's second half, overlapped: the membership's round, and the change of round t.
+// compute's second half, overlapped: the membership's round, and the parameters round t takes.
 step_end round_steps::take_change(std::uint64_t& t) {
-  const auto start = clock::now();
-  node_membership& members = *s_.links.membership;
-  if (members.back)
-    if (status s = members.back->admit_due(t, *s_.links.ex); !s)
-      return back_or_end(failure(s, "round " + std::to_string(t) + ": "), t);
-  members.left.begin_round(t);
-  const bool catching_up = async_ && async_->mixing_only();
-  if (catching_up && catch_up_rounds_++ == 0)
-    say(s_.rank, "every neighbour has finished: from round " + std::to_string(t) +
-                     " this node only mixes with their final models (no training step), then stops");
-  if (catching_up || only_mix_) {
-    if (local_training::outcome e = training_.round(t, outgoing_, true); !e) return {node_exit::diverged, e.diverged};
-  } else if (local_training::outcome e = training_.take_change(t, outgoing_); !e) {
-    return {node_exit::diverged, e.diverged};
-  }
-  if (!all_finite(outgoing_))
-    return {node_exit::diverged, "diverged at round " + std::to_string(t) + ": the outgoing message is not finite"};
-  compute_s_ += seconds(clock::now() - start);
+  if (step_end end = open_round(t, flight_mixes_only_); !end || end.rejoined) return end;
+  if (!flight_mixes_only_) training_.keep_parameters();  // the caller's one copy of the model
   return {};
 }
 
-// Round t's encode and exchange, on the node's thread: until land(t), the caller's thread leaves the
-// pattern, the exchange and the algorithm alone.
+// Round t on the node's thread: its change, encode, exchange, absorb and mix. Until land(t) the
+// caller's thread leaves the pattern, the exchange, the membership and the algorithm alone.
 void round_steps::launch(std::uint64_t t) {
   in_flight_ = true;
+  flight_diverged_.clear();
   thread_->start([this, t] {
+    const auto start = clock::now();
+    const local_training::outcome e =
+        flight_mixes_only_ ? training_.round(t, outgoing_, true) : training_.change(t, outgoing_);
+    if (!e || !all_finite(outgoing_)) {
+      flight_diverged_ = !e ? e.diverged : "diverged at round " + std::to_string(t) + ": the outgoing message is not finite";
+      return;
+    }
+    flight_compute_s_ += seconds(clock::now() - start);
     encode(t);
     flight_ = send_and_gather(t);
+    if (!flight_) return;
+    after_exchange(t);
+    const auto mixing = clock::now();
+    s_.links.pattern->absorb(t);
+    s_.learner.alg->finish(t);
+    codec_s_ += seconds(clock::now() - mixing);
   });
 }
 
-// The round in flight, t, after its exchange: absorbed (its mix on top of the steps taken since),
-// logged, checkpointed.
+// The round in flight, t, once the thread is done: its mix written into the parameters (on top of
+// the steps taken since), logged, checkpointed.
 step_end round_steps::land(std::uint64_t& t) {
   thread_->wait();
   in_flight_ = false;
-  step_end end = exchanged(flight_, t);
-  if (!end || end.rejoined) return end;
-  absorb(t);
-  if (!(end = log(t))) return end;
+  compute_s_ += std::exchange(flight_compute_s_, 0.0);
+  if (!flight_diverged_.empty()) return {node_exit::diverged, flight_diverged_};
+  if (!flight_) return back_or_end(failure(flight_, "round " + std::to_string(t) + ": "), t);
+  after_mix(t);
+  step_end end = log(t);
+  if (!end) return end;
   end = checkpoint(t);
   halts_after_ = s_.links.membership->halt.round() == t;
   return end;

@@ -13,8 +13,9 @@
 // values (a step_end that is not ok), never exceptions.
 // Overlapped (train.overlap, docs/algorithms.md "Overlapped rounds"): run_round(t) takes round t's
 // local steps while round t − 1's encode and exchange run on the node's thread (node/run/
-// round_thread.hpp), then lands round t − 1 (absorb, log, checkpoint: its mix added to the steps
-// taken meanwhile), takes round t's change and hands its encode and exchange to the thread. A round
+// round_thread.hpp), then lands round t − 1 (its mix, absorbed on the thread, added to the steps
+// taken meanwhile; its log and checkpoint), copies the parameters round t takes and hands its
+// change, encode, exchange, absorb and mix to the thread. A round
 // that only mixes, the last, one with a checkpoint and the halt round land at once. Not
 // thread-safe: one caller's thread; the node's own thread is the round steps' business.
 #include <chrono>
@@ -107,6 +108,13 @@ class round_steps {
   // the round's bytes; and what the caller's thread makes of its status.
   [[nodiscard]] status send_and_gather(std::uint64_t t);
   [[nodiscard]] step_end exchanged(const status& st, std::uint64_t& t);
+  // After an exchange that succeeded: its staleness, the departures it learnt, the last round's flush.
+  void after_exchange(std::uint64_t t);
+  // After the algorithm's finish(t): robust mixing's columns, the parameters written, the round done.
+  void after_mix(std::uint64_t t);
+  // A round's start, before its computation: a returning node admitted when due, the departures'
+  // round; mixing_only says whether the round only mixes (node.mix(), asynchronous catch-up).
+  [[nodiscard]] step_end open_round(std::uint64_t& t, bool& mixing_only);
   // The overlapped round (see the top): run_round's form, and its parts.
   [[nodiscard]] step_end run_overlapped(std::uint64_t& t);
   [[nodiscard]] step_end take_change(std::uint64_t& t);
@@ -147,9 +155,12 @@ class round_steps {
   double row_wall_s_ = 0;
   double compute_s_ = 0, codec_s_ = 0;
   clock::time_point round_start_;
-  // Overlapped: the node's thread, and the status of the exchange it ran (read after wait()).
+  // Overlapped: the node's thread, and what the round it ran left (read after wait()).
   std::unique_ptr<round_thread> thread_;
   status flight_;
+  std::string flight_diverged_;     // its change was not finite
+  bool flight_mixes_only_ = false;  // it only mixes (node.mix(), asynchronous catch-up)
+  double flight_compute_s_ = 0;     // its change's time, for compute_s
   bool in_flight_ = false;  // a round launched and not yet landed
   bool halts_after_ = false;  // halts_after()
   // Cumulative counters of the run before a resume (zero in a run that started at round 1), added

@@ -95,17 +95,23 @@ def write_config(tmp_path, algorithm, compressor, overlap, extra_train=""):
     return path
 
 
-def run_rule_nodes(tmp_path, config):
-    worker = tmp_path / "rule_worker.py"
-    worker.write_text(RULE_WORKER)
+def start_nodes(tmp_path, program, length, config, out_name):
+    """N processes of `program` (a worker's text), each given its rank, `length`, the config and
+    its output path; returns (process, output path) per rank."""
+    worker = tmp_path / "worker.py"
+    worker.write_text(program)
     procs = []
     for rank in range(N):
         log = open(tmp_path / f"node-{rank}.out", "w")
-        out = tmp_path / f"x-{rank}.npy"
-        procs.append((subprocess.Popen([sys.executable, str(worker), str(rank), str(ROUNDS), str(config), str(out)],
+        out = tmp_path / out_name.format(rank=rank)
+        procs.append((subprocess.Popen([sys.executable, str(worker), str(rank), str(length), str(config), str(out)],
                                        stdout=log, stderr=subprocess.STDOUT), out))
+    return procs
+
+
+def run_rule_nodes(tmp_path, config):
     finals = []
-    for rank, (p, out) in enumerate(procs):
+    for rank, (p, out) in enumerate(start_nodes(tmp_path, RULE_WORKER, ROUNDS, config, "x-{rank}.npy")):
         assert p.wait(timeout=120) == 0, (tmp_path / f"node-{rank}.out").read_text()
         finals.append(np.load(out).astype(np.float64))
     return finals
@@ -143,15 +149,7 @@ def test_overlapped_python_nodes_learn_and_every_copy_is_exact(build, tmp_path, 
     from test_node import WORKER  # the classifier loop of test_node.py
     config = write_config(tmp_path, "{name: choco, consensus_step: 0.8}", "{name: qsgd, bits: 3, bucket: 128, norm: max}",
                           True, extra)
-    worker = tmp_path / "worker.py"
-    worker.write_text(WORKER)
-    procs = []
-    for rank in range(N):
-        log = open(tmp_path / f"node-{rank}.out", "w")
-        out = tmp_path / f"result-{rank}.json"
-        procs.append((subprocess.Popen([sys.executable, str(worker), str(rank), "160", str(config), str(out)],
-                                       stdout=log, stderr=subprocess.STDOUT), out))
-    for rank, (p, out) in enumerate(procs):
+    for rank, (p, out) in enumerate(start_nodes(tmp_path, WORKER, 160, config, "result-{rank}.json")):
         p.wait(timeout=120)
         r = json.loads(out.read_text())
         assert r.get("exit") == 0, (tmp_path / f"node-{rank}.out").read_text()
