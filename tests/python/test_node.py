@@ -444,9 +444,9 @@ def test_a_run_saved_with_state_dict_and_continued_ends_as_one_never_stopped(bui
         node.attach(torch.nn.Linear(20, 4))
 
 
-def start_with_worker(tmp_path, n, steps, special, env, network, round_timeout_s=30):
+def start_with_worker(tmp_path, n, steps, special, env, network, round_timeout_s=30, train=""):
     """n nodes of WITH_WORKER, rank `special` with env: (process, result path) per rank."""
-    config = write_config(tmp_path, n, network=network, round_timeout_s=round_timeout_s)
+    config = write_config(tmp_path, n, network=network, round_timeout_s=round_timeout_s, train=train)
     worker = tmp_path / "with_worker.py"
     worker.write_text(WITH_WORKER)
     procs = []
@@ -459,9 +459,9 @@ def start_with_worker(tmp_path, n, steps, special, env, network, round_timeout_s
     return procs
 
 
-def run_with_worker(tmp_path, n, steps, raising, env, network, round_timeout_s=30):
+def run_with_worker(tmp_path, n, steps, raising, env, network, round_timeout_s=30, train=""):
     """n nodes of WITH_WORKER, rank `raising` with env; their exit codes and results."""
-    procs = start_with_worker(tmp_path, n, steps, raising, env, network, round_timeout_s)
+    procs = start_with_worker(tmp_path, n, steps, raising, env, network, round_timeout_s, train)
     codes = [p.wait(timeout=120) for p, _ in procs]
     return codes, [json.loads(out.read_text()) for _, out in procs]
 
@@ -472,10 +472,13 @@ def summary_of(tmp_path, rank):
 
 # An exception in the program's loop inside `with` ends the node as failed at once, its summary naming
 # the exception (within 1 s of the raise: it waits for no neighbour); under `continue` the others train
-# on and their copies are exact; under `stop` they stop within 2 s naming it.
-@pytest.mark.parametrize("policy", ["continue", "stop"])
-def test_an_exception_inside_with_ends_the_node_failed_and_its_neighbours_learn_it(build, tmp_path, policy):
-    codes, results = run_with_worker(tmp_path, 4, 80, 2, {"RAISE_AT": "12"}, f", on_peer_failure: {policy}")
+# on and their copies are exact; under `stop` they stop within 2 s naming it. The same with
+# train.overlap, where the raise comes while round 2 is in flight on the node's thread.
+@pytest.mark.parametrize("policy,train", [("continue", ""), ("stop", ""), ("continue", ", overlap: true"),
+                                          ("stop", ", overlap: true")])
+def test_an_exception_inside_with_ends_the_node_failed_and_its_neighbours_learn_it(build, tmp_path, policy, train):
+    codes, results = run_with_worker(tmp_path, 4, 80, 2, {"RAISE_AT": "12"}, f", on_peer_failure: {policy}",
+                                     train=train)
     assert codes[2] == 1, node_output(tmp_path, 2)  # Python's own exit for an uncaught exception
     failed = summary_of(tmp_path, 2)
     assert failed["status"] == "failed", failed
@@ -532,9 +535,11 @@ def test_a_pause_is_a_failure_where_stall_timeout_s_is_0(build, tmp_path):
 # A node killed while a neighbour's loop pauses is found as fast as ever (its link closes): rank 1
 # sleeps 10 s; 3 s in (ranks 0 and 2 past their round time-out, waiting for it), rank 3 is killed
 # (-9); ranks 0 and 2 say it left within 1.5 s, train on when rank 1 is back, and end 0 with it.
-def test_a_node_killed_during_a_pause_is_found_at_once(build, tmp_path):
+# The same with train.overlap (the wait is then the node's thread's).
+@pytest.mark.parametrize("train", ["", ", overlap: true"])
+def test_a_node_killed_during_a_pause_is_found_at_once(build, tmp_path, train):
     procs = start_with_worker(tmp_path, 4, 80, 1, {"PAUSE_AT": "30", "PAUSE_S": "10"},
-                              ", on_peer_failure: continue", round_timeout_s=2)
+                              ", on_peer_failure: continue", round_timeout_s=2, train=train)
     paused = tmp_path / "result-1.json.paused"
     deadline = time.monotonic() + 60
     while not paused.exists() and time.monotonic() < deadline:
