@@ -282,8 +282,8 @@ void round_steps::launch(std::uint64_t t) {
 // The round in flight, t, once the thread is done: its mix written into the parameters (on top of
 // the steps taken since), logged, checkpointed.
 step_end round_steps::land(std::uint64_t& t) {
+  in_flight_ = false;  // first: a job that threw (rethrown here) is not landed twice
   thread_->wait();
-  in_flight_ = false;
   compute_s_ += std::exchange(flight_compute_s_, 0.0);
   if (!flight_diverged_.empty()) return {node_exit::diverged, flight_diverged_};
   if (!flight_) return back_or_end(failure(flight_, "round " + std::to_string(t) + ": "), t);
@@ -341,13 +341,13 @@ node_exit round_steps::finish(const step_end& ending, std::uint64_t t) {
     if (end) {
       end = land(t);
     } else {
+      in_flight_ = false;
       s_.links.events->cancel();
       try {
         thread_->wait();
       } catch (const std::exception& e) {
         say(s_.rank, std::string("the round in flight: ") + e.what());
       }
-      in_flight_ = false;
     }
   }
   if (end || end.exit == node_exit::halted) {  // halted: every node stops after this same round
