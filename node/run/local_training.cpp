@@ -89,10 +89,7 @@ local_training::outcome local_training::local_steps(std::uint64_t t, std::span<c
     std::copy(learner_.program.begin(), learner_.program.end(), work_.begin());
   } else {
     std::copy(start.begin(), start.end(), work_.begin());
-    for (std::uint64_t k = 1; k <= plan_.local_steps; ++k) {
-      if (outcome e = gradient(t, (t - 1) * plan_.local_steps + k, work_); !e) return e;
-      local_step::descend(work_, static_cast<float>(lr_), local_.apply(grad_, work_));
-    }
+    if (outcome e = steps(t); !e) return e;
   }
   if (!outer_after_round_) {
     outgoing = alg.outgoing(outer_.apply(start, work_), 1.0f, t);

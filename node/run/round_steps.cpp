@@ -29,6 +29,13 @@ std::string rejected_detail(const exchange_stats& s) {
   return out;
 }
 
+// Why round t's computation diverged (its outcome, or an outgoing vector that is not finite), or "".
+std::string divergence(const local_training::outcome& e, std::span<const float> outgoing, std::uint64_t t) {
+  if (!e) return e.diverged;
+  if (!all_finite(outgoing)) return "diverged at round " + std::to_string(t) + ": the outgoing message is not finite";
+  return {};
+}
+
 step_end failure(const status& st, const std::string& what) {
   const node_exit exit = st.code() == errc::cancelled ? node_exit::interrupted
                          : st.code() == errc::refused ? node_exit::refused
@@ -64,10 +71,8 @@ step_end round_steps::compute(std::uint64_t& t) {
   if (step_end end = open_round(t, mixing_only); !end || end.rejoined) return end;
   const model& m = *s_.learner.model;
   const double transfer_before = m.transfers().seconds;
-  if (local_training::outcome e = training_.round(t, outgoing_, mixing_only); !e)
-    return {node_exit::diverged, e.diverged};
-  if (!all_finite(outgoing_))
-    return {node_exit::diverged, "diverged at round " + std::to_string(t) + ": the outgoing message is not finite"};
+  if (std::string why = divergence(training_.round(t, outgoing_, mixing_only), outgoing_, t); !why.empty())
+    return {node_exit::diverged, why};
   compute_s_ += seconds(clock::now() - round_start_) - (m.transfers().seconds - transfer_before);
   return {};
 }
@@ -214,9 +219,7 @@ step_end round_steps::run_round(std::uint64_t& t) {
   if (!(end = exchange(t)) || end.rejoined) return end;
   absorb(t);
   if (!(end = log(t))) return end;
-  end = checkpoint(t);
-  halts_after_ = s_.links.membership->halt.round() == t;
-  return end;
+  return checkpoint(t);
 }
 
 // Round t's local steps beside round t − 1's exchange; then round t − 1 lands and round t is taken
@@ -258,15 +261,11 @@ step_end round_steps::take_change(std::uint64_t& t) {
 // caller's thread leaves the pattern, the exchange, the membership and the algorithm alone.
 void round_steps::launch(std::uint64_t t) {
   in_flight_ = true;
-  flight_diverged_.clear();
   thread_->start([this, t] {
     const auto start = clock::now();
-    const local_training::outcome e =
-        flight_mixes_only_ ? training_.round(t, outgoing_, true) : training_.change(t, outgoing_);
-    if (!e || !all_finite(outgoing_)) {
-      flight_diverged_ = !e ? e.diverged : "diverged at round " + std::to_string(t) + ": the outgoing message is not finite";
-      return;
-    }
+    flight_diverged_ = divergence(
+        flight_mixes_only_ ? training_.round(t, outgoing_, true) : training_.change(t, outgoing_), outgoing_, t);
+    if (!flight_diverged_.empty()) return;
     flight_compute_s_ += seconds(clock::now() - start);
     encode(t);
     flight_ = send_and_gather(t);
@@ -288,11 +287,8 @@ step_end round_steps::land(std::uint64_t& t) {
   if (!flight_diverged_.empty()) return {node_exit::diverged, flight_diverged_};
   if (!flight_) return back_or_end(failure(flight_, "round " + std::to_string(t) + ": "), t);
   after_mix(t);
-  step_end end = log(t);
-  if (!end) return end;
-  end = checkpoint(t);
-  halts_after_ = s_.links.membership->halt.round() == t;
-  return end;
+  if (step_end end = log(t); !end) return end;
+  return checkpoint(t);
 }
 
 step_end round_steps::settle(std::uint64_t& t) {
@@ -304,6 +300,11 @@ bool round_steps::checkpoint_due(std::uint64_t t) const {
   const auto every = static_cast<std::uint64_t>(s_.config.train.checkpoint_every);
   const bool halting = s_.links.membership->halt.round() == t;
   return every > 0 && (t % every == 0 || halting) && t < s_.plan.rounds;
+}
+
+// Round t completed means no round is in flight, so the membership is the caller's to read.
+bool round_steps::halts_after(std::uint64_t t) const {
+  return completed_ == t && s_.links.membership->halt.round() == t;
 }
 
 void round_steps::hold() {

@@ -76,8 +76,8 @@ class round_steps {
   // Overlapped: until the round in flight has exchanged, without landing it (before the caller's
   // thread touches the links: the halt signal's proposal).
   void hold();
-  // True when the latest round landed was the agreed halt round (node/run/halt_agreement.hpp).
-  [[nodiscard]] bool halts_after(std::uint64_t t) const { return halts_after_ && completed_ == t; }
+  // True when round t has completed and is the agreed halt round (node/run/halt_agreement.hpp).
+  [[nodiscard]] bool halts_after(std::uint64_t t) const;
   // A training loss the program driving the node reports (model.kind external), for the CSV.
   void add_loss(double loss) { training_.add_loss(loss); }
   // One of the program's own metrics, for the CSV's extra columns (node/log/program_metrics.hpp);
@@ -162,7 +162,6 @@ class round_steps {
   bool flight_mixes_only_ = false;  // it only mixes (node.mix(), asynchronous catch-up)
   double flight_compute_s_ = 0;     // its change's time, for compute_s
   bool in_flight_ = false;  // a round launched and not yet landed
-  bool halts_after_ = false;  // halts_after()
   // Cumulative counters of the run before a resume (zero in a run that started at round 1), added
   // to this process's own so that the log continues where the checkpoint left it.
   struct carried_counts {
