@@ -90,14 +90,22 @@ class Node:
         if not self._core.attached:
             raise ValueError(f"{what}: attach a model first (node.attach(model))")
 
+    def _on_host(self, call):
+        """call(), for a call that may read or write the parameters: a model on a device has its
+        parameters copied to the host before and back after (once each); returns what call returns."""
+        sync = getattr(self._attached, "round_sync", None)
+        if sync is not None:
+            sync.to_host()
+        result = call()
+        if sync is not None:
+            sync.to_device()
+        return result
+
     def step(self):
         """After your optimizer's step: every train.local_steps calls runs one round."""
         self._require_open("step")
-        sync = getattr(self._attached, "round_sync", None)
-        if sync is not None and (self._core.steps + 1) % self._core.local_steps == 0:
-            sync.to_host()  # a round will read the parameters: the device's copy comes over once
-            self._core.step()
-            sync.to_device()
+        if (self._core.steps + 1) % self._core.local_steps == 0:
+            self._on_host(self._core.step)  # a round will read the parameters
         else:
             self._core.step()
 
@@ -108,24 +116,14 @@ class Node:
         train.local_steps steps), on every node with the same rounds: before an evaluation, or before
         close() for models that agree (docs/python.md)."""
         self._require_open("mix")
-        sync = getattr(self._attached, "round_sync", None)
-        if sync is not None:
-            sync.to_host()
-        self._core.mix(int(rounds))
-        if sync is not None:
-            sync.to_device()
+        self._on_host(lambda: self._core.mix(int(rounds)))
 
     def settle(self):
         """With train.overlap: lands the round in flight now, its mix added to your parameters (call it
         before you evaluate them, or save them); without it, or between rounds, nothing
         (docs/algorithms.md, "Overlapped rounds")."""
         self._require_open("settle")
-        sync = getattr(self._attached, "round_sync", None)
-        if sync is not None:
-            sync.to_host()
-        self._core.settle()
-        if sync is not None:
-            sync.to_device()
+        self._on_host(self._core.settle)
 
     def log(self, loss=None, **metrics):
         """Your training loss, averaged into the node's CSV rows (train_loss), and any numbers of your
@@ -144,12 +142,7 @@ class Node:
         model.state_dict(), "opt": opt.state_dict(), "node": node.state_dict()}, path). Every node
         saves at the same step; the CSV rows so far are forced to the disk."""
         self._require_open("state_dict")
-        sync = getattr(self._attached, "round_sync", None)
-        if sync is not None:  # train.overlap: the round in flight lands first, into the parameters
-            sync.to_host()
-        state = self._core.state()
-        if sync is not None:
-            sync.to_device()
+        state = self._on_host(self._core.state)  # train.overlap: the round in flight lands first
         return {"format": _STATE_FORMAT, "rank": self.rank, "round": self.round, "steps": self.steps,
                 "state": state}
 
