@@ -162,8 +162,9 @@ class Node:
 
     def close(self):
         """Leaves the run once the neighbours have finished too; writes the node's summary. Returns the
-        node's exit code (0: ok)."""
-        return self._core.close()
+        node's exit code (0: ok). With train.overlap the round in flight lands first, into the
+        parameters (a model on a device gets them back)."""
+        return self._on_host(self._core.close)
 
     def __enter__(self):
         return self
