@@ -296,6 +296,7 @@ def measure(sweep, run, qgossip):
     results = [res for res, _ in ranks.values()]
     curves = [{p["step"]: p for p in pts} for _, pts in ranks.values()]
     steps = sorted(set.intersection(*(set(c) for c in curves))) if all(curves) else []
+    # A rank stopped at the cap wrote no result: its step-0 evaluation, just before its first step, stands in.
     starts = [res["start_unix"] for res in results if res and "start_unix" in res] or \
         [c[0]["unix"] for c in curves if 0 in c]
     start = max(starts) if len(starts) == run["n"] else None
