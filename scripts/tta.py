@@ -763,6 +763,20 @@ def arguments(description, epilog):
     return parser
 
 
+def read_sweep(args, load):
+    """(sweep, --only pattern or None) of the parsed arguments, the sweep read by load(path); raises
+    SweepError for a bad file, a bad pattern, or --local with shaped links."""
+    sweep = load(args.sweep)
+    try:
+        pattern = re.compile(args.only) if args.only else None
+    except re.error as e:
+        raise SweepError(f"--only: {e}") from None
+    if args.local and any(l.get("rate") or l.get("scenario") for l in sweep["links"]):
+        raise SweepError("--local cannot shape links: drop the links with a rate or a scenario (or run as root "
+                         "without --local)")
+    return sweep, pattern
+
+
 def ending(interrupted, failed):
     """The exit code of a sweep that ran (0, 1 some run failed, 130 interrupted), said on stderr."""
     if interrupted:
@@ -784,16 +798,9 @@ def main(argv):
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args(argv)
     try:
-        sweep = load_sweep(args.sweep)
-        pattern = re.compile(args.only) if args.only else None
-        if args.local and any(l.get("rate") or l.get("scenario") for l in sweep["links"]):
-            raise SweepError("--local cannot shape links: drop the links with a rate or a scenario (or run as root "
-                             "without --local)")
+        sweep, pattern = read_sweep(args, load_sweep)
     except SweepError as e:
         print(f"tta.py: {e}", file=sys.stderr)
-        return 2
-    except re.error as e:
-        print(f"tta.py: --only: {e}", file=sys.stderr)
         return 2
     qgossip = os.path.abspath(os.path.join(args.build, "qgossip"))
     out = os.path.abspath(os.path.join(args.out, sweep["name"]))

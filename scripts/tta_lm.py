@@ -52,7 +52,6 @@ import csv
 import itertools
 import json
 import os
-import re
 import shlex
 import signal
 import statistics
@@ -188,9 +187,6 @@ def qgossip_command(sweep, run, qgossip, local):
     s = run["system"]
     lm = [PYTHON, LM] + recipe_args(sweep) + ["--eval-mix", str(s["options"]["eval_mix"]),
                                               "--mix-rounds", str(s["options"]["final_mix"]), "--save-model"]
-    if os.access(qgossip, os.X_OK) and tta.config_n(qgossip, s["config"], s["set"]) != run["n"]:
-        raise SweepError(f"system '{s['label']}': {s['config']}'s topology (with its set) has "
-                         f"{tta.config_n(qgossip, s['config'], s['set'])} nodes, the sweep's nodes {run['n']}")
     tail = [s["config"]]
     for x in s["set"] + ["name=run", f"output.dir={run['dir']}"]:
         tail += ["--set", x]
@@ -211,6 +207,16 @@ def peer_command(sweep, run, local):
         ["--rank", "{rank}", "--master-addr", "{master}", "--master-port", "29500"]
 
 
+def check_topologies(sweep, qgossip):
+    """Each qgossip system's config (with its set) holds the sweep's `nodes` ranks: asked once a system."""
+    for s in sweep["systems"]:
+        if s["kind"] == "qgossip" and os.access(qgossip, os.X_OK):
+            n = tta.config_n(qgossip, s["config"], s["set"])
+            if n != sweep["nodes"]:
+                raise SweepError(f"system '{s['label']}': {s['config']}'s topology (with its set) has {n} nodes, "
+                                 f"the sweep's nodes {sweep['nodes']}")
+
+
 def command(sweep, run, qgossip, local):
     if run["system"]["kind"] == "qgossip":
         return qgossip_command(sweep, run, qgossip, local)
@@ -222,16 +228,16 @@ def execute(sweep, run, cmd, local, build):
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=os.path.join(build, "python"),
                PATH=build + os.pathsep + os.environ.get("PATH", ""))
     launch, procs = time.time(), []
-    log = open(os.path.join(run["dir"], "launch.log"), "w")
+    logs = [open(os.path.join(run["dir"], "launch.log"), "w")]
     if local and run["system"]["kind"] != "qgossip":
         port = tta.free_port()
         for r in range(run["n"]):
-            rank_log = open(os.path.join(run["dir"], f"rank-{r}.log"), "w")
-            procs.append(subprocess.Popen(cmd + ["--rank", str(r), "--master-port", str(port)], stdout=rank_log,
+            logs.append(open(os.path.join(run["dir"], f"rank-{r}.log"), "w"))
+            procs.append(subprocess.Popen(cmd + ["--rank", str(r), "--master-port", str(port)], stdout=logs[-1],
                                           stderr=subprocess.STDOUT, env=env))
     else:
-        procs.append(subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=ROOT))
-    cap, capped = float(run["link"].get("cap_s", sweep["cap_s"])), False
+        procs.append(subprocess.Popen(cmd, stdout=logs[0], stderr=subprocess.STDOUT, env=env, cwd=ROOT))
+    cap, capped = tta.cap_of(sweep, run["link"]), False
     try:
         while any(p.poll() is None for p in procs):
             time.sleep(0.5)
@@ -247,6 +253,8 @@ def execute(sweep, run, cmd, local, build):
             p.wait()
         raise tta.Interrupted() from None
     codes = [p.wait() for p in procs]
+    for f in logs:
+        f.close()
     return next((c for c in codes if c != 0), 0), capped, launch
 
 
@@ -485,29 +493,24 @@ def main(argv):
     parser = tta.arguments("The language-model race (scripts/tta.py, workload: lm).", __doc__.split("\n", 2)[2])
     args = parser.parse_args(argv)
     try:
-        sweep = load(args.sweep)
-        pattern = re.compile(args.only) if args.only else None
-        if args.local and any(l.get("rate") or l.get("scenario") for l in sweep["links"]):
-            raise SweepError("--local cannot shape links: drop the links with a rate or a scenario")
+        sweep, pattern = tta.read_sweep(args, load)
     except SweepError as e:
         print(f"tta.py: {e}", file=sys.stderr)
-        return 2
-    except re.error as e:
-        print(f"tta.py: --only: {e}", file=sys.stderr)
         return 2
     build = os.path.abspath(args.build)
     qgossip = os.path.join(build, "qgossip")
     out = os.path.abspath(os.path.join(args.out, sweep["name"]))
     runs = plan(sweep, out)
+    try:
+        check_topologies(sweep, qgossip)
+    except SweepError as e:
+        print(f"tta.py: {args.sweep}: {e}", file=sys.stderr)
+        return 2
     todo = []
     for run in runs:
         if pattern and not pattern.search(run["name"]):
             continue
-        try:
-            cmd = command(sweep, run, qgossip, args.local)
-        except SweepError as e:
-            print(f"tta.py: {args.sweep}: {e}", file=sys.stderr)
-            return 2
+        cmd = command(sweep, run, qgossip, args.local)
         record = tta_metrics.read_json(os.path.join(run["dir"], "lm-run.json")) or {}
         todo.append((run, cmd, record.get("status") in ENDED and record.get("command") == cmd))
     if args.dry_run:

@@ -38,6 +38,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "examples", "python"))
 from corpus import read_corpus  # noqa: E402
 from diloco import DiLoCo  # noqa: E402
+from gloo_interface import bind_gloo_interface  # noqa: E402
 from lm import SIZES, ByteLM, Curve, loss_of, validation_loss, windows  # noqa: E402
 from streaming_diloco import StreamingDiLoCo  # noqa: E402
 
@@ -93,11 +94,7 @@ def train(args):
     model = ByteLM(args.context, width, layers, heads)
     numel = sum(p.numel() for p in model.parameters())
     os.environ.update(MASTER_ADDR=args.master_addr, MASTER_PORT=str(args.master_port))
-    iface = os.environ.get("QG_IFACE", "")  # scripts/cluster.sh --ranks: the namespace's own interface
-    if "GLOO_SOCKET_IFNAME" not in os.environ:
-        os.environ["GLOO_SOCKET_IFNAME"] = iface or ("lo" if args.master_addr.startswith("127.") else "")
-        if not os.environ["GLOO_SOCKET_IFNAME"]:
-            del os.environ["GLOO_SOCKET_IFNAME"]
+    bind_gloo_interface(args.master_addr)
     dist.init_process_group("gloo", rank=args.rank, world_size=args.world)
     net = torch.nn.parallel.DistributedDataParallel(model) if args.mode == "ddp" else model
     outer = None

@@ -58,6 +58,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import schedule  # noqa: E402
+from gloo_interface import bind_gloo_interface  # noqa: E402
 
 CSV_COLUMNS = ["iteration", "epoch", "wall_s", "lr", "train_loss", "test_loss", "test_acc", "bytes_sent",
                "bytes_recv", "wire_bytes_sent", "wire_bytes_recv", "comm_s", "eval_s"]
@@ -232,11 +233,8 @@ def train(args, launch_unix, log, summary):
     batches = torch.from_numpy(np.ascontiguousarray(data["batches"]))
     summary["data_loaded_s"] = wall()
 
-    iface = os.environ.get("QG_IFACE", "")
-    if iface and "GLOO_SOCKET_IFNAME" not in os.environ:
-        os.environ["GLOO_SOCKET_IFNAME"] = iface  # the namespace's own interface, not the host name's
-    elif not iface and args.master_addr.startswith("127.") and "GLOO_SOCKET_IFNAME" not in os.environ:
-        os.environ["GLOO_SOCKET_IFNAME"] = "lo"
+    iface = os.environ.get("QG_IFACE", "")  # the namespace's own interface: its byte counters below
+    bind_gloo_interface(args.master_addr)
     import datetime
     dist.init_process_group("gloo", init_method=f"tcp://{args.master_addr}:{args.master_port}", rank=args.rank,
                             world_size=args.world, timeout=datetime.timedelta(seconds=args.timeout))
