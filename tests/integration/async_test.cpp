@@ -9,8 +9,9 @@
 //    copies are exact.
 // Why it cannot flake: the stall keeps rank 3 below 20 % of its rate however the machine is loaded
 // (it is stopped 80 % of the time; it ran 5-13 rounds of 40 in 12 runs), while the check asks only
-// that it did at most 50 % of the planned rounds and the others at least 70 % (they ran 36-40 in
-// 24 runs of this ring, 12 of this test); heartbeats (1 s) far outlast an 80 ms stop. Before the
+// that it did at most 50 % of the planned rounds, the others at least 50 % and their median 80 %
+// (they ran 36-40 in 24 runs of this ring, 12 of this test; one of them 25 of 40 once on CI, its
+// neighbours 40); heartbeats (1 s) far outlast an 80 ms stop. Before the
 // inbox held at most two messages per neighbour and a round took at most 16 per link, a node that
 // started a few rounds late decoded every message its neighbours had sent into a model-sized
 // vector of its own, fell further behind while it did, and some ended after 5-22 rounds (3 of 12
@@ -19,6 +20,7 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <filesystem>
@@ -119,10 +121,15 @@ TEST_CASE("asynchronous gossip, unbounded: a slowed node holds back no one, stop
     CAPTURE(i);
     CHECK(text(r.nodes.at(i), "status") == "ok");
     // The unslowed nodes run at one rate up to the machine's noise (six processes on two cores;
-    // up to 4 rounds of 40 seen): one that is behind when its neighbours have all finished stops
-    // with them.
-    if (i != kSlow) CHECK(number(r.nodes.at(i), "rounds") >= 0.7 * planned);
+    // up to 4 rounds of 40 seen here, 15 once on CI): one that is behind when its neighbours have
+    // all finished stops with them. Held back by rank 3 it would end near rank 3's count.
+    if (i != kSlow) CHECK(number(r.nodes.at(i), "rounds") >= 0.5 * planned);
   }
+  std::vector<double> unslowed;
+  for (int i = 0; i < kNodes; ++i)
+    if (i != kSlow) unslowed.push_back(number(r.nodes.at(i), "rounds"));
+  std::sort(unslowed.begin(), unslowed.end());
+  CHECK(unslowed[unslowed.size() / 2] >= 0.8 * planned);  // the median unslowed node
   const double slow = number(r.nodes.at(kSlow), "rounds");
   MESSAGE("rank 3 ran " << slow << " of " << planned << " rounds");
   CHECK(slow <= 0.5 * planned);

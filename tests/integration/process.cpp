@@ -98,6 +98,9 @@ namespace qgossip::testing {
 background_process start_qgossip(const std::vector<std::string>& args, const std::filesystem::path& log) {
   background_process p;
   p.log = log;
+  // The child's freopen flushes what stdout holds: flushed here first, doctest's pending report
+  // is not written once more by every child.
+  std::fflush(nullptr);
   pid_t pid = fork();
   if (pid < 0) throw std::runtime_error("fork failed");
   if (pid == 0) {
