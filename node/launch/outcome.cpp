@@ -64,8 +64,12 @@ bool exited(const node_end& e, int code) { return WIFEXITED(e.wait_status) && WE
 // with SIGTERM, so a SIGINT death is the node's own even after it (Python still unwinding its
 // KeyboardInterrupt when another node's failure made the launcher stop the rest). A launcher that
 // is itself interrupted exits 128 + its signal without asking.
-bool interrupted(const node_end& e) {
+// The cause of a failure also counts when it reported its interrupt ("interrupted ...", as a node's
+// summary says) and the launcher's SIGTERM then ended it while it was still unwinding: it was the
+// first to fail, so its report came before the launcher stopped anyone.
+bool interrupted(const node_end& e, const progress_board& board) {
   if (WIFSIGNALED(e.wait_status) && WTERMSIG(e.wait_status) == SIGINT) return true;
+  if (board.node(e.slot).error.starts_with("interrupted")) return true;
   return !e.signalled_by_us && exited(e, 130);
 }
 
@@ -154,7 +158,7 @@ launch_result make_result(std::span<const node_end> ends, const progress_board& 
     // As the README's exit codes say: bad input found by the first node to fail (exit 2: its
     // config, data files, ports) is bad input of the whole launch, a diverged node (exit 3) makes
     // the launch exit 3, an interrupted one (130) 130, and any other failure is a run-time failure (1).
-    result.exit_code = exited(*first, 2) ? 2 : exited(*first, 3) ? 3 : interrupted(*first) ? 130 : 1;
+    result.exit_code = exited(*first, 2) ? 2 : exited(*first, 3) ? 3 : interrupted(*first, board) ? 130 : 1;
     result.failed_rank = first->rank;
     result.failure = failure_line(*first, board);
   }
