@@ -19,8 +19,9 @@ namespace qgossip {
 
 inline constexpr std::size_t kWireHeaderBytes = 48;
 // Bump on ANY change to the header layout or the meaning of a field (and update docs/wire.md).
-// 2: notice; 3: finished; 4: finished_ack; 5: join, join_state; 6: skipped (was reserved)
-inline constexpr std::uint16_t kWireVersion = 6;
+// 2: notice; 3: finished; 4: finished_ack; 5: join, join_state; 6: skipped (was reserved);
+// 7: join_state in chunks (gossip/exchange/state_chunks.hpp)
+inline constexpr std::uint16_t kWireVersion = 7;
 // "QGSP" as it appears on the wire, byte for byte.
 inline constexpr std::byte kWireMagic[4] = {std::byte{'Q'}, std::byte{'G'}, std::byte{'S'}, std::byte{'P'}};
 
@@ -37,9 +38,10 @@ enum class message_kind : std::uint16_t {
   join = 6,  // rejoining (docs/failures.md): a request, an offer, an acceptance or a refusal, as
              // notice-format text (node/membership/notice.hpp); count = the sender's model size;
              // accepted from a neighbour that was dropped (it is how one comes back)
-  join_state = 7,  // rejoining: the sender's model, then its public state (rejoinable::public_state,
-                   // when it has one), float32 little-endian; count = the model size, iteration =
-                   // the round the edge (re)starts at
+  join_state = 7,  // rejoining: one chunk (a chunk header, then bytes) of the sender's model, then
+                   // its public state (rejoinable::public_state, when it has one), float32
+                   // little-endian; count = the model size, iteration = the round the edge
+                   // (re)starts at
 };
 // True for the kinds that are only a header (no payload): finished, finished_ack.
 [[nodiscard]] constexpr bool header_only(message_kind kind) {

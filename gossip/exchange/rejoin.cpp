@@ -1,5 +1,6 @@
 #include "gossip/exchange/rejoin.hpp"
 
+#include <algorithm>
 #include <array>
 #include <string>
 #include <utility>
@@ -7,6 +8,7 @@
 namespace qgossip {
 
 rejoin_messages::rejoin_messages(exchange_core& core) : core_(core) {
+  assemblies_.resize(core_.size());
   states_.resize(core_.size());
   core_.handle_kind(message_kind::join, *this, /*even_dropped=*/true);
   core_.handle_kind(message_kind::join_state, *this, /*even_dropped=*/true);
@@ -16,10 +18,7 @@ void rejoin_messages::on_message(std::size_t k, const wire_header& h, std::vecto
   core_.stats().notice_bytes_received += kWireHeaderBytes + h.payload_bytes;
   ++core_.stats().messages_delivered;
   if (h.kind == message_kind::join_state) {
-    if (states_[k]) ++core_.stats().duplicates;  // superseded before anyone took it
-    inbound_message& held = states_[k].emplace();
-    held.header = h;
-    std::swap(held.payload, payload);
+    on_chunk(k, h, payload);
     return;
   }
   if (status s = core_.events().join(static_cast<int>(h.sender), h, payload, core_.links()); !s) {
@@ -29,6 +28,20 @@ void rejoin_messages::on_message(std::size_t k, const wire_header& h, std::vecto
     }
     core_.set_pending(s);
   }
+}
+
+// A state is held once its last chunk is in, with that chunk's header (kind, iteration, count).
+void rejoin_messages::on_chunk(std::size_t k, const wire_header& h, std::span<const std::byte> payload) {
+  state_assembly& a = assemblies_[k];
+  if (status s = a.add(h.iteration, payload, core_.options().max_state_bytes); !s) {
+    core_.reject(reject_reason::state, static_cast<int>(h.sender), s.message());
+    return;
+  }
+  if (!a.complete()) return;
+  if (states_[k]) ++core_.stats().duplicates;  // superseded before anyone took it
+  inbound_message& held = states_[k].emplace();
+  held.header = h;
+  held.payload = a.take();
 }
 
 status rejoin_messages::send_to(int peer, const wire_header& h, std::span<const std::byte> payload) {
@@ -53,13 +66,14 @@ status rejoin_messages::send_state(int peer, std::uint64_t iteration, std::uint3
                                    std::span<const float> values) {
   if (!core_.index_of(peer))
     return status::error(errc::invalid, "rank " + std::to_string(peer) + " is not a neighbour");
-  const auto payload = std::as_bytes(values);
-  if (payload.size() > core_.options().max_payload_bytes)
-    return status::error(errc::invalid, "a state of " + std::to_string(payload.size()) +
-                                            " bytes exceeds max_payload_bytes (network.max_message_mib)");
-  return send_to(
-      peer, core_.header_for(message_kind::join_state, iteration, {.count = model_size, .payload = payload}),
-      payload);
+  const std::size_t room = core_.options().max_payload_bytes;
+  if (room <= kChunkHeaderBytes)
+    return status::error(errc::invalid, "messages of at most " + std::to_string(room) + " bytes cannot carry a state");
+  const std::size_t chunk = std::min(core_.options().max_chunk_bytes, room - kChunkHeaderBytes);
+  return send_chunks(std::as_bytes(values), chunk, [&](std::span<const std::byte> payload) {
+    return send_to(peer, core_.header_for(message_kind::join_state, iteration, {.count = model_size, .payload = payload}),
+                   payload);
+  });
 }
 
 bool rejoin_messages::take_state(int peer, std::uint64_t iteration, inbound_message& out) {

@@ -1,14 +1,17 @@
 #pragma once
 // The exchange's part in rejoining (docs/failures.md, "Rejoining"): join messages, which come even
 // from a neighbour this node dropped (they go to exchange_events::join), and the join_state
-// messages that re-create the copies on an edge, held until the node takes them. Who offers, who
-// accepts and which state goes where is the node's: node/run/returns.hpp.
+// messages that re-create the copies on an edge, held until the node takes them. A state goes in
+// chunks of at most exchange_options::max_chunk_bytes (gossip/exchange/state_chunks.hpp), put
+// together again here; the node takes it whole. Who offers, who accepts and which state goes where
+// is the node's: node/run/returns.hpp.
 #include <cstdint>
 #include <optional>
 #include <span>
 #include <vector>
 
 #include "gossip/exchange/core.hpp"
+#include "gossip/exchange/state_chunks.hpp"
 
 namespace qgossip {
 
@@ -29,8 +32,11 @@ class rejoin_messages final : public exchange_protocol {
  private:
   status send_to(int peer, const wire_header& h, std::span<const std::byte> payload);
 
+  void on_chunk(std::size_t k, const wire_header& h, std::span<const std::byte> payload);
+
   exchange_core& core_;
-  std::vector<std::optional<inbound_message>> states_;  // per neighbour: its latest join_state
+  std::vector<state_assembly> assemblies_;              // per neighbour: the state arriving
+  std::vector<std::optional<inbound_message>> states_;  // per neighbour: its latest whole state
 };
 
 }  // namespace qgossip

@@ -52,6 +52,8 @@ std::string_view to_string(reject_reason reason) {
       return "departed";
     case reject_reason::notice:
       return "notice";
+    case reject_reason::state:
+      return "state";
   }
   return "unknown";
 }

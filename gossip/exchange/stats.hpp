@@ -36,8 +36,9 @@ enum class reject_reason : std::uint8_t {
   payload,    // a train message the node refused (exchange_events::train_message: it does not decode)
   departed,   // from a neighbour this node dropped (drop(), exchange_events::peer_failed)
   notice,     // a notice (or join message) the node could not parse (exchange_events::notice, join)
+  state,      // a join_state chunk that does not continue its state, or a state whose hash fails
 };
-inline constexpr std::size_t kRejectReasons = 21;
+inline constexpr std::size_t kRejectReasons = 22;
 std::string_view to_string(reject_reason reason);
 
 struct exchange_stats {

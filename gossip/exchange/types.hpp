@@ -23,6 +23,10 @@ struct exchange_options {
   std::uint64_t lookahead = 1;
   // Largest payload sent or accepted (match zmq_options::max_payload_bytes).
   std::uint32_t max_payload_bytes = 256u << 20;
+  // A rejoining state travels in chunks of at most this many of its bytes (network.max_message_mib;
+  // at most max_payload_bytes less the chunk header), and one larger than max_state_bytes is refused.
+  std::size_t max_chunk_bytes = 64u << 20;
+  std::uint64_t max_state_bytes = std::uint64_t{1} << 32;
   // A neighbour whose link brought this many rejected messages misbehaves (exchange_events::
   // peer_failed); 0: never.
   std::uint32_t max_rejected = 16;

@@ -150,6 +150,10 @@ struct network_config {
   // Each node's own tolerance: not part of the run id (like keys_dir).
   std::optional<double> stall_timeout_s;
   int max_rejected = 16;     // rejected messages on a neighbour's link before it counts as misbehaving; 0: never
+  // A rejoining state (a model and a public state) travels in chunks of at most this many MiB
+  // (2^20 bytes) each (gossip/exchange/state_chunks.hpp); the largest message a node sends or takes
+  // is this or its codec's largest train message, whichever is larger. Fractions allowed.
+  double max_message_mib = 64;
   // `qgossip launch` restarts a node that died, at most this many times per node, after a back-off
   // (1 s, doubling, at most 30 s); the restarted node rejoins the running graph (docs/failures.md,
   // "Rejoining"). 0: never. Needs on_peer_failure: continue. The launcher's policy, not the nodes':

@@ -42,6 +42,8 @@ void read_failures(yaml_reader& n, network_config& nw) {
                                                   std::to_string(nw.heartbeat_s));
   nw.stall_timeout_s = read_stall_timeout(n, nw.stall_timeout_s);
   nw.max_rejected = get_int_in(n, "max_rejected", nw.max_rejected, 0, 1 << 30);
+  nw.max_message_mib = get_positive_double(n, "max_message_mib", nw.max_message_mib, 1.0 / 1024, 4095,
+                                           "the largest chunk of a state, in MiB");
   nw.restart = get_int_in(n, "restart", nw.restart, 0, 1000);
 }
 
@@ -76,7 +78,8 @@ void emit_network(YAML::Emitter& y, const network_config& nw) {
     << YAML::Value << nw.pace_mbit << YAML::Key << "shaping" << YAML::Value << nw.shaping << YAML::Key << "security"
     << YAML::Value << std::string(name_of(nw.security)) << YAML::Key << "on_peer_failure" << YAML::Value
     << std::string(name_of(nw.on_peer_failure)) << YAML::Key << "heartbeat_s" << YAML::Value << nw.heartbeat_s
-    << YAML::Key << "max_rejected" << YAML::Value << nw.max_rejected << YAML::EndMap;
+    << YAML::Key << "max_rejected" << YAML::Value << nw.max_rejected << YAML::Key << "max_message_mib" << YAML::Value
+    << nw.max_message_mib << YAML::EndMap;
 }
 
 }  // namespace qgossip

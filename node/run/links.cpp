@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "gossip/exchange/state_chunks.hpp"
 #include "node/run/pattern_factory.hpp"
 #include "node/run/run_control.hpp"
 #include "node/run/start_up.hpp"
@@ -30,7 +31,12 @@ void plan_peers(const run_config& c, int rank, const node_learner& learner, node
   if (l.probing) l.shape.lookahead = std::max<std::uint64_t>(l.shape.lookahead, static_cast<std::uint64_t>(std::max(n, 2)));
 }
 
-exchange_options exchange_options_for(const run_config& c, int rank, const node_links& l) {
+// network.max_message_mib in bytes: a rejoining state's chunks.
+std::size_t chunk_bytes(const run_config& c) {
+  return std::max<std::size_t>(1, static_cast<std::size_t>(c.network.max_message_mib * double(1u << 20)));
+}
+
+exchange_options exchange_options_for(const run_config& c, int rank, const node_links& l, std::size_t params) {
   exchange_options eo;
   eo.rank = rank;
   eo.neighbours = l.peers;
@@ -45,6 +51,8 @@ exchange_options exchange_options_for(const run_config& c, int rank, const node_
     eo.live_wait = to_ms(*c.network.stall_timeout_s);
   eo.max_payload_bytes = l.network->max_payload_bytes();
   eo.max_rejected = static_cast<std::uint32_t>(c.network.max_rejected);
+  eo.max_chunk_bytes = chunk_bytes(c);
+  eo.max_state_bytes = 2 * std::uint64_t{params} * sizeof(float);  // a model and a public state
   eo.asynchronous = l.shape.gossip && l.shape.max_staleness > 0;
   // A neighbour that never starts, or hangs, is dropped where it may come back.
   eo.drop_silent = l.membership->back != nullptr;
@@ -73,9 +81,10 @@ node_links open_links(const run_config& c, int rank, const topology& topo, node_
   node_links l;
   plan_peers(c, rank, learner, l);
   const std::size_t params = learner.model->num_params();
-  // A probe carries a model; a rejoining state a model and a public state.
+  // A probe carries a model; a rejoining state a model and a public state, in chunks.
+  const std::size_t state_chunk = std::min(2 * params * sizeof(float), chunk_bytes(c)) + kChunkHeaderBytes;
   const std::size_t largest = std::max({learner.codec->max_encoded_bytes(), l.probing ? params * sizeof(float) : std::size_t{0},
-                                        rejoins(c, l) ? 2 * params * sizeof(float) : std::size_t{0}});
+                                        rejoins(c, l) ? state_chunk : std::size_t{0}});
   start_up_step("opening the network");
   // Host names that do not resolve, or that are not this machine's, are said now rather than after
   // the start time-out.
@@ -92,7 +101,7 @@ node_links open_links(const run_config& c, int rank, const topology& topo, node_
       [&] { return "allocating the exchange's buffers (" + std::to_string(l.peers.size()) + " peers, " + sizes + ")"; },
       [&] {
         l.events = std::make_unique<link_events>(rank, *l.membership, l.inbox.get());
-        l.ex = std::make_unique<exchange>(l.network->link(), exchange_options_for(c, rank, l), l.events.get());
+        l.ex = std::make_unique<exchange>(l.network->link(), exchange_options_for(c, rank, l, params), l.events.get());
         l.pattern = make_round_pattern(l.shape, {.alg = *learner.alg,
                                                  .codec = *learner.codec,
                                                  .ex = *l.ex,

@@ -7,12 +7,14 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <memory>
 #include <numeric>
 #include <thread>
 #include <string>
 
 #include "core/errors.hpp"
+#include "gossip/exchange/state_chunks.hpp"
 #include "gossip/faulty_transport.hpp"
 #include "gossip/inproc/transport.hpp"
 #include "tests/gossip/bare_transport.hpp"
@@ -1260,6 +1262,14 @@ void send_join_kind(transport& from, int sender, message_kind kind, std::uint64_
   h.iteration = iteration;
   inject(from, h, payload);
 }
+// A state from `sender` for round `iteration`, in chunks of at most max_chunk of its bytes.
+void send_state_chunks(transport& from, int sender, std::uint64_t iteration, std::span<const float> state,
+                       std::size_t max_chunk = 1 << 20) {
+  REQUIRE(send_chunks(std::as_bytes(state), max_chunk, [&](std::span<const std::byte> chunk) {
+            send_join_kind(from, sender, message_kind::join_state, iteration, chunk);
+            return status::ok();
+          }).is_ok());
+}
 }  // namespace
 
 TEST_CASE("exchange rejoining: a dropped neighbour's join reaches on_join while its other messages stay refused") {
@@ -1298,8 +1308,8 @@ TEST_CASE("exchange rejoining: readmit takes a neighbour back from its join roun
   REQUIRE(b.round(message_kind::train, 3).is_ok());  // round 3 does not wait for it
   CHECK(check_delivery({1}, message_kind::train, 3, b.out) == "");
   const std::vector<float> state{1.0f, -2.0f, 0.5f, 0.0f};
-  send_join_kind(b.t3, 3, message_kind::join_state, 3, std::as_bytes(std::span(state)));  // an older attempt's
-  send_join_kind(b.t3, 3, message_kind::join_state, 4, std::as_bytes(std::span(state)));
+  send_state_chunks(b.t3, 3, 3, state);  // an older attempt's
+  send_state_chunks(b.t3, 3, 4, state);
   inbound_message got;
   REQUIRE(b.ex.wait_until(transport_clock::now() + 2s, [&] { return b.ex.take_state(3, 4, got); }).is_ok());
   CHECK(got.header.kind == message_kind::join_state);
@@ -1326,6 +1336,36 @@ TEST_CASE("exchange rejoining: readmit takes a neighbour back from its join roun
   CHECK(h.kind == message_kind::join_state);
   CHECK(h.iteration == 5);
   CHECK(h.count == 4);
+}
+
+TEST_CASE("exchange rejoining: a state goes in chunks of max_chunk_bytes and is taken whole; a damaged one is refused") {
+  by_hand b;
+  const std::vector<float> state{1.0f, -2.0f, 0.5f, 0.0f, 3.0f, 7.0f, -1.0f, 2.5f, 9.0f};  // 36 bytes
+  SUBCASE("sent by the exchange: 3 chunks of at most 16 bytes, taken whole") {
+    exchange_options o = options_for(3, {0}, 2000ms);
+    o.max_chunk_bytes = 16;
+    exchange sender(b.t3, o, nullptr);
+    REQUIRE(sender.send_state(0, 4, 9, state).is_ok());
+  }
+  SUBCASE("sent by hand in chunks of 5 bytes") { send_state_chunks(b.t3, 3, 4, state, 5); }
+  inbound_message got;
+  REQUIRE(b.ex.wait_until(transport_clock::now() + 2s, [&] { return b.ex.take_state(3, 4, got); }).is_ok());
+  REQUIRE(got.payload.size() == 36);
+  CHECK(std::memcmp(got.payload.data(), state.data(), 36) == 0);
+  CHECK(b.ex.stats().rejected_total() == 0);
+
+  // A chunk changed under a valid checksum (a faulty sender): the state's hash refuses it.
+  std::vector<std::vector<std::byte>> chunks;
+  REQUIRE(send_chunks(std::as_bytes(std::span(state)), 16, [&](std::span<const std::byte> c) {
+            chunks.emplace_back(c.begin(), c.end());
+            return status::ok();
+          }).is_ok());
+  chunks[1][kChunkHeaderBytes] ^= std::byte{0x40};
+  for (const auto& c : chunks) send_join_kind(b.t3, 3, message_kind::join_state, 5, c);
+  const status waited = b.ex.wait_until(transport_clock::now() + 300ms, [&] { return b.ex.take_state(3, 5, got); });
+  CHECK(waited.code() == errc::timeout);
+  CHECK(b.ex.stats().rejected_for(reject_reason::state) == 1);
+  CHECK(b.logged("whose hash is"));
 }
 
 TEST_CASE("exchange rejoining: drop_silent drops a neighbour silent at the deadline, unless every neighbour is") {

@@ -28,29 +28,35 @@ std::vector<std::byte> from_hex(const char* hex) {
 
 // docs/wire.md, "Golden bytes": this header and payload, byte for byte.
 const std::vector<std::byte> kGoldenHeader = from_hex(
-    "51 47 53 50 06 00 01 00 ef cd ab 89 67 45 23 01"
+    "51 47 53 50 07 00 01 00 ef cd ab 89 67 45 23 01"
     "03 00 00 00 04 00 00 00 11 00 00 00 00 00 00 00"
-    "02 00 00 00 ef be ad de 10 00 00 00 be 3e 5e 4d");
+    "02 00 00 00 ef be ad de 10 00 00 00 e5 9a e5 38");
 // docs/wire.md, "Golden bytes": rank 3's finished message after its last round, 17.
 const std::vector<std::byte> kGoldenFinished = from_hex(
-    "51 47 53 50 06 00 04 00 ef cd ab 89 67 45 23 01"
+    "51 47 53 50 07 00 04 00 ef cd ab 89 67 45 23 01"
     "03 00 00 00 00 00 00 00 11 00 00 00 00 00 00 00"
-    "00 00 00 00 00 00 00 00 00 00 00 00 95 f0 03 eb");
+    "00 00 00 00 00 00 00 00 00 00 00 00 aa d4 52 8b");
 // docs/wire.md, "Golden bytes": a neighbour's acknowledgement, as rank 3, of a finished message of 17.
 const std::vector<std::byte> kGoldenFinishedAck = from_hex(
-    "51 47 53 50 06 00 05 00 ef cd ab 89 67 45 23 01"
+    "51 47 53 50 07 00 05 00 ef cd ab 89 67 45 23 01"
     "03 00 00 00 00 00 00 00 11 00 00 00 00 00 00 00"
-    "00 00 00 00 00 00 00 00 00 00 00 00 05 76 d4 18");
+    "00 00 00 00 00 00 00 00 00 00 00 00 3a 52 85 78");
 // docs/wire.md, "Golden bytes": rank 3 asking to rejoin (payload "join 41\n"), its model 4 values.
 const std::vector<std::byte> kGoldenJoin = from_hex(
-    "51 47 53 50 06 00 06 00 ef cd ab 89 67 45 23 01"
+    "51 47 53 50 07 00 06 00 ef cd ab 89 67 45 23 01"
     "03 00 00 00 04 00 00 00 29 00 00 00 00 00 00 00"
-    "00 00 00 00 00 00 00 00 08 00 00 00 97 3b 41 de");
-// docs/wire.md, "Golden bytes": rank 3's state (its 4-value model) for an edge restarting at 17.
+    "00 00 00 00 00 00 00 00 08 00 00 00 3d cf 2f 7a");
+// docs/wire.md, "Golden bytes": rank 3's state (its 4-value model, one chunk) for an edge restarting at 17.
 const std::vector<std::byte> kGoldenJoinState = from_hex(
-    "51 47 53 50 06 00 07 00 ef cd ab 89 67 45 23 01"
+    "51 47 53 50 07 00 07 00 ef cd ab 89 67 45 23 01"
     "03 00 00 00 04 00 00 00 11 00 00 00 00 00 00 00"
-    "00 00 00 00 00 00 00 00 10 00 00 00 87 99 7d 26");
+    "00 00 00 00 00 00 00 00 28 00 00 00 11 a5 13 31");
+// Its payload: the chunk header (docs/wire.md, "Chunked states": the state's 16 bytes, from byte 0,
+// their hash64 0xce46fbe03f046727), then the 4 values.
+const std::vector<std::byte> kGoldenJoinStatePayload = from_hex(
+    "10 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00"
+    "27 67 04 3f e0 fb 46 ce 00 00 80 3f 00 00 00 c0"
+    "00 00 00 3f 00 00 00 00");
 const std::vector<std::byte> kGoldenPayload = from_hex("00 00 80 3f 00 00 00 c0 00 00 00 3f 00 00 00 00");
 
 wire_header golden() {
@@ -115,7 +121,7 @@ void flip_bit(std::span<std::byte> s, std::size_t bit) { s[bit / 8] ^= std::byte
 
 TEST_CASE("wire: the header is 48 bytes and the version is 6") {
   CHECK(kWireHeaderBytes == 48);
-  CHECK(kWireVersion == 6);  // changing the layout? bump this, then update docs/wire.md and the golden bytes
+  CHECK(kWireVersion == 7);  // changing the layout? bump this, then update docs/wire.md and the golden bytes
   CHECK(static_cast<int>(message_kind::train) == 1);
   CHECK(static_cast<int>(message_kind::probe) == 2);
   CHECK(static_cast<int>(message_kind::notice) == 3);
@@ -134,7 +140,7 @@ TEST_CASE("wire: parse_header reads the golden bytes back field by field") {
   verdict v = parse(kGoldenHeader, kGoldenPayload);
   REQUIRE(v.st.is_ok());
   CHECK(v.check == wire_check::ok);
-  CHECK(v.header.version == 6);
+  CHECK(v.header.version == 7);
   CHECK(v.header.kind == message_kind::train);
   CHECK(v.header.run_id == 0x0123456789ABCDEFull);
   CHECK(v.header.sender == 3);
@@ -144,7 +150,7 @@ TEST_CASE("wire: parse_header reads the golden bytes back field by field") {
   CHECK(v.header.skipped == 0);
   CHECK(v.header.codec_tag == 0xDEADBEEF);
   CHECK(v.header.payload_bytes == 16);
-  CHECK(v.header.crc32c == 0x4D5E3EBEu);
+  CHECK(v.header.crc32c == 0x38E59AE5u);
 }
 
 TEST_CASE("wire: every field round-trips at its extreme values") {
@@ -198,7 +204,7 @@ TEST_CASE("wire: bytes that do not start with QGSP are not ours (magic)") {
 TEST_CASE("wire: another wire version is rejected before its layout is trusted") {
   verdict v = parse_changed([](wire_header& h) { h.version = 1; });
   CHECK(v.check == wire_check::version);
-  CHECK(v.names("version: expected 6, received 1"));
+  CHECK(v.names("version: expected 7, received 1"));
 }
 
 TEST_CASE("wire: a payload of another size than the header says") {
@@ -231,14 +237,14 @@ TEST_CASE("wire: a flipped bit is a checksum failure") {
     verdict v = parse(h, kGoldenPayload);
     CHECK(v.check == wire_check::crc);
     CHECK(v.names("crc32c: expected 0x"));
-    CHECK(v.names("received 0x4d5e3ebe"));
+    CHECK(v.names("received 0x38e59ae5"));
   }
   SUBCASE("in the crc field itself") {
     auto h = kGoldenHeader;
     flip_bit(h, 44 * 8);
     verdict v = parse(h, kGoldenPayload);
     CHECK(v.check == wire_check::crc);
-    CHECK(v.names("crc32c: expected 0x4d5e3ebe (computed), received 0x4d5e3ebf"));
+    CHECK(v.names("crc32c: expected 0x38e59ae5 (computed), received 0x38e59ae4"));
   }
   SUBCASE("in the payload") {
     auto p = kGoldenPayload;
@@ -426,16 +432,16 @@ TEST_CASE("wire: join and join_state are the golden bytes of docs/wire.md; their
 
   h.kind = message_kind::join_state;
   h.iteration = 17;
-  h.payload_bytes = 16;
-  bytes = encode(h, kGoldenPayload);
+  h.payload_bytes = static_cast<std::uint32_t>(kGoldenJoinStatePayload.size());
+  bytes = encode(h, kGoldenJoinStatePayload);
   CHECK(std::vector<std::byte>(bytes.begin(), bytes.end()) == kGoldenJoinState);
-  verdict state = parse(kGoldenJoinState, kGoldenPayload);
+  verdict state = parse(kGoldenJoinState, kGoldenJoinStatePayload);
   REQUIRE(state.st.is_ok());
   CHECK(state.header.kind == message_kind::join_state);
   CHECK(state.header.iteration == 17);
 
   h.codec = 2;
-  verdict coded = parse(encode(h, kGoldenPayload), kGoldenPayload);
+  verdict coded = parse(encode(h, kGoldenJoinStatePayload), kGoldenJoinStatePayload);
   CHECK(coded.check == wire_check::codec);
   CHECK(coded.names("a join_state message carries no codec: codec and codec_tag must be 0"));
 }

@@ -216,6 +216,13 @@ TEST_CASE("network.on_peer_failure: continue only where every round can go on wi
   CHECK(c.network.on_peer_failure == peer_failure_policy::train_on);
   CHECK(c.network.heartbeat_s == 2.0);
   CHECK(c.network.max_rejected == 3);
+  CHECK(c.network.max_message_mib == 64);  // the default
+  CHECK(load_run_config(s.write("chunk.yaml", "topology: {graph: ring, n: 4}\nnetwork: {max_message_mib: 0.5}\n"))
+            .network.max_message_mib == 0.5);
+  CHECK(error_of(s.write("chunk0.yaml", "topology: {graph: ring, n: 4}\nnetwork: {max_message_mib: 0}\n"))
+            .find("network.max_message_mib") != std::string::npos);
+  CHECK(error_of(s.write("chunk5.yaml", "topology: {graph: ring, n: 4}\nnetwork: {max_message_mib: 5000}\n"))
+            .find("network.max_message_mib") != std::string::npos);
   CHECK(load_run_config(s.write("default.yaml", "topology: {graph: ring, n: 4}\n")).network.on_peer_failure == peer_failure_policy::stop);
   f = s.write("ar.yaml", "topology: {graph: ring, n: 4}\nalgorithm: allreduce\nnetwork: {on_peer_failure: continue}\n");
   CHECK(error_of(f).find("allreduce needs every node in every round") != std::string::npos);
