@@ -8,6 +8,7 @@
 
 #include "core/errors.hpp"
 #include "core/crc32c.hpp"
+#include "core/little_endian.hpp"
 
 namespace qgossip {
 namespace {
@@ -17,18 +18,6 @@ constexpr std::size_t kOffMagic = 0, kOffVersion = 4, kOffKind = 6, kOffRunId = 
                       kOffCount = 20, kOffIteration = 24, kOffCodec = 32, kOffSkipped = 34,
                       kOffCodecTag = 36, kOffPayloadBytes = 40, kOffCrc = 44;
 static_assert(kOffCrc + 4 == kWireHeaderBytes);
-
-template <class T>
-void put(std::byte* out, std::size_t off, T v) {
-  for (std::size_t i = 0; i < sizeof(T); ++i)
-    out[off + i] = std::byte(static_cast<unsigned char>(v >> (8 * i)));
-}
-template <class T>
-T get(const std::byte* in, std::size_t off) {
-  T v = 0;
-  for (std::size_t i = sizeof(T); i-- > 0;) v = static_cast<T>((v << 8) | std::to_integer<T>(in[off + i]));
-  return v;
-}
 
 std::string hex(std::uint64_t v, int digits) {
   char buf[32];
@@ -58,7 +47,7 @@ status fail(wire_check check, wire_check* failed, std::string message) {
 std::uint32_t checksum(const std::byte* header, std::span<const std::byte> payload) {
   std::array<std::byte, kWireHeaderBytes> zeroed;
   std::memcpy(zeroed.data(), header, kWireHeaderBytes);
-  put<std::uint32_t>(zeroed.data(), kOffCrc, 0);
+  put_le<std::uint32_t>(zeroed.data(), kOffCrc, 0);
   return crc32c(payload, crc32c(zeroed));
 }
 
@@ -123,17 +112,17 @@ void encode_header(const wire_header& h, std::span<const std::byte> payload,
                                                                         << payload.size() << " bytes");
   std::byte* o = out.data();
   std::memcpy(o + kOffMagic, kWireMagic, 4);
-  put<std::uint16_t>(o, kOffVersion, h.version);
-  put<std::uint16_t>(o, kOffKind, static_cast<std::uint16_t>(h.kind));
-  put<std::uint64_t>(o, kOffRunId, h.run_id);
-  put<std::uint32_t>(o, kOffSender, h.sender);
-  put<std::uint32_t>(o, kOffCount, h.count);
-  put<std::uint64_t>(o, kOffIteration, h.iteration);
-  put<std::uint16_t>(o, kOffCodec, h.codec);
-  put<std::uint16_t>(o, kOffSkipped, h.skipped);
-  put<std::uint32_t>(o, kOffCodecTag, h.codec_tag);
-  put<std::uint32_t>(o, kOffPayloadBytes, h.payload_bytes);
-  put<std::uint32_t>(o, kOffCrc, checksum(o, payload));
+  put_le<std::uint16_t>(o, kOffVersion, h.version);
+  put_le<std::uint16_t>(o, kOffKind, static_cast<std::uint16_t>(h.kind));
+  put_le<std::uint64_t>(o, kOffRunId, h.run_id);
+  put_le<std::uint32_t>(o, kOffSender, h.sender);
+  put_le<std::uint32_t>(o, kOffCount, h.count);
+  put_le<std::uint64_t>(o, kOffIteration, h.iteration);
+  put_le<std::uint16_t>(o, kOffCodec, h.codec);
+  put_le<std::uint16_t>(o, kOffSkipped, h.skipped);
+  put_le<std::uint32_t>(o, kOffCodecTag, h.codec_tag);
+  put_le<std::uint32_t>(o, kOffPayloadBytes, h.payload_bytes);
+  put_le<std::uint32_t>(o, kOffCrc, checksum(o, payload));
 }
 
 status check_codec(const wire_header& h, const codec_expectation& expect, wire_check* failed) {
@@ -192,13 +181,13 @@ status parse_header(std::span<const std::byte> header_bytes, std::span<const std
   if (std::memcmp(p + kOffMagic, kWireMagic, 4) != 0)
     return fail(wire_check::magic, failed, "magic: expected \"QGSP\", received " + magic_text(p));
 
-  out.version = get<std::uint16_t>(p, kOffVersion);
+  out.version = get_le<std::uint16_t>(p, kOffVersion);
   if (out.version != kWireVersion)
     return fail(
         wire_check::version, failed,
         "version: expected " + std::to_string(kWireVersion) + ", received " + std::to_string(out.version));
 
-  out.payload_bytes = get<std::uint32_t>(p, kOffPayloadBytes);
+  out.payload_bytes = get_le<std::uint32_t>(p, kOffPayloadBytes);
   if (out.payload_bytes > expect.max_payload_bytes)
     return fail(wire_check::payload_size, failed,
                 "payload_bytes: expected at most " + std::to_string(expect.max_payload_bytes) +
@@ -208,38 +197,38 @@ status parse_header(std::span<const std::byte> header_bytes, std::span<const std
                 "payload: expected " + std::to_string(out.payload_bytes) +
                     " bytes (the header's payload_bytes), received " + std::to_string(payload.size()));
 
-  out.crc32c = get<std::uint32_t>(p, kOffCrc);
+  out.crc32c = get_le<std::uint32_t>(p, kOffCrc);
   const std::uint32_t computed = checksum(p, payload);
   if (out.crc32c != computed)
     return fail(wire_check::crc, failed,
                 "crc32c: expected " + hex(computed, 8) + " (computed), received " + hex(out.crc32c, 8));
 
-  const auto kind = get<std::uint16_t>(p, kOffKind);
+  const auto kind = get_le<std::uint16_t>(p, kOffKind);
   if (kind < static_cast<std::uint16_t>(message_kind::train) || kind > static_cast<std::uint16_t>(message_kind::join_state))
     return fail(wire_check::kind, failed,
                 "kind: expected 1 (train), 2 (probe), 3 (notice), 4 (finished), 5 (finished_ack), 6 (join) or "
                 "7 (join_state), received " +
                     std::to_string(kind));
   out.kind = static_cast<message_kind>(kind);
-  out.skipped = get<std::uint16_t>(p, kOffSkipped);
+  out.skipped = get_le<std::uint16_t>(p, kOffSkipped);
   if (out.skipped != 0 && out.kind != message_kind::train)
     return fail(wire_check::skipped, failed,
                 "skipped: expected 0 on a message of kind " + std::to_string(kind) + ", received " +
                     std::to_string(out.skipped));
 
-  out.run_id = get<std::uint64_t>(p, kOffRunId);
+  out.run_id = get_le<std::uint64_t>(p, kOffRunId);
   if (out.run_id != expect.run_id)
     return fail(wire_check::run_id, failed,
                 "run_id: expected " + hex(expect.run_id, 16) + ", received " + hex(out.run_id, 16) +
                     " (a node of another run or config?)");
 
-  out.sender = get<std::uint32_t>(p, kOffSender);
+  out.sender = get_le<std::uint32_t>(p, kOffSender);
   if (status s = check_sender(out, expect, failed); !s) return s;
 
-  out.count = get<std::uint32_t>(p, kOffCount);
-  out.iteration = get<std::uint64_t>(p, kOffIteration);
-  out.codec = get<std::uint16_t>(p, kOffCodec);
-  out.codec_tag = get<std::uint32_t>(p, kOffCodecTag);
+  out.count = get_le<std::uint32_t>(p, kOffCount);
+  out.iteration = get_le<std::uint64_t>(p, kOffIteration);
+  out.codec = get_le<std::uint16_t>(p, kOffCodec);
+  out.codec_tag = get_le<std::uint32_t>(p, kOffCodecTag);
 
   if (!carries_codec(out.kind)) return check_no_codec(out, failed);  // notice, finished, ..., join_state
   const auto& codec = out.kind == message_kind::train ? expect.train : expect.probe;

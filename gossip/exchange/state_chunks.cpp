@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/hash.hpp"
+#include "core/little_endian.hpp"
 
 namespace qgossip {
 
@@ -16,18 +17,9 @@ struct chunk_header {
   std::uint64_t state_hash = 0;
 };
 
-void put_u64(std::byte* at, std::uint64_t v) {
-  for (int i = 0; i < 8; ++i) at[i] = std::byte(static_cast<unsigned char>(v >> (8 * i)));
-}
-
-std::uint64_t get_u64(const std::byte* at) {
-  std::uint64_t v = 0;
-  for (int i = 0; i < 8; ++i) v |= std::uint64_t(std::to_integer<unsigned char>(at[i])) << (8 * i);
-  return v;
-}
-
 chunk_header read_header(std::span<const std::byte> payload) {
-  return {get_u64(payload.data()), get_u64(payload.data() + 8), get_u64(payload.data() + 16)};
+  const std::byte* p = payload.data();
+  return {get_le<std::uint64_t>(p, 0), get_le<std::uint64_t>(p, 8), get_le<std::uint64_t>(p, 16)};
 }
 
 }  // namespace
@@ -43,9 +35,9 @@ status send_chunks(std::span<const std::byte> state, std::size_t max_chunk_bytes
   std::uint64_t offset = 0;
   do {
     const std::size_t n = std::min<std::size_t>(state.size() - offset, max_chunk_bytes);
-    put_u64(chunk.data(), state.size());
-    put_u64(chunk.data() + 8, offset);
-    put_u64(chunk.data() + 16, hash);
+    put_le<std::uint64_t>(chunk.data(), 0, state.size());
+    put_le<std::uint64_t>(chunk.data(), 8, offset);
+    put_le<std::uint64_t>(chunk.data(), 16, hash);
     if (n > 0) std::memcpy(chunk.data() + kChunkHeaderBytes, state.data() + offset, n);
     if (status s = send(std::span(chunk).first(kChunkHeaderBytes + n)); !s) return s;
     offset += n;

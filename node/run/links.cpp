@@ -31,6 +31,9 @@ void plan_peers(const run_config& c, int rank, const node_learner& learner, node
   if (l.probing) l.shape.lookahead = std::max<std::uint64_t>(l.shape.lookahead, static_cast<std::uint64_t>(std::max(n, 2)));
 }
 
+// A rejoining state: a model and a public state, float32.
+std::size_t state_bytes(std::size_t params) { return 2 * params * sizeof(float); }
+
 // network.max_message_mib in bytes: a rejoining state's chunks.
 std::size_t chunk_bytes(const run_config& c) {
   return std::max<std::size_t>(1, static_cast<std::size_t>(c.network.max_message_mib * double(1u << 20)));
@@ -52,7 +55,7 @@ exchange_options exchange_options_for(const run_config& c, int rank, const node_
   eo.max_payload_bytes = l.network->max_payload_bytes();
   eo.max_rejected = static_cast<std::uint32_t>(c.network.max_rejected);
   eo.max_chunk_bytes = chunk_bytes(c);
-  eo.max_state_bytes = 2 * std::uint64_t{params} * sizeof(float);  // a model and a public state
+  eo.max_state_bytes = state_bytes(params);
   eo.asynchronous = l.shape.gossip && l.shape.max_staleness > 0;
   // A neighbour that never starts, or hangs, is dropped where it may come back.
   eo.drop_silent = l.membership->back != nullptr;
@@ -82,7 +85,7 @@ node_links open_links(const run_config& c, int rank, const topology& topo, node_
   plan_peers(c, rank, learner, l);
   const std::size_t params = learner.model->num_params();
   // A probe carries a model; a rejoining state a model and a public state, in chunks.
-  const std::size_t state_chunk = std::min(2 * params * sizeof(float), chunk_bytes(c)) + kChunkHeaderBytes;
+  const std::size_t state_chunk = std::min(state_bytes(params), chunk_bytes(c)) + kChunkHeaderBytes;
   const std::size_t largest = std::max({learner.codec->max_encoded_bytes(), l.probing ? params * sizeof(float) : std::size_t{0},
                                         rejoins(c, l) ? state_chunk : std::size_t{0}});
   start_up_step("opening the network");
