@@ -12,11 +12,13 @@
 #include <string_view>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "core/errors.hpp"
 #include "core/hash.hpp"
 #include "node/config/config.hpp"
+#include "node/config/slurm_step.hpp"
 #include "node/run/node_session.hpp"
 #include "node/run/run_control.hpp"
 
@@ -151,11 +153,17 @@ PYBIND11_MODULE(_core, m) {
       throw py::type_error("model_hash: expected a float32 buffer, got format '" + info.format + "'");
     return hash64(std::span<const float>(static_cast<const float*>(info.ptr), static_cast<std::size_t>(info.size)));
   });
-  // The run's number of nodes (topology.n) as the YAML and its overrides say, without starting one.
-  m.def("run_nodes", [](const std::string& config, std::vector<std::string> overrides) {
+  // The run's number of nodes and processes a node (topology.n, topology.group_size: 0 when not
+  // given) as the YAML and its overrides say, without starting a node.
+  m.def("run_shape", [](const std::string& config, std::vector<std::string> overrides) {
     overrides.push_back(kProgramModelSet);
-    return load_run_config(config, overrides).topology.n;
+    const topology_config t = load_run_config(config, overrides).topology;
+    return std::pair{t.n, t.group_size};
   }, py::arg("config"), py::arg("overrides") = std::vector<std::string>{});
+  // A Slurm step's host list and tasks per node, expanded as the C++ loader does (qgossip/placement.py).
+  m.def("expand_hostlist", [](const std::string& list) { return expand_hostlist(list); }, py::arg("list"));
+  m.def("expand_tasks_per_node", [](const std::string& counts) { return expand_tasks_per_node(counts); },
+        py::arg("counts"));
   py::class_<py_node>(m, "Node")
       .def(py::init<const std::string&, int, std::vector<std::string>, bool>(), py::arg("config"), py::arg("rank"),
            py::arg("overrides") = std::vector<std::string>{}, py::arg("progress") = false)

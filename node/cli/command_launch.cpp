@@ -189,6 +189,8 @@ std::vector<node_process> node_processes(const launch_request& opt, const run_co
         p.argv.insert(p.argv.end(), {"--scenario", std::filesystem::absolute(opt.scenario).string()});
     } else {  // the program's qgossip.Node reads these (docs/python.md)
       const std::vector<std::string> program = command_words("--exec", opt.exec, r);
+      if (c.topology.group_size > 1)  // the node is a group: all of it behind the prefix (node/launch/group_exec.hpp)
+        p.argv.insert(p.argv.end(), {self_executable(), "group-exec", "--size", std::to_string(c.topology.group_size), "--"});
       p.argv.insert(p.argv.end(), program.begin(), program.end());
       std::string sets;
       for (const auto& s : opt.sets) sets += (sets.empty() ? "" : "\n") + s;
@@ -233,8 +235,9 @@ int launch_run(const launch_request& opt) {
   const std::filesystem::path dir = prepare_run_dir(c, opt.resume);
   const std::vector<node_process> nodes = node_processes(
       opt, c, dir, opt.resume ? resume_arguments(c) : std::vector<std::string>{}, !hostile.empty());
-  std::fprintf(stderr, "launching %d nodes: %s, %s; logs in %s/\n", c.topology.n, to_text(c.algorithm).c_str(),
-               c.compressor.name.c_str(), dir.c_str());
+  const std::string each = c.topology.group_size > 1 ? " of " + std::to_string(c.topology.group_size) + " processes" : "";
+  std::fprintf(stderr, "launching %d nodes%s: %s, %s; logs in %s/\n", c.topology.n, each.c_str(),
+               to_text(c.algorithm).c_str(), c.compressor.name.c_str(), dir.c_str());
   // The plotter imports its libraries while the nodes train, and draws once they are done.
   std::unique_ptr<standby_process> plotter;
   const std::string plot_script = opt.no_plot ? std::string() : find_script("plot.py");
@@ -283,7 +286,9 @@ void add_launch_command(CLI::App& app, int* exit_code) {
       "--exec 'python3 train.py ...' starts your own program for each rank instead of `qgossip run`, split\n"
       "at spaces with {rank} replaced; its qgossip.Node reads its rank, the run YAML and the --set options\n"
       "from QGOSSIP_RANK, QGOSSIP_CONFIG and QGOSSIP_SETS, and reports progress to the launcher\n"
-      "(docs/python.md). The rest is as for `qgossip run` nodes: progress, failures, verify, figures.");
+      "(docs/python.md). The rest is as for `qgossip run` nodes: progress, failures, verify, figures.\n"
+      "With topology.group_size G > 1 each node is G copies of the program, all behind the node's prefix,\n"
+      "with torchrun's variables for a world of their own (docs/python.md, \"Groups\").");
   auto opt = std::make_shared<launch_request>();
   cmd->add_option("RUN_YAML", opt->config, "Run YAML (e.g. configs/demo.yaml)")->required();
   cmd->add_option("--set", opt->sets, "Override a config value for every node, e.g. --set train.epochs=1");

@@ -15,5 +15,6 @@ void add_logs_command(CLI::App& app, int* exit_code);      // per-node table, sp
 void add_keys_command(CLI::App& app, int* exit_code);      // CURVE keypairs of a run's nodes
 void add_shards_command(CLI::App& app, int* exit_code);    // every rank's shard and batch order as .npy
 void add_checkpoints_command(CLI::App& app, int* exit_code);  // a rank's valid checkpoint rounds here
+void add_group_exec_command(CLI::App& app, int* exit_code);  // one --exec node of several processes (hidden)
 
 }  // namespace qgossip

@@ -76,6 +76,7 @@ int main(int argc, char** argv) {
   qgossip::add_keys_command(app, &exit_code);
   qgossip::add_checkpoints_command(app, &exit_code);
   qgossip::add_shards_command(app, &exit_code);
+  qgossip::add_group_exec_command(app, &exit_code);
   if (unknown_command(app, argc, argv)) return 2;
   try {
     app.parse(argc, argv);

@@ -67,6 +67,11 @@ struct topology_config {
   // (base_port above holds P). nullopt: nodes listed, or all at host.
   std::optional<node_source> nodes_from;
   std::string nodes_origin;                // with nodes_from: the variables the hosts came from
+  // The processes of one gossip node, for a program's nodes (python/qgossip/group.py): 0, not given,
+  // is one group per host (torchrun's node, a Slurm step's node) and one process per node under
+  // `qgossip launch`; g >= 1: every node is g processes of consecutive ranks. `qgossip run` nodes
+  // are one process each (g <= 1).
+  int group_size = 0;
 };
 
 

@@ -115,7 +115,7 @@ void check_distribution(const env_lookup& env, const std::vector<int>& tasks_per
 }
 
 // The step's task count, which must be the sum of its tasks per node and the topology's n.
-void check_task_count(const env_lookup& env, std::int64_t placed, const variable& counts, int n) {
+void check_task_count(const env_lookup& env, std::int64_t placed, const variable& counts, int n, int group_size) {
   const auto count = first_set(env, "SLURM_STEP_NUM_TASKS", "SLURM_NTASKS");
   const std::string named = count ? count->name + "=" + count->value : counts.name + "=" + counts.value;
   std::int64_t tasks = placed;
@@ -127,10 +127,15 @@ void check_task_count(const env_lookup& env, std::int64_t placed, const variable
                          " tasks");
     tasks = *parsed;
   }
-  if (tasks != n)
+  const std::int64_t wanted = std::int64_t{n} * group_size;
+  if (tasks == wanted) return;
+  if (group_size == 1)
     throw config_error("the step runs " + std::to_string(tasks) + " tasks (" + named + ") but the topology has n = " +
                        std::to_string(n) + " nodes; {from: slurm} needs one task per rank: srun -n " +
                        std::to_string(n));
+  throw config_error("the step runs " + std::to_string(tasks) + " tasks (" + named + ") but the topology has n = " +
+                     std::to_string(n) + " nodes of topology.group_size = " + std::to_string(group_size) +
+                     " tasks; {from: slurm} needs srun -n " + std::to_string(wanted));
 }
 
 }  // namespace
@@ -192,7 +197,7 @@ std::vector<std::string> block_task_hosts(const std::vector<std::string>& hosts,
   return out;
 }
 
-slurm_placement slurm_step_placement(const env_lookup& env, int n) {
+slurm_placement slurm_step_placement(const env_lookup& env, int n, int group_size) {
   auto missing = [](const std::string& name, const std::string& fallback) {
     return config_error("{from: slurm} needs " + name + ", which is not set: run under srun (or in a job, which sets " +
                         fallback + ")");
@@ -209,7 +214,7 @@ slurm_placement slurm_step_placement(const env_lookup& env, int n) {
   check_distribution(env, per_node);
   slurm_placement p;
   p.task_hosts = block_task_hosts(hosts, per_node);
-  check_task_count(env, static_cast<std::int64_t>(p.task_hosts.size()), *counts, n);
+  check_task_count(env, static_cast<std::int64_t>(p.task_hosts.size()), *counts, n, group_size);
   p.source = list->name + "=" + list->value + ", " + counts->name + "=" + counts->value;
   return p;
 }

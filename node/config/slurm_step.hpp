@@ -57,7 +57,8 @@ struct slurm_placement {
 // (SLURM_DISTRIBUTION) and the task count (SLURM_STEP_NUM_TASKS, else SLURM_NTASKS) and places the
 // tasks. Throws config_error when a variable is missing or malformed, when the distribution is not
 // block (cyclic and plane are taken on one node or where no node runs two tasks: the same
-// placement), or when the step does not run exactly `n` tasks (one per rank of the topology).
-[[nodiscard]] slurm_placement slurm_step_placement(const env_lookup& env, int n);
+// placement), or when the step does not run exactly n × group_size tasks (one per rank of the
+// topology, or group_size consecutive tasks per rank: topology.group_size, docs/python.md "Groups").
+[[nodiscard]] slurm_placement slurm_step_placement(const env_lookup& env, int n, int group_size = 1);
 
 }  // namespace qgossip

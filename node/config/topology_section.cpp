@@ -1,6 +1,7 @@
 // The topology: section (node/config/sections.hpp): a graph kind and its size, or explicit edges
 // and weights, and where each node listens: listed, at host + base_port, or taken from the Slurm
 // step (nodes: {from: slurm}, node/config/slurm_step.hpp).
+#include <algorithm>
 #include <map>
 
 #include "node/config/config_fields.hpp"
@@ -134,9 +135,11 @@ int count_nodes(yaml_reader& r, const topology_config& t) {
   return count;
 }
 
-// nodes: {from: slurm}: node r at the host of the step's task r, port base_port + r. Every rank
-// reads the same step-wide variables, so every rank resolves the same list.
+// nodes: {from: slurm}: node r at the host of the step's task r (of task r × g with topology.group_size
+// g: its speaker's), port base_port + r. Every rank reads the same step-wide variables, so every rank
+// resolves the same list.
 void place_from_slurm(yaml_reader& r, topology_config& t, const node_positions& at, const env_lookup& env) {
+  const int group = std::max(t.group_size, 1);
   const std::int64_t last = std::int64_t{t.base_port} + t.n - 1;
   if (last > 65535)
     throw r.error_at(at.base_port, "topology.nodes: base_port " + std::to_string(t.base_port) + " with n = " +
@@ -144,11 +147,12 @@ void place_from_slurm(yaml_reader& r, topology_config& t, const node_positions& 
                                        std::to_string(last) + ", past 65535 (node r listens on base_port + r)");
   slurm_placement p;
   try {
-    p = slurm_step_placement(env, t.n);
+    p = slurm_step_placement(env, t.n, group);
   } catch (const config_error& e) {
     throw r.error_at(at.key, "topology.nodes: " + e.message());
   }
-  for (int i = 0; i < t.n; ++i) t.nodes.push_back({p.task_hosts[static_cast<std::size_t>(i)], t.base_port + i, -1});
+  for (int i = 0; i < t.n; ++i)
+    t.nodes.push_back({p.task_hosts[static_cast<std::size_t>(i) * static_cast<std::size_t>(group)], t.base_port + i, -1});
   t.nodes_origin = p.source;
 }
 
@@ -208,6 +212,7 @@ topology_config read_topology(yaml_reader& r, const env_lookup& env) {
   t.rows = get_int_in(r, "rows", 0, 0, 1 << 16);
   t.cols = get_int_in(r, "cols", 0, 0, 1 << 16);
   t.dim = get_int_in(r, "dim", 0, 0, 62);
+  t.group_size = r.has("group_size") ? get_int_in(r, "group_size", 1, 1, 1 << 16) : 0;
   const node_positions at = read_nodes(r, t);
   read_edges_and_matrix(r, t);
   t.n = count_nodes(r, t);
@@ -239,6 +244,7 @@ void emit_topology(YAML::Emitter& y, const topology_config& t, node_hosts hosts)
     y << YAML::EndSeq;
   }
   emit_nodes(y, t, hosts);
+  if (t.group_size > 0) y << YAML::Key << "group_size" << YAML::Value << t.group_size;  // absent: run ids as before
   y << YAML::EndMap;
 }
 

@@ -38,9 +38,11 @@ class Node:
     def __init__(self, config=None, rank=None, overrides=(), group=None):
         """group: a torch.distributed process group (gloo) of the processes that make this node, which
         train data-parallel among themselves; its rank 0 runs the node (docs/python.md, "Groups").
-        Under torchrun, without QGOSSIP_RANK, rank= or group=, the node is torchrun's node: its
-        processes (LOCAL_WORLD_SIZE), gossip rank GROUP_RANK."""
-        from qgossip import _core
+        Without rank= or group=, the node's group is found (qgossip.group.how_started): a group of
+        `qgossip launch --exec` (topology.group_size > 1); under torchrun without QGOSSIP_RANK,
+        torchrun's node, or topology.group_size consecutive ranks; under a Slurm step of more tasks
+        than nodes, the tasks of a host, or topology.group_size consecutive tasks."""
+        from qgossip import _core, placement
 
         config = config if config is not None else os.environ.get("QGOSSIP_CONFIG")
         if config is None:
@@ -50,22 +52,23 @@ class Node:
         progress = os.environ.get("QGOSSIP_PROGRESS") == "1"
         sets = launched + [str(o) for o in overrides]
         self.group = None  # the process group of this node's processes (for their DDP); None: one process
-        under_torchrun = rank is None and group is None and "QGOSSIP_RANK" not in os.environ and all(
-            name in os.environ for name in ("GROUP_RANK", "LOCAL_WORLD_SIZE"))
-        if group is not None or under_torchrun:
-            from qgossip import group as groups
+        way = placement.how_started(rank, group, lambda: _core.run_shape(str(config), sets))
+        if way == "alone":
+            rank = _rank_from_environment() if rank is None else int(rank)
+            self._core = _core.Node(str(config), rank, sets, progress)
+        else:
+            from qgossip import group as groups  # torch: only for a node of several processes
 
-            if group is not None:
+            if way == "given":
                 rank = _rank_from_environment(("QGOSSIP_RANK", "GROUP_RANK")) if rank is None else int(rank)
                 node_group = self.group = group
             else:
-                rank, node_group, self.group = groups.host_group(groups.torchrun_environment(),
-                                                                 _core.run_nodes(str(config), sets))
+                nodes, group_size = _core.run_shape(str(config), sets)
+                rank, size, node_group, self.group = groups.find_group(way, nodes, group_size)
+                if way == "slurm" and group_size == 0:  # a group a host: what {from: slurm} places
+                    sets.append(f"topology.group_size={size}")
             self._core = groups.speaker_or_member(lambda: _core.Node(str(config), rank, sets, progress), node_group,
                                                   rank)
-        else:
-            rank = _rank_from_environment() if rank is None else int(rank)
-            self._core = _core.Node(str(config), rank, sets, progress)
         self._attached = None  # what attach() keeps alive: the flat parameters and their device copy
         self._state = b""  # load_state_dict's, for attach
 

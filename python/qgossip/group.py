@@ -10,45 +10,29 @@ them alike): _Speaker wraps the real node and tells the group after each boundar
 node and hears it. What the speaker tells, after each boundary (and at attach and close): a status
 (_ROUND: its model follows; _FAILED: it raised, the members raise too; _DONE: the node ended by
 itself, its final model follows, no boundary after it is told). The group's collectives must carry
-CPU tensors: the node's own group is gloo (host_group), as is one passed to qgossip.Node(group=).
+CPU tensors: the node's own group is gloo (find_group), as is one passed to qgossip.Node(group=).
 """
 import os
 
 import torch
 import torch.distributed as dist
 
-from qgossip import _core
+from qgossip import _core, placement
 
 _ROUND, _FAILED, _DONE = 0, 1, 2
-_TORCHRUN = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK")
 
 
-def torchrun_environment():
-    """torchrun's variables as integers when all of them are set, else None."""
-    if not all(name in os.environ for name in _TORCHRUN):
-        return None
-    try:
-        return {name: int(os.environ[name]) for name in _TORCHRUN}
-    except ValueError:
-        raise ValueError("torchrun's " + ", ".join(_TORCHRUN) + " must be integers: " +
-                         ", ".join(f"{n}={os.environ[n]!r}" for n in _TORCHRUN)) from None
-
-
-def host_group(env, nodes):
-    """Under torchrun: one group per torchrun node (its LOCAL_WORLD_SIZE processes), the gossip rank its
-    GROUP_RANK; the world must be `nodes` groups (refused otherwise, naming both). Initializes
-    torch.distributed (gloo, torchrun's env://) when the program has not. Returns (gossip rank, the
-    node's gloo group, the group with the program's default backend for its DDP)."""
-    size, world = env["LOCAL_WORLD_SIZE"], env["WORLD_SIZE"]
-    if world != nodes * size:
-        raise ValueError(f"torchrun's world does not match the run: WORLD_SIZE={world}, but the run's topology.n="
-                         f"{nodes} groups of LOCAL_WORLD_SIZE={size} processes make {nodes * size}")
-    mine = env["GROUP_RANK"]
-    if not env["RANK"] in range(mine * size, (mine + 1) * size):
-        raise ValueError(f"torchrun's RANK={env['RANK']} is not one of GROUP_RANK={mine}'s ranks "
-                         f"{mine * size}..{(mine + 1) * size - 1}: the group's processes must have consecutive ranks")
+def find_group(way, nodes, group_size):
+    """The group of this process, found as placement.how_started said ('launched', 'torchrun',
+    'slurm'): initializes torch.distributed (gloo, env://) when the program has not, and makes the
+    groups. Returns (gossip rank, processes a group, the node's gloo group, the group with the
+    program's default backend for its DDP)."""
+    if way == "launched":
+        return _launched_group()
+    env = placement.torchrun_environment() if way == "torchrun" else placement.slurm_environment(group_size)
+    mine, size = placement.group_of(env, nodes, group_size, "torchrun" if way == "torchrun" else "the Slurm step")
     if not dist.is_initialized():
-        dist.init_process_group("gloo")
+        dist.init_process_group("gloo", rank=env["RANK"], world_size=env["WORLD_SIZE"])
     node_group = program_group = None
     for g in range(nodes):  # every process makes every group, in the same order (new_group is collective)
         ranks = list(range(g * size, (g + 1) * size))
@@ -56,7 +40,24 @@ def host_group(env, nodes):
         made_program = made if dist.get_backend() == "gloo" else dist.new_group(ranks)
         if g == mine:
             node_group, program_group = made, made_program
-    return mine, node_group, program_group
+    return mine, size, node_group, program_group
+
+
+def _launched_group():
+    """A node of qgossip launch --exec with topology.group_size > 1: qgossip group-exec gave its
+    processes torchrun's variables for a world of their own, which is the group."""
+    size, env = int(os.environ["QGOSSIP_GROUP_SIZE"]), placement.torchrun_environment()
+    if env["WORLD_SIZE"] != size:
+        raise ValueError(f"QGOSSIP_GROUP_SIZE={size} but WORLD_SIZE={env['WORLD_SIZE']}: a launched group's world "
+                         "is the group (qgossip group-exec sets both)")
+    if not dist.is_initialized():
+        dist.init_process_group("gloo")
+    if dist.get_world_size() != size:
+        raise ValueError(f"the program's torch.distributed world has {dist.get_world_size()} processes, but the "
+                         f"launched group {size}: initialize it from the environment (env://)")
+    world = dist.group.WORLD
+    rank = int(os.environ["QGOSSIP_RANK"])
+    return rank, size, world if dist.get_backend() == "gloo" else dist.new_group(backend="gloo"), world
 
 
 class _Group:

@@ -8,7 +8,8 @@
 #     is refused by every task at once (exit 2, naming both counts); the demo itself
 #     (configs/demo.yaml, its hosts from the step) ends with every copy equal; and a Python
 #     program's 8 nodes (`srun -n 8 /usr/bin/python3 tests/integration/python_loop.py`, the module's Node() taking its rank
-#     from SLURM_PROCID) end with every copy equal (docs/python.md);
+#     from SLURM_PROCID) end with every copy equal (docs/python.md), and the same program's 4 nodes
+#     of 2 tasks each (topology.group_size: 2; docs/python.md, "Groups") with every member checked;
 #  2. one task of a running step SIGKILLed (scancel signals a whole job or step, never one task: its
 #     pid comes from `scontrol listpids JOB.STEP`): every other rank exits 1 by itself, naming it
 #     (network.on_peer_failure: stop), and srun reports it;
@@ -204,6 +205,27 @@ verify=$("$qgossip" verify "$tmp/runs/python" 2>&1) || fail "qgossip verify of t
 [[ "$verify" == *"all equal"* ]] || fail "Python ranks: qgossip verify did not say 'all equal': $verify"
 [[ "$(summary_field python 7 rounds)" == 24 ]] || fail "Python rank 7 ran $(summary_field python 7 rounds) rounds, not 24"
 echo "slurm_test: srun of 8 Python ranks ok in $(elapsed "$t0") s; $verify"
+
+# ---- 1g. the same program's nodes as groups: srun -n 8 of topology.n 4, topology.group_size 2 ------
+# Consecutive tasks are a node (tasks 2r and 2r+1: node r, its speaker task 2r); each group trains
+# with DDP over node.group, and every member ends with its node's model (verify checks the members).
+write_config python-groups 1 "" none
+sed -i -e "s/^topology: {graph: ring, n: 8, /topology: {graph: ring, n: 4, group_size: 2, /" \
+  -e "s/^model: .*/model: {kind: external}/" "$tmp/python-groups.yaml"
+salloc -Q -n 8 --overcommit "$qgossip" keys --config "$tmp/python-groups.yaml" >/dev/null ||
+  fail "salloc -n 8 qgossip keys --config python-groups.yaml failed"
+t0=$(date +%s.%N)
+rc=0
+QGOSSIP_CONFIG="$tmp/python-groups.yaml" PYTHONPATH="$(dirname "$qgossip")/python" MASTER_PORT="$(free_ports 1)" \
+  timeout 120 srun -n 8 --overcommit --kill-on-bad-exit=0 --job-name=qg-python-groups \
+  --output="$tmp/logs/python-groups/node-%t.events" --error="$tmp/logs/python-groups/node-%t.log" \
+  /usr/bin/python3 "$repo/tests/integration/python_loop.py" 24 32 2>"$tmp/srun-python-groups.txt" || rc=$?
+((rc == 0)) || { cat "$tmp/srun-python-groups.txt"; show_logs python-groups; fail "srun of 4 groups of 2 exited $rc (above)"; }
+verify=$("$qgossip" verify "$tmp/runs/python-groups" 2>&1) || fail "qgossip verify of the groups: $verify"
+[[ "$verify" == *"all equal"* && "$verify" == *"8 members of the nodes' process groups"* ]] ||
+  fail "groups: qgossip verify did not check 8 members, all equal: $verify"
+[[ "$(summary_field python-groups 3 rounds)" == 24 ]] || fail "group 3 ran $(summary_field python-groups 3 rounds) rounds, not 24"
+echo "slurm_test: srun of 4 Python groups of 2 tasks ok in $(elapsed "$t0") s; $verify"
 
 # ---- 1a. the demo itself (configs/demo.yaml, Fashion-MNIST) under srun, hosts from the step -------
 demo_base=$(free_ports 8)

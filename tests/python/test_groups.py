@@ -37,7 +37,7 @@ WORKER = textwrap.dedent('''
     flat = torch.cat([p.detach().reshape(-1) for p in model.parameters()])
     result = {"rank": dist.get_rank(), "gossip_rank": node.rank, "round": node.round,
               "hash": "0x%016x" % qgossip._core.model_hash(flat.numpy()), "exit": node.close()}
-    json.dump(result, open(f"{out}-{dist.get_rank()}.json", "w"))
+    json.dump(result, open(f"{out}-{node.rank}-{dist.get_rank()}.json", "w"))
 ''')
 
 
@@ -60,24 +60,70 @@ def torchrun_jobs(tmp_path, config, jobs=2, per_job=2):
     return [(p.returncode, out) for p, out in ((p, p.communicate(timeout=300)[0]) for p in procs)]
 
 
-def test_two_torchrun_jobs_are_two_gossip_nodes_of_two_processes_each(build, tmp_path):
-    config = write_config(tmp_path, 2)
-    for code, said in torchrun_jobs(tmp_path, config):
-        assert code == 0, said
-    results = [json.load(open(tmp_path / f"result-{r}.json")) for r in range(4)]
-    assert [r["gossip_rank"] for r in results] == [0, 0, 1, 1]
-    for gossip_rank in (0, 1):
+def check_groups(build, tmp_path, nodes, per_node):
+    """Every member ended with its node's model, the summaries hold the members' hashes, the nodes'
+    models differ, and `qgossip verify` checks the copies and the members. Returns verify's output."""
+    results = sorted((json.load(open(f)) for f in tmp_path.glob("result-*.json")),
+                     key=lambda r: (r["gossip_rank"], r["rank"]))
+    assert [r["gossip_rank"] for r in results] == [g for g in range(nodes) for _ in range(per_node)], results
+    for gossip_rank in range(nodes):
         members = [r for r in results if r["gossip_rank"] == gossip_rank]
         summary = json.load(open(tmp_path / "runs" / "py" / f"node-{gossip_rank}.json"))
         assert summary["status"] == "ok" and summary["rounds"] == 10, summary
-        assert summary["group_model_hashes"] == [m["hash"] for m in members] == [summary["model_hash"]] * 2, summary
+        assert summary.get("group_model_hashes", [summary["model_hash"]]) == [m["hash"] for m in members], summary
+        assert [m["hash"] for m in members] == [summary["model_hash"]] * per_node, summary
         assert all(m["exit"] == 0 and m["round"] == 10 for m in members), members
-    assert results[0]["hash"] != results[2]["hash"]  # two nodes, two models (CHOCO's copies agree, not the models)
+    assert len({r["hash"] for r in results}) == nodes  # n nodes, n models (CHOCO's copies agree, not the models)
     verify = subprocess.run([os.path.join(build, "qgossip"), "verify", str(tmp_path / "runs" / "py")],
                             capture_output=True, text=True)
     said = verify.stdout + verify.stderr
     assert verify.returncode == 0 and "all equal" in said, said
+    return said
+
+
+def test_two_torchrun_jobs_are_two_gossip_nodes_of_two_processes_each(build, tmp_path):
+    config = write_config(tmp_path, 2)
+    for code, said in torchrun_jobs(tmp_path, config):
+        assert code == 0, said
+    said = check_groups(build, tmp_path, 2, 2)
     assert "4 members of the nodes' process groups compared with their node's model" in said, said
+
+
+def test_topology_group_size_cuts_a_torchrun_world_into_smaller_groups(build, tmp_path):
+    config = write_config(tmp_path, 4)  # 2 jobs of 2 processes, each process its own node (group_size 1)
+    config.write_text(config.read_text().replace("n: 4}", "n: 4, group_size: 1}"))
+    for code, said in torchrun_jobs(tmp_path, config):
+        assert code == 0, said
+    check_groups(build, tmp_path, 4, 1)
+
+
+def test_qgossip_launch_starts_nodes_of_two_processes_each(build, tmp_path):
+    """qgossip launch --exec with topology.group_size 2: each node is `qgossip group-exec`, its two
+    processes a world of their own (torchrun's variables), the same worker as under torchrun."""
+    config = write_config(tmp_path, 2)
+    worker = tmp_path / "group_worker.py"
+    worker.write_text(WORKER)
+    launch = subprocess.run([os.path.join(build, "qgossip"), "launch", str(config), "--plain", "--no-plot",
+                             "--set", "topology.group_size=2",
+                             "--exec", f"{sys.executable} {worker} {config} {tmp_path / 'result'}"],
+                            capture_output=True, text=True, timeout=300)
+    said = launch.stdout + launch.stderr
+    assert launch.returncode == 0, said
+    assert "launching 2 nodes of 2 processes" in said, said
+    assert "4 members of the nodes' process groups compared with their node's model" in check_groups(
+        build, tmp_path, 2, 2)
+
+
+def test_a_launched_group_whose_member_fails_ends_the_launch_naming_the_node(build, tmp_path):
+    config = write_config(tmp_path, 2)
+    worker = tmp_path / "dies.py"
+    worker.write_text("import os, sys, time\nif os.environ['RANK'] == '1' and os.environ['QGOSSIP_RANK'] == '1':\n"
+                      "    sys.exit(5)\ntime.sleep(120)\n")
+    launch = subprocess.run([os.path.join(build, "qgossip"), "launch", str(config), "--plain", "--no-plot",
+                             "--set", "topology.group_size=2", "--exec", f"{sys.executable} {worker}"],
+                            capture_output=True, text=True, timeout=120)
+    said = launch.stdout + launch.stderr
+    assert launch.returncode != 0 and "node 1" in said and "exit 5" in said, said
 
 
 def test_a_torchrun_world_that_does_not_match_the_run_is_refused_naming_both(build, tmp_path):

@@ -304,6 +304,37 @@ TEST_CASE("topology.nodes: {from: slurm} puts rank r on the host of the step's t
   CHECK(t.topology.nodes[3].port == 29503);  // base_port's default
 }
 
+TEST_CASE("topology.group_size: a Slurm step of n groups of g tasks puts node r at its speaker's host, task r x g") {
+  scratch s;
+  const std::string f = s.write("slurm.yaml", "model: {kind: external}\ntopology:\n  graph: ring\n  n: 2\n"
+                                              "  group_size: 2\n  nodes: {from: slurm, base_port: 30000}\n");
+  const env_lookup step = env_of({{"SLURM_STEP_NODELIST", "gpu[07-08]"}, {"SLURM_STEP_TASKS_PER_NODE", "2(x2)"},
+                                  {"SLURM_STEP_NUM_TASKS", "4"}, {"SLURM_DISTRIBUTION", "block"}});
+  const run_config c = load_run_config(f, {}, step);
+  CHECK(c.topology.group_size == 2);
+  REQUIRE(c.topology.nodes.size() == 2);
+  CHECK(c.topology.nodes[0].host == "gpu07");
+  CHECK(c.topology.nodes[1].host == "gpu08");
+  CHECK(c.topology.nodes[1].port == 30001);
+  CHECK(c.canonical.find("group_size: 2") != std::string::npos);
+  // Not given: absent from the run id's YAML (run ids of runs before the key are unchanged).
+  CHECK(load_run_config(f, {"topology.group_size=1"}, env_of({{"SLURM_STEP_NODELIST", "gpu[07-08]"},
+                                                                {"SLURM_STEP_TASKS_PER_NODE", "1(x2)"}}))
+            .topology.nodes[1].host == "gpu08");
+  const std::string none = s.write("none.yaml", "topology: {graph: ring, n: 2}\n");
+  CHECK(load_run_config(none).canonical.find("group_size") == std::string::npos);
+  CHECK(load_run_config(none).topology.group_size == 0);
+  // A step of the wrong size names both numbers and the srun that fits.
+  CHECK(error_of(f, {}, env_of({{"SLURM_STEP_NODELIST", "gpu[07-08]"}, {"SLURM_STEP_TASKS_PER_NODE", "1(x2)"}})) ==
+        f + ":6:3: topology.nodes: the step runs 2 tasks (SLURM_STEP_TASKS_PER_NODE=1(x2)) but the topology has n = 2 "
+            "nodes of topology.group_size = 2 tasks; {from: slurm} needs srun -n 4");
+  // A node of `qgossip run` is one process.
+  const std::string mlp = s.write("mlp.yaml", "topology: {graph: ring, n: 2, group_size: 2}\n");
+  CHECK(error_of(mlp).find("topology.group_size: 2 processes a node is for a program's nodes") != std::string::npos);
+  CHECK(error_of(s.write("zero.yaml", "topology: {graph: ring, n: 2, group_size: 0}\n")).find("group_size") !=
+        std::string::npos);
+}
+
 TEST_CASE("topology.nodes: {from: slurm} outside a step, or a step it does not fit, is an error at the nodes key") {
   scratch s;
   const std::string f = s.write("slurm.yaml", "topology:\n  graph: ring\n  n: 4\n  nodes: {from: slurm, base_port: 30000}\n");
