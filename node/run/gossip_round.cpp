@@ -1,6 +1,7 @@
 #include "node/run/gossip_round.hpp"
 
 #include <algorithm>
+#include <string>
 
 #include "algorithms/algorithm.hpp"
 #include "node/run/message_codec.hpp"
@@ -56,7 +57,26 @@ gossip_round::gossip_round(const round_pattern_parts& p)
 
 status gossip_round::exchange(std::uint64_t t) {
   inbox_.clear();
-  return ex_.round(message_kind::train, t, own_.wire(), round_peers{peers_, peers_});  // into the inbox
+  if (status st = ex_.round(message_kind::train, t, own_.wire(), round_peers{peers_, peers_}); !st) return st;
+  return finished_early(t);
+}
+
+// A neighbour still in the row that finished before round t sent nothing of it, and never will: the
+// exchange does not wait for it, but the algorithm mixes with every neighbour of its row. In a
+// synchronous run every node runs the same rounds, so this is a program's node that stopped
+// calling step() sooner (or whose program died and closed its node on the way out).
+status gossip_round::finished_early(std::uint64_t t) const {
+  for (int peer : alg_.row().neighbours) {
+    if (!ex_.finished(peer)) continue;
+    bool heard = false;
+    for (std::size_t i = 0; i < inbox_.size() && !heard; ++i) heard = inbox_.at(i).from == peer;
+    if (!heard)
+      return status::error(errc::invalid, "rank " + std::to_string(peer) + " ended its run before round " +
+                                              std::to_string(t) + ": in a synchronous run every node runs the same "
+                                              "rounds (a program's nodes call step() as often: docs/python.md, "
+                                              "\"Rules\"; train.max_staleness lets nodes end apart)");
+  }
+  return status::ok();
 }
 
 void gossip_round::absorb(std::uint64_t) { absorb_inbox(alg_, inbox_); }

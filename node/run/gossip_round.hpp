@@ -63,6 +63,7 @@ class gossip_round final : public round_pattern {
   }
 
  private:
+  [[nodiscard]] status finished_early(std::uint64_t t) const;  // a neighbour that ended before round t
   own_message own_;
   algorithm& alg_;
   class exchange& ex_;

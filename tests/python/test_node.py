@@ -180,6 +180,21 @@ def test_a_killed_neighbour_stops_the_others_within_two_seconds_naming_it(build,
     assert survivor["error_at"] - died < 2.0, survivor
 
 
+def test_a_synchronous_node_whose_neighbour_ended_sooner_stops_naming_it(build, tmp_path):
+    """Rank 1's loop stops after 10 rounds, rank 0's goes on: its round 11 has no message from rank 1
+    and never will. It stops naming rank 1 and the rule (before, an internal invariant fired)."""
+    config = write_config(tmp_path, 2)
+    procs = [start_node(tmp_path, config, rank, steps, {}) for rank, steps in ((0, 60), (1, 40))]
+    results = []
+    for p, out in procs:
+        p.wait(timeout=120)
+        results.append(json.loads(out.read_text()))
+    assert results[1].get("exit") == 0 and results[1]["round"] == 10, results[1]
+    assert results[0].get("error_exit") == 1, results[0]
+    assert ("rank 1 ended its run before round 11: in a synchronous run every node runs the same rounds"
+            in results[0]["error"]), results[0]
+
+
 def test_a_neighbour_with_another_model_size_is_named_with_both_sizes(build, tmp_path):
     results = run_nodes(build, tmp_path, 2, 40, env_for=lambda rank: {"WIDTH": "33"} if rank == 1 else {})
     sizes = {0: "804", 1: "829"}  # 20·32+32+32·4+4 and 20·33+33+33·4+4 parameters
