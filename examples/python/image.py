@@ -10,6 +10,11 @@ own shard (every n-th example of a seeded shuffle) and all evaluate on the same 
 One node per rank, started by the launcher (it sets the rank and the run YAML):
     build/qgossip launch examples/python/image.yaml --exec '/usr/bin/python3 examples/python/image.py'
 Each node writes what it measured as JSON next to its log (image-<rank>.json).
+
+A node of several processes (topology.group_size; docs/python.md, "Groups") trains with DDP inside
+its group, each process on its own shard:
+    build/qgossip launch examples/python/image.yaml --set topology.n=2 --set topology.group_size=2 \
+        --exec '/usr/bin/python3 examples/python/image.py'
 """
 import argparse
 import gzip
@@ -94,28 +99,37 @@ def main():
     torch.manual_seed(0)  # the same initial model on every node
     model = model_for()
     node.attach(model)
+    net, member, members = model, 0, 1
+    if node.group is not None:  # a node of several processes (docs/python.md, "Groups"): DDP inside it
+        import torch.distributed as dist
+        member, members = dist.get_rank(node.group), dist.get_world_size(node.group)
+        net = torch.nn.parallel.DistributedDataParallel(model, process_group=node.group)
     opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9, nesterov=True, weight_decay=5e-4)
     schedule = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=args.lr, total_steps=args.steps)
-    shard = order[node.rank::node.nodes]
-    g = torch.Generator().manual_seed(1000 + node.rank)
+    process, processes = node.rank * members + member, node.nodes * members  # every process its own shard
+    shard = order[process::processes]
+    g = torch.Generator().manual_seed(1000 + process)
     start = time.time()
     for step in range(1, args.steps + 1):
         rows = shard[torch.randint(0, len(shard), (args.batch,), generator=g)]
         x = augment(train_x[rows], g)
-        loss = torch.nn.functional.cross_entropy(model(x), train_y[rows], label_smoothing=0.1)
+        loss = torch.nn.functional.cross_entropy(net(x), train_y[rows], label_smoothing=0.1)
         opt.zero_grad()
         loss.backward()
         opt.step()
         schedule.step()
         node.step()
         metrics = {}
-        if step == 1 or step % args.eval_every == 0:
+        if member == 0 and (step == 1 or step % args.eval_every == 0):  # a group's members hold its model
             metrics = dict(zip(("val_loss", "val_acc"),
                                evaluate(model, test_x[:args.eval_examples], test_y[:args.eval_examples])))
         node.log(loss.item(), **metrics)
+    train_s = time.time() - start
+    if member > 0:
+        return node.close()
     val_loss, val_acc = evaluate(model, test_x, test_y)
-    result = {"rank": node.rank, "steps": args.steps, "batch": args.batch, "rounds": node.round,
-              "test_loss": val_loss, "test_acc": val_acc, "train_s": time.time() - start}
+    result = {"rank": node.rank, "processes": members, "steps": args.steps, "batch": args.batch,
+              "rounds": node.round, "test_loss": val_loss, "test_acc": val_acc, "train_s": train_s}
     result["exit"] = node.close()
     out = args.out or os.path.join(node.output_dir, f"image-{node.rank}.json")
     json.dump(result, open(out, "w"))

@@ -226,6 +226,7 @@ int launch_run(const launch_request& opt) {
   (void)build_topology(c.topology);
   (void)command_words("--exec-prefix", opt.exec_prefix, 0);  // an unknown placeholder
   if (opt.exec.empty()) check_data_files(c.data);  // before any node starts, not once every node has
+  if (const auto group = group_for_run_nodes(c); group && opt.exec.empty()) throw config_error(*group);
   if (c.network.transport == transport_kind::tcp) check_hosts(c.topology, opt.exec_prefix);
   const std::vector<churn_event> churn = launch_churn(opt, c);
   const std::vector<attack_spec> hostile = launch_hostile(opt, c);

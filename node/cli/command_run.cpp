@@ -9,6 +9,7 @@
 
 #include "core/errors.hpp"
 #include "node/cli/commands.hpp"
+#include "node/cli/host_checks.hpp"
 #include "node/config/config.hpp"
 #include "node/run/node_runner.hpp"
 
@@ -126,6 +127,7 @@ void add_run_command(CLI::App& app, int* exit_code) {
       given = "SLURM_PROCID=" + std::to_string(rank);
     }
     run_config config = load_run_config(opt->config, opt->sets);
+    if (const auto group = group_for_run_nodes(config)) throw config_error(*group);
     if (rank < 0 || rank >= config.topology.n)
       throw config_error(given + ": " + rank_range(config.topology.n));
     check_slurm_node(config, rank);

@@ -27,6 +27,7 @@ nlohmann::ordered_json topology_section(const topology_config& t) {
   if (!t.matrix.empty()) j["matrix"] = t.matrix;
   j["nodes"] = nlohmann::ordered_json::array();
   for (const auto& a : t.nodes) j["nodes"].push_back({{"host", a.host}, {"port", a.port}, {"gpu", a.gpu}});
+  if (t.group_size > 0) j["group_size"] = t.group_size;  // the processes of a node (docs/python.md, "Groups")
   return j;
 }
 

@@ -8,6 +8,13 @@
 
 namespace qgossip {
 
+std::optional<std::string> group_for_run_nodes(const run_config& c) {
+  if (c.topology.group_size <= 1) return std::nullopt;
+  return "topology.group_size: " + std::to_string(c.topology.group_size) +
+         " processes a node is for a program's nodes (qgossip launch --exec, qgossip.Node; docs/python.md, "
+         "\"Groups\"); a node of `qgossip run` is one process: remove it or set it to 1";
+}
+
 std::optional<std::string> foreign_host(const topology_config& t,
                                         const std::function<bool(int rank, const std::string& host)>& is_local) {
   for (std::size_t r = 0; r < t.nodes.size(); ++r) {

@@ -1,5 +1,7 @@
 #pragma once
-// Checks `qgossip launch` makes of the topology against this machine before it starts any node:
+// Checks `qgossip launch` (and `qgossip run`) make before a node starts:
+//  - a node of `qgossip run` is one process: topology.group_size > 1 is for a program's nodes
+//    (--exec, qgossip.Node; docs/python.md, "Groups");
 //  - every node's host must be an address of this machine, for the launcher starts every node here
 //    (a host elsewhere would leave its neighbours waiting start_timeout_s for it);
 //  - a node's port inside the kernel's ephemeral range (net.ipv4.ip_local_port_range) may be taken
@@ -23,6 +25,9 @@ namespace qgossip {
 // interfaces (node/run/node_network.hpp: resolve_host, is_local_address). Throws config_error
 // naming rank's host when it does not resolve.
 [[nodiscard]] bool is_local_host(int rank, const std::string& host);
+
+// With topology.group_size > 1, the error for nodes of `qgossip run` (one process each); else nullopt.
+[[nodiscard]] std::optional<std::string> group_for_run_nodes(const run_config& c);
 
 // A warning naming the nodes' ports that fall inside `range` (low, high), or nullopt.
 [[nodiscard]] std::optional<std::string> ephemeral_port_warning(const topology_config& t,

@@ -58,10 +58,6 @@ void check_model(yaml_reader& r, const run_config& c) {
   const model_spec& m = c.model;
   const std::string kind(name_of(m.kind));
   if (m.kind == model_kind::external) check_external(r, c);
-  if (m.kind != model_kind::external && c.topology.group_size > 1)
-    throw r.error("topology.group_size: " + std::to_string(c.topology.group_size) +
-                  " processes a node is for a program's nodes (model.kind external, qgossip.Node; docs/python.md, "
-                  "\"Groups\"); a " + kind + " node of `qgossip run` is one process: remove it or set it to 1");
   if (!is_torch(m.kind)) {
     if (c.device == device_kind::cuda)
       throw r.error("device: cuda trains the libtorch models (lenet5, resnet20, torchscript); " + kind +

@@ -262,6 +262,7 @@ bool is_node_log_key(const std::string& name) {
 
 void run_log::finish(const node_summary& s) {
   write_atomically(dir_ / ("node-" + std::to_string(s.rank) + ".json"), json_text(summary_json(s), true));
+  finished_ = s;
 
   json p = {{"event", s.status == node_status::ok ? "done" : "error"}, {"rank", s.rank}};
   if (s.status != node_status::ok) p["message"] = s.error;
@@ -273,6 +274,12 @@ void run_log::finish(const node_summary& s) {
   p["bytes_recv"] = s.last.bytes_recv;
   p["wall_s"] = s.wall_s;
   emit(json_text(p));
+}
+
+void run_log::amend_group_hashes(std::vector<std::uint64_t> hashes) {
+  QG_ENFORCE(finished_, "amend_group_hashes: no summary written yet");
+  finished_->group_hashes = std::move(hashes);
+  write_atomically(dir_ / ("node-" + std::to_string(finished_->rank) + ".json"), json_text(summary_json(*finished_), true));
 }
 
 void run_log::error(const std::string& message) {

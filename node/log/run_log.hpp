@@ -144,6 +144,10 @@ class run_log {
   // The progress line alone (rows are written every log_every rounds; progress may be sparser).
   void progress(const round_record& r, std::uint64_t rounds);
   void finish(const node_summary& s);
+  // A group's members' model hashes (node_summary::group_hashes) for a node whose summary finish()
+  // wrote already: it ended by itself (its neighbours done) before its program closed it. Writes the
+  // summary again with them; nothing to the launcher. REQUIRES: finish() was called.
+  void amend_group_hashes(std::vector<std::uint64_t> hashes);
   // An error event of the progress protocol, ahead of finish()'s: a failing node tells the launcher
   // why before it tells its neighbours (node/run/round_steps.cpp, finish).
   void error(const std::string& message);
@@ -168,6 +172,7 @@ class run_log {
   std::FILE* csv_ = nullptr;
   bool rows_written_ = false;  // or continued: the header is final
   std::vector<std::string> metric_columns_;
+  std::optional<node_summary> finished_;  // what finish() wrote
 };
 
 // True when `name` is already a column of the node's CSV or a key of its summary (node-<r>.json).

@@ -124,7 +124,10 @@ void node_session::log_metric(const std::string& name, double value) {
 
 void node_session::set_group_hashes(std::vector<std::uint64_t> hashes) {
   QG_ENFORCE(attached() && !closed_, "set_group_hashes: " << (closed_ ? "the node is closed" : "attach a model first"));
-  setup_->group_hashes = std::move(hashes);
+  if (done_)  // ended by itself: its summary is written (round_steps::finish)
+    setup_->log->amend_group_hashes(std::move(hashes));
+  else
+    setup_->group_hashes = std::move(hashes);
 }
 
 std::vector<std::byte> node_session::state() {

@@ -94,7 +94,8 @@ class node_session {
   void log_metric(const std::string& name, double value);
   // The hashes of the models of the processes this node speaks for (a group: the Python module's
   // group=, the speaker's own first), for its summary ("group_model_hashes"): `qgossip verify`
-  // checks each against the node's model. Call before close(). Throws invariant_error before attach.
+  // checks each against the node's model. Call before close() (after the node ended by itself, done,
+  // its written summary gets them). Throws invariant_error before attach.
   void set_group_hashes(std::vector<std::uint64_t> hashes);
   // Leaves the run after the last round (once the neighbours have finished too) and writes the
   // summary; returns how the node ended. Closing twice does nothing more.

@@ -132,6 +132,8 @@ class _Speaker:
         self._done_told = self._core.done
         self._group.tell(_DONE if self._core.done else _ROUND)
         self._group.broadcast(self._flat)
+        if self._done_told:  # the node's end: its members' models now, not after the loop trained on
+            self._core.set_group_hashes(self._group.hashes(self._flat))
 
     def step(self):
         if self._done_told:
@@ -147,9 +149,10 @@ class _Speaker:
     def close(self):
         if self._closed_told:
             return self._core.close()
-        hashes = self._group.hashes(self._flat)  # every member takes part, as in every collective here
-        if not self._core.closed:
-            self._core.set_group_hashes(hashes)
+        if not self._done_told:  # (ended by itself: the hashes were taken then)
+            hashes = self._group.hashes(self._flat)  # every member takes part, as in every collective here
+            if not self._core.closed:
+                self._core.set_group_hashes(hashes)
         exit_code = self._core.close()
         self._closed_told = True
         self._group.tell(exit_code)
@@ -182,6 +185,8 @@ class _Member:
         self._group.broadcast(self._flat)
         self.round += 1
         self.done = status == _DONE
+        if self.done:
+            self._group.hashes(self._flat)  # the speaker's summary takes them now
 
     def step(self):
         if self.done:
@@ -206,7 +211,8 @@ class _Member:
     def close(self):
         if self.closed:
             return 0
-        self._group.hashes(self._flat)
+        if not self.done:
+            self._group.hashes(self._flat)
         (exit_code,) = self._group.tell(0)
         self.closed = True
         return exit_code

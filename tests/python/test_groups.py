@@ -17,7 +17,7 @@ import textwrap
 from test_node import write_config
 
 WORKER = textwrap.dedent('''
-    import json, sys, torch, torch.distributed as dist, qgossip
+    import json, os, sys, torch, torch.distributed as dist, qgossip
     config, out = sys.argv[1], sys.argv[2]
     dist.init_process_group("gloo")
     torch.manual_seed(0)
@@ -28,7 +28,8 @@ WORKER = textwrap.dedent('''
     opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
     w = torch.randn(20, 4, generator=torch.Generator().manual_seed(7))
     g = torch.Generator().manual_seed(100 + dist.get_rank())
-    for step in range(40):
+    steps = [int(s) for s in os.environ.get("GROUP_STEPS", "").split(",") if s]  # per gossip rank; none: 40
+    for step in range(steps[node.rank] if steps else 40):
         x = torch.randn(64, 20, generator=g)
         loss = torch.nn.functional.cross_entropy(ddp(x), (x @ w).argmax(1))
         opt.zero_grad(); loss.backward(); opt.step()
@@ -112,6 +113,28 @@ def test_qgossip_launch_starts_nodes_of_two_processes_each(build, tmp_path):
     assert "launching 2 nodes of 2 processes" in said, said
     assert "4 members of the nodes' process groups compared with their node's model" in check_groups(
         build, tmp_path, 2, 2)
+
+
+def test_a_group_node_that_ends_by_itself_before_its_program_closes_it_still_records_its_members(build, tmp_path):
+    """Asynchronous gossip: node 1 stops after 10 rounds; node 0 goes on, finds every neighbour
+    finished, catches up and ends by itself (its summary written then, done), and its program closes
+    it later: the members' hashes, taken as the node ended, reach the summary, and verify checks them.
+    (Before, they were taken at close and dropped: the summary was already written.)"""
+    config = write_config(tmp_path, 2, train=", max_staleness: 2")
+    worker = tmp_path / "group_worker.py"
+    worker.write_text(WORKER)
+    launch = subprocess.run([os.path.join(build, "qgossip"), "launch", str(config), "--plain", "--no-plot",
+                             "--set", "topology.group_size=2",
+                             "--exec", f"{sys.executable} {worker} {config} {tmp_path / 'result'}"],
+                            capture_output=True, text=True, timeout=300, env=dict(os.environ, GROUP_STEPS="200,40"))
+    said = launch.stdout + launch.stderr
+    assert launch.returncode == 0, said
+    summary = json.load(open(tmp_path / "runs" / "py" / "node-0.json"))
+    # Ended with its neighbours (a few catch-up rounds after node 1's 10), long before its loop's 50 rounds.
+    assert summary["status"] == "ok" and summary["ended"] == "with its neighbours" and summary["rounds"] < 50, summary
+    # Taken when the node ended (its model then), not at close: the loop trained on after it.
+    assert summary["group_model_hashes"] == [summary["model_hash"]] * 2, summary
+    assert "4 members of the nodes' process groups compared with their node's model" in said, said
 
 
 def test_a_launched_group_whose_member_fails_ends_the_launch_naming_the_node(build, tmp_path):

@@ -23,6 +23,17 @@ topology_config nodes_at(std::initializer_list<node_address> nodes) {
 
 }  // namespace
 
+TEST_CASE("group_for_run_nodes: a node of `qgossip run` is one process") {
+  run_config c;
+  CHECK_FALSE(group_for_run_nodes(c));  // group_size not given
+  c.topology.group_size = 1;
+  CHECK_FALSE(group_for_run_nodes(c));
+  c.topology.group_size = 4;
+  CHECK(group_for_run_nodes(c).value_or("") ==
+        "topology.group_size: 4 processes a node is for a program's nodes (qgossip launch --exec, qgossip.Node; "
+        "docs/python.md, \"Groups\"); a node of `qgossip run` is one process: remove it or set it to 1");
+}
+
 TEST_CASE("foreign_host names the first node whose host is not this machine") {
   const topology_config t = nodes_at({{"127.0.0.1", 29500}, {"10.0.0.2", 29501}, {"10.0.0.3", 29502}});
   auto here = [](int, const std::string& host) { return host == "127.0.0.1"; };
