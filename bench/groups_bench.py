@@ -9,6 +9,9 @@ by tc to --rate:
   2x2   2 gossip nodes of 2 processes each (topology.group_size 2: `qgossip group-exec` gives each
         group torchrun's variables), one namespace per group: DDP (gloo all-reduce every step) over
         the namespace's loopback inside a group, gossip between the groups over the shaped links
+  2x2-torchrun  the same groups as torchrun starts them: one torchrun job per namespace (cluster.sh
+        --ranks 2; --nnodes 2, 2 processes each, static rendezvous at namespace 0), every node found
+        from torchrun's variables (its GROUP_RANK), gloo on the namespace's interface
 Interleaved, --repeats times each. For each: the test accuracy on all 10,000 test images (worst and
 mean node), the bytes the namespaces sent on their shaped veths (the tbf's count: gossip only; a
 group's all-reduce stays on its loopback), the training time (the slowest node's train_s) and the
@@ -28,15 +31,18 @@ import time
 from pathlib import Path
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CASES = {"4x1": (4, 1), "2x2": (2, 2)}  # (gossip nodes, processes a node)
+CASES = {"4x1": (4, 1), "2x2": (2, 2), "2x2-torchrun": (2, 2)}  # (gossip nodes, processes a node)
+SUBNET, PREFIX = "10.77.0", "qgb"  # cluster.sh's default subnet: namespace r holds SUBNET.(r+1)
 
 
-def write_config(path, out, nodes, group_size, local_steps):
-    group = f", group_size: {group_size}" if group_size > 1 else ""
+def write_config(path, out, nodes, group_size, local_steps, listed=False):
+    group = f", group_size: {group_size}" if group_size > 1 and not listed else ""
+    # torchrun's case: cluster.sh --ranks runs the jobs, so the nodes are listed at their namespaces.
+    at = f", nodes: [{', '.join(f'{{host: {SUBNET}.{r + 1}, port: 29500}}' for r in range(nodes))}]" if listed else ""
     path.write_text(textwrap.dedent(f"""\
         name: groups
         seed: 1
-        topology: {{graph: ring, n: {nodes}{group}}}
+        topology: {{graph: ring, n: {nodes}{group}{at}}}
         algorithm: {{name: choco, consensus_step: 0.8}}
         compressor: {{name: qsgd, bits: 3, bucket: 128, norm: max}}
         train: {{local_steps: {local_steps}, log_every: 1}}
@@ -45,15 +51,29 @@ def write_config(path, out, nodes, group_size, local_steps):
         """))
 
 
+def torchrun_jobs(args, out, cfg, stats, image, nodes, group_size):
+    """One torchrun job per namespace (cluster.sh --ranks), --nnodes jobs of group_size processes, gloo
+    on the namespace's interface: each job is a gossip node, found from torchrun's variables."""
+    return ["bash", os.path.join(REPO, "scripts", "cluster.sh"), "--prefix", PREFIX, "--rate", args.rate,
+            "--stats", stats, "--ranks", str(nodes), "--log-dir", out + "-logs", "--",
+            "env", "GLOO_SOCKET_IFNAME={iface}", f"QGOSSIP_CONFIG={cfg}", "/usr/bin/python3", "-m",
+            "torch.distributed.run", "--nnodes", str(nodes), "--nproc_per_node", str(group_size), "--node_rank",
+            "{rank}", "--master_addr", "{master}", "--master_port", "29400", "--redirects", "1", "--tee", "1",
+            "--log_dir", out + "-torchrun-{rank}"] + image.split()[1:]
+
+
 def run_case(args, tmp, label, index):
     nodes, group_size = CASES[label]
     out = os.path.join(tmp, f"{label}-{index}")
     cfg, stats = Path(out + ".yaml"), out + "-stats.json"
-    write_config(cfg, out, nodes, group_size, args.local_steps)
+    torchrun = label.endswith("torchrun")
+    write_config(cfg, out, nodes, group_size, args.local_steps, listed=torchrun)
     image = (f"/usr/bin/python3 {REPO}/examples/python/image.py --steps {args.steps} --batch {args.batch} "
              f"--eval-every {args.steps}")
-    cmd = ["bash", os.path.join(REPO, "scripts", "cluster.sh"), "--prefix", "qgb", "--rate", args.rate,
+    cmd = ["bash", os.path.join(REPO, "scripts", "cluster.sh"), "--prefix", PREFIX, "--rate", args.rate,
            "--stats", stats, str(cfg), "--exec", image, "--plain", "--no-plot"]
+    if torchrun:
+        cmd = torchrun_jobs(args, out, cfg, stats, image, nodes, group_size)
     env = dict(os.environ, PATH=os.path.abspath(args.build) + os.pathsep + os.environ["PATH"],
                PYTHONPATH=os.path.join(os.path.abspath(args.build), "python"), OMP_NUM_THREADS="1")
     began = time.time()
@@ -81,21 +101,22 @@ def main():
     p.add_argument("--batch", type=int, default=64, help="every process's batch")
     p.add_argument("--local-steps", type=int, default=8)
     p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--cases", default=",".join(CASES), help="of " + ", ".join(CASES))
     p.add_argument("--out", help="write the results as JSON here")
     args = p.parse_args()
-    results = {c: [] for c in CASES}
+    results = {c: [] for c in args.cases.split(",")}
     with tempfile.TemporaryDirectory(prefix="qgossip-groups-") as tmp:
         for i in range(args.repeats):  # interleaved: every case once per repeat
-            for c in CASES:
+            for c in results:
                 results[c].append(run_case(args, tmp, c, i))
                 print(c, i, json.dumps(results[c][-1]), file=sys.stderr, flush=True)
-    print(f"{'case':<5} {'worst acc':>9} {'mean acc':>8} {'shaped MB':>9} {'train s':>8} {'launch s':>8} verified")
+    print(f"{'case':<13} {'worst acc':>9} {'mean acc':>8} {'shaped MB':>9} {'train s':>8} {'launch s':>8} verified")
     summary = {}
     for c, runs in results.items():
         m = {k: statistics.median(r[k] for r in runs) for k in ("worst_acc", "mean_acc", "shaped_mb", "train_s", "launch_s")}
         m["verified"] = all(r["verified"] for r in runs)
         summary[c] = dict(m, runs=runs)
-        print(f"{c:<5} {m['worst_acc']:9.4f} {m['mean_acc']:8.4f} {m['shaped_mb']:9.2f} {m['train_s']:8.1f} "
+        print(f"{c:<13} {m['worst_acc']:9.4f} {m['mean_acc']:8.4f} {m['shaped_mb']:9.2f} {m['train_s']:8.1f} "
               f"{m['launch_s']:8.1f} {m['verified']}")
     if args.out:
         json.dump({"args": vars(args), "cases": summary}, open(args.out, "w"), indent=1)
