@@ -129,12 +129,11 @@ void check_task_count(const env_lookup& env, std::int64_t placed, const variable
   }
   const std::int64_t wanted = std::int64_t{n} * group_size;
   if (tasks == wanted) return;
+  const std::string runs = "the step runs " + std::to_string(tasks) + " tasks (" + named +
+                           ") but the topology has n = " + std::to_string(n) + " nodes";
   if (group_size == 1)
-    throw config_error("the step runs " + std::to_string(tasks) + " tasks (" + named + ") but the topology has n = " +
-                       std::to_string(n) + " nodes; {from: slurm} needs one task per rank: srun -n " +
-                       std::to_string(n));
-  throw config_error("the step runs " + std::to_string(tasks) + " tasks (" + named + ") but the topology has n = " +
-                     std::to_string(n) + " nodes of topology.group_size = " + std::to_string(group_size) +
+    throw config_error(runs + "; {from: slurm} needs one task per rank: srun -n " + std::to_string(n));
+  throw config_error(runs + " of topology.group_size = " + std::to_string(group_size) +
                      " tasks; {from: slurm} needs srun -n " + std::to_string(wanted));
 }
 

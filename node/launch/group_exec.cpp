@@ -11,15 +11,14 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <optional>
 #include <string>
-#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "node/launch/spawn.hpp"
 #include "node/launch/unique_fd.hpp"
-
-extern char** environ;
 
 namespace qgossip {
 namespace {
@@ -43,21 +42,14 @@ int free_port() {
 
 // Member l's environment: group-exec's own, torchrun's variables replaced.
 std::vector<std::string> member_env(int size, int member, int port) {
-  const std::vector<std::pair<std::string, std::string>> set{
-      {"RANK", std::to_string(member)},      {"LOCAL_RANK", std::to_string(member)},
-      {"WORLD_SIZE", std::to_string(size)},  {"LOCAL_WORLD_SIZE", std::to_string(size)},
-      {"GROUP_RANK", "0"},                   {"MASTER_ADDR", "127.0.0.1"},
-      {"MASTER_PORT", std::to_string(port)}, {"QGOSSIP_GROUP_SIZE", std::to_string(size)}};
-  std::vector<std::string> env;
-  for (char** e = environ; e && *e; ++e) {
-    const std::string_view entry(*e);
-    const std::string_view key = entry.substr(0, entry.find('='));
-    bool replaced = false;
-    for (const auto& kv : set) replaced = replaced || kv.first == key;
-    if (!replaced) env.emplace_back(entry);
-  }
-  for (const auto& [key, value] : set) env.push_back(key + "=" + value);
-  return env;
+  return environment_with({{"RANK", std::to_string(member)},
+                           {"LOCAL_RANK", std::to_string(member)},
+                           {"WORLD_SIZE", std::to_string(size)},
+                           {"LOCAL_WORLD_SIZE", std::to_string(size)},
+                           {"GROUP_RANK", "0"},
+                           {"MASTER_ADDR", "127.0.0.1"},
+                           {"MASTER_PORT", std::to_string(port)},
+                           {"QGOSSIP_GROUP_SIZE", std::to_string(size)}});
 }
 
 // Forks member l; the child only calls async-signal-safe functions before execvpe.
@@ -112,18 +104,16 @@ int run_group(const group_request& r) {
   const int port = free_port();
   std::vector<pid_t> running;
   for (int l = 0; l < r.size; ++l) running.push_back(start_member(r, l, port));
-  int first_failure = 0;
-  bool failed = false;
+  std::optional<int> first_failure;  // the first member's wait status that was not exit 0
   auto deadline = std::chrono::steady_clock::time_point::max();
   bool killed = false;
   while (!running.empty()) {
     int status = 0;
-    const pid_t pid = ::waitpid(-1, &status, failed ? WNOHANG : 0);
+    const pid_t pid = ::waitpid(-1, &status, first_failure ? WNOHANG : 0);
     if (pid > 0) {
       std::erase(running, pid);
       const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-      if (!ok && !failed) {
-        failed = true;
+      if (!ok && !first_failure) {
         first_failure = status;
         for (pid_t other : running) ::kill(other, SIGTERM);
         deadline = std::chrono::steady_clock::now() +
@@ -132,13 +122,14 @@ int run_group(const group_request& r) {
       continue;
     }
     if (pid < 0 && errno != EINTR) throw_errno("waitpid");
-    if (failed && !killed && std::chrono::steady_clock::now() >= deadline) {
+    if (!first_failure) continue;  // interrupted: wait again
+    if (!killed && std::chrono::steady_clock::now() >= deadline) {
       for (pid_t other : running) ::kill(other, SIGKILL);
       killed = true;
     }
-    if (failed) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  if (failed) end_as(first_failure);
+  if (first_failure) end_as(*first_failure);
   return 0;
 }
 

@@ -90,21 +90,26 @@ std::string read_exec_error(spawn_plan& plan, int exec_status) {
 
 }  // namespace
 
-spawn_plan make_plan(const node_process& node) {
-  spawn_plan plan;
-  plan.args = node.argv;
-  const char* path_env = ::getenv("PATH");
+std::vector<std::string> environment_with(const std::vector<std::pair<std::string, std::string>>& overrides) {
+  std::vector<std::string> env;
   for (char** e = environ; e && *e; ++e) {
     const std::string_view entry(*e);
     const std::string_view key = entry.substr(0, entry.find('='));
     const bool overridden =
-        std::any_of(node.env.begin(), node.env.end(), [&](const auto& kv) { return kv.first == key; });
-    if (!overridden) plan.env.emplace_back(entry);
+        std::any_of(overrides.begin(), overrides.end(), [&](const auto& kv) { return kv.first == key; });
+    if (!overridden) env.emplace_back(entry);
   }
-  for (const auto& [key, value] : node.env) {
-    plan.env.push_back(key + "=" + value);
+  for (const auto& [key, value] : overrides) env.push_back(key + "=" + value);
+  return env;
+}
+
+spawn_plan make_plan(const node_process& node) {
+  spawn_plan plan;
+  plan.args = node.argv;
+  plan.env = environment_with(node.env);
+  const char* path_env = ::getenv("PATH");
+  for (const auto& [key, value] : node.env)
     if (key == "PATH") path_env = value.c_str();  // node.env outlives the plan
-  }
   plan.program = resolve_program(node.argv.front(), path_env);
   if (!node.stderr_log.empty()) open_log(node.stderr_log, plan);
   return plan;

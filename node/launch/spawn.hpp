@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "node/launch/launcher.hpp"
@@ -21,6 +22,11 @@ struct spawn_plan {
   std::string log_path;          // empty when inherited
   off_t log_start = 0;           // the log's size before this run: only later lines describe it
 };
+
+// This process's environment with `overrides` set or replaced ("KEY=VALUE" entries, the overrides
+// last), for a child's execve.
+[[nodiscard]] std::vector<std::string> environment_with(
+    const std::vector<std::pair<std::string, std::string>>& overrides);
 
 // Throws config_error when the log file or its directory cannot be created.
 [[nodiscard]] spawn_plan make_plan(const node_process& node);

@@ -260,8 +260,12 @@ bool is_node_log_key(const std::string& name) {
          name.starts_with("copy_");
 }
 
-void run_log::finish(const node_summary& s) {
+void run_log::write_summary(const node_summary& s) {
   write_atomically(dir_ / ("node-" + std::to_string(s.rank) + ".json"), json_text(summary_json(s), true));
+}
+
+void run_log::finish(const node_summary& s) {
+  write_summary(s);
   finished_ = s;
 
   json p = {{"event", s.status == node_status::ok ? "done" : "error"}, {"rank", s.rank}};
@@ -279,7 +283,7 @@ void run_log::finish(const node_summary& s) {
 void run_log::amend_group_hashes(std::vector<std::uint64_t> hashes) {
   QG_ENFORCE(finished_, "amend_group_hashes: no summary written yet");
   finished_->group_hashes = std::move(hashes);
-  write_atomically(dir_ / ("node-" + std::to_string(finished_->rank) + ".json"), json_text(summary_json(*finished_), true));
+  write_summary(*finished_);
 }
 
 void run_log::error(const std::string& message) {

@@ -164,6 +164,7 @@ class run_log {
 
  private:
   void emit(const std::string& json_line);
+  void write_summary(const node_summary& s);  // node-<rank>.json, atomically
   void continue_csv(std::uint64_t length);
   std::filesystem::path dir_;
   int rank_;

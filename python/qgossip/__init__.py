@@ -12,6 +12,7 @@ is qgossip.torch. Errors of the node (a neighbour that failed, a config it refus
 qgossip.NodeError (its `exit` is the node's exit code) or ValueError (bad input); Ctrl-C during a round
 stops the node cleanly and raises KeyboardInterrupt.
 """
+import functools
 import os
 
 from qgossip._core import NodeError
@@ -38,7 +39,7 @@ class Node:
     def __init__(self, config=None, rank=None, overrides=(), group=None):
         """group: a torch.distributed process group (gloo) of the processes that make this node, which
         train data-parallel among themselves; its rank 0 runs the node (docs/python.md, "Groups").
-        Without rank= or group=, the node's group is found (qgossip.group.how_started): a group of
+        Without rank= or group=, the node's group is found (qgossip.placement.how_started): a group of
         `qgossip launch --exec` (topology.group_size > 1); under torchrun without QGOSSIP_RANK,
         torchrun's node, or topology.group_size consecutive ranks; under a Slurm step of more tasks
         than nodes, the tasks of a host, or topology.group_size consecutive tasks."""
@@ -52,7 +53,8 @@ class Node:
         progress = os.environ.get("QGOSSIP_PROGRESS") == "1"
         sets = launched + [str(o) for o in overrides]
         self.group = None  # the process group of this node's processes (for their DDP); None: one process
-        way = placement.how_started(rank, group, lambda: _core.run_shape(str(config), sets))
+        run_shape = functools.cache(lambda: _core.run_shape(str(config), sets))  # (n, group_size), read once
+        way = placement.how_started(rank, group, run_shape)
         if way == "alone":
             rank = _rank_from_environment() if rank is None else int(rank)
             self._core = _core.Node(str(config), rank, sets, progress)
@@ -63,7 +65,7 @@ class Node:
                 rank = _rank_from_environment(("QGOSSIP_RANK", "GROUP_RANK")) if rank is None else int(rank)
                 node_group = self.group = group
             else:
-                nodes, group_size = _core.run_shape(str(config), sets)
+                nodes, group_size = run_shape()
                 rank, size, node_group, self.group = groups.find_group(way, nodes, group_size)
                 if way == "slurm" and group_size == 0:  # a group a host: what {from: slurm} places
                     sets.append(f"topology.group_size={size}")
