@@ -118,20 +118,17 @@ void check_asynchronous(yaml_reader& r, const run_config& c) {
 }
 
 // train.overlap: the round's mix lands one round late, on top of the steps taken meanwhile, which
-// only an algorithm whose model is its own may take (docs/algorithms.md, "Overlapped rounds").
+// an algorithm whose neighbours rebuild its model from its messages cannot take (docs/algorithms.md,
+// "Overlapped rounds"); allreduce and allgather take it as DiLoCo with a delayed outer step.
 void check_overlap(yaml_reader& r, const run_config& c) {
   if (!c.train.overlap) return;
   const std::string name = to_text(c.algorithm);
   const YAML::Node train = value_node(r, "train");
   const YAML::Node at = train.IsMap() ? train["overlap"] : YAML::Node();  // the error points at the key's value
-  if (is_centralized(c.algorithm))
-    throw r.error_at(at, "train.overlap: " + name + " leaves every node with the same model after each round (verify checks "
-                  "it); steps taken beside the round would make the models differ; use choco, dpsgd or naive, or "
-                  "overlap: false");
   if (c.algorithm == algorithm_kind::dcd || c.algorithm == algorithm_kind::ecd)
     throw r.error_at(at, "train.overlap: " + name + "'s neighbours hold an exact copy of its model built from its messages "
-                  "alone; steps taken beside the round would leave those copies behind; use choco, dpsgd or naive, "
-                  "or overlap: false");
+                  "alone; steps taken beside the round would leave those copies behind; use choco, dpsgd, naive or "
+                  "allreduce, or overlap: false");
 }
 
 // The model's size, where the data's shape is known without reading it (npy: at node start).

@@ -195,7 +195,8 @@ std::string node_setup::describe() const {
   }
   // Overlapped rounds mix one round late: the consensus error then follows e' = e − s·(I − W)·e_prev,
   // which shrinks only while s·(1 − lambda_n) < 1 (docs/algorithms.md, "Overlapped rounds").
-  if (rank == 0 && config.train.overlap && std::isfinite(report.lambda_n)) {
+  // The centralized algorithms have no consensus error: every node's model is the same after each round.
+  if (rank == 0 && config.train.overlap && !is_centralized(config.algorithm) && std::isfinite(report.lambda_n)) {
     const double s = config.algorithm == algorithm_kind::choco ? config.algorithm_params.consensus_step : 1.0;
     const double k = s * (1.0 - report.lambda_n);
     if (k >= 1.0)

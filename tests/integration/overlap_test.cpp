@@ -1,7 +1,8 @@
 // train.overlap on real node processes (docs/algorithms.md, "Overlapped rounds"): a round's
 // encode and exchange run on the node's thread beside the next round's local steps, its mix lands
 // one round late. Every copy stays exact, a seeded run repeats bit for bit (synchronous rounds:
-// what a node mixes does not depend on timing), the model learns as the blocking run's does, and
+// what a node mixes does not depend on timing), the model learns as the blocking run's does
+// (allreduce with train.outer: DiLoCo with a delayed outer step, every node the same model), and
 // the algorithms that cannot take it are refused at load, naming the key.
 #include <doctest/doctest.h>
 
@@ -77,7 +78,7 @@ TEST_CASE("overlapped CHOCO-SGD: every copy exact, a seeded rerun bit for bit, a
   CHECK(mean_acc(a.nodes) > mean_acc(blocking.nodes) - 0.02);
 }
 
-TEST_CASE("overlapped D-PSGD, naive and asynchronous CHOCO-SGD train and keep their copies") {
+TEST_CASE("overlapped D-PSGD, naive, asynchronous CHOCO-SGD and DiLoCo train and keep their copies") {
   temp_dir tmp;
   struct cas {
     const char* name;
@@ -88,18 +89,22 @@ TEST_CASE("overlapped D-PSGD, naive and asynchronous CHOCO-SGD train and keep th
   for (cas c : {cas{"dpsgd", "dpsgd", "identity", ", overlap: true"},
                 cas{"naive", "naive", "{name: qsgd, bits: 8, bucket: 128}", ", overlap: true"},
                 cas{"async", "{name: choco, consensus_step: 0.8}", "{name: qsgd, bits: 3, bucket: 128, norm: max}",
-                    ", overlap: true, max_staleness: 2"}}) {
+                    ", overlap: true, max_staleness: 2"},
+                // DiLoCo with a delayed outer step, 4-bit pseudo-gradients (the quantized ring all-reduce).
+                cas{"diloco", "allreduce", "{name: qsgd, bits: 4, bucket: 128, norm: max}",
+                    ", overlap: true, outer: {lr: 0.7, momentum: 0.9}"}}) {
     CAPTURE(std::string(c.name));
     const run_result r = launch(tmp, c.name, c.algorithm, c.compressor, c.extra);
     CHECK(r.check.ok());
     for (const auto& [rank, s] : r.nodes) CHECK(text(s, "status") == "ok");
+    MESSAGE(std::string(c.name) << ": mean test accuracy " << mean_acc(r.nodes));
     CHECK(mean_acc(r.nodes) > 0.9);
   }
 }
 
 TEST_CASE("train.overlap is refused at load where the algorithm cannot take it, naming the key") {
   temp_dir tmp;
-  for (const char* algorithm : {"dcd", "ecd", "allreduce", "allgather"}) {
+  for (const char* algorithm : {"dcd", "ecd"}) {
     CAPTURE(std::string(algorithm));
     const fs::path cfg = tmp.path / "refused.yaml";
     write_file(cfg, config("refused", algorithm, "{name: qsgd, bits: 8, bucket: 128}", tmp.path / "runs",

@@ -4,8 +4,9 @@ issue 44): real nodes, each its own /usr/bin/python3 process, over ipc:// on thi
 The rule test drives every node with the same deterministic "local steps" (x <- x - a (x - c_rank),
 float32, in place) and compares each node's final parameters with the documented update rule
 simulated in float64 in this process. Identity messages make the rule exact up to float32 rounding:
-after 30 rounds the float32 nodes sit within 1e-4 of the float64 reference (measured: 2.3e-7 for CHOCO-SGD, 2.4e-7 for D-PSGD),
-and the reference of blocking rounds is more than 1e-2 away (measured: 0.085 and 0.10), so the test tells the two rules apart
+after 30 rounds the float32 nodes sit within 1e-4 of the float64 reference (measured: 2.3e-7 for CHOCO-SGD, 2.4e-7 for D-PSGD,
+4.0e-7 for allreduce with DiLoCo's outer step), and the reference of blocking rounds is more than 1e-2 away (measured: 0.085,
+0.10 and 0.39), so the test tells the two rules apart
 and cannot flake: nothing in it depends on timing (synchronous rounds)."""
 import json
 import os
@@ -33,6 +34,7 @@ RULE_WORKER = textwrap.dedent('''
 ''')
 
 N, H, ROUNDS, A, GAMMA = 4, 2, 30, 0.2, 0.8
+OUTER_LR, OUTER_MOMENTUM = 0.7, 0.9  # DiLoCo's outer Nesterov, for allreduce
 
 
 def reference(algorithm, overlap):
@@ -76,6 +78,47 @@ def reference(algorithm, overlap):
             land()
             pending = False
     if pending:  # the node's close() lands the round in flight
+        land()
+    return P
+
+
+def allreduce_reference(overlap):
+    """allreduce with train.outer (DiLoCo), in float64: blocking, the outer Nesterov step of the
+    averaged change (one momentum, the same on every node); overlapped, the delayed outer step of
+    docs/algorithms.md: each node's outer step of its own change (its own momentum), averaged by the
+    all-reduce and landed one round late on top of the steps taken meanwhile."""
+    size = 48
+    x = np.random.default_rng(0).standard_normal(size).astype(np.float32).astype(np.float64)
+    c = [np.random.default_rng(100 + i).standard_normal(size).astype(np.float32).astype(np.float64) for i in range(N)]
+    P = [x.copy() for _ in range(N)]
+    m = [np.zeros(size) for _ in range(N)]  # blocking: every node's is the same, m[0] used
+    taken, sent, pending = [None] * N, [None] * N, False
+
+    def outer(i, d):
+        m[i] = OUTER_MOMENTUM * m[i] + d
+        return OUTER_LR * (d + OUTER_MOMENTUM * m[i])
+
+    def land():
+        nonlocal x
+        x = x - sum(sent) / N
+        for i in range(N):
+            P[i] = P[i] - taken[i] + x
+
+    for _ in range(ROUNDS):
+        for i in range(N):
+            for _ in range(H):
+                P[i] = P[i] - A * (P[i] - c[i])
+        if not overlap:
+            x = x - outer(0, x - sum(P) / N)  # x - mean(P): the averaged change
+            P = [x.copy() for _ in range(N)]
+            continue
+        if pending:
+            land()
+        for i in range(N):
+            taken[i] = P[i].copy()
+            sent[i] = outer(i, x - P[i])
+        pending = True
+    if pending:
         land()
     return P
 
@@ -133,6 +176,20 @@ def test_the_overlapped_rule_matches_a_float64_reference(build, tmp_path, algori
         assert np.max(np.abs(finals[i] - blocking[i])) > 1e-2  # the reference tells the two rules apart
     code, said = verify(build, tmp_path)
     assert code == 0, said
+
+
+# allreduce with DiLoCo's outer step: overlapped, the delayed outer step (its float64 reference);
+# blocking, DiLoCo's own rule. Every node ends with the same model (verify: "all equal").
+@pytest.mark.parametrize("overlap", [True, False])
+def test_allreduce_with_the_outer_step_matches_its_float64_reference(build, tmp_path, overlap):
+    outer = f", outer: {{lr: {OUTER_LR}, momentum: {OUTER_MOMENTUM}}}"
+    finals = run_rule_nodes(tmp_path, write_config(tmp_path, "allreduce", "identity", overlap, outer))
+    want, other = allreduce_reference(overlap), allreduce_reference(not overlap)
+    for i in range(N):
+        assert np.max(np.abs(finals[i] - want[i])) < 1e-4, (i, np.max(np.abs(finals[i] - want[i])))
+        assert np.max(np.abs(finals[i] - other[i])) > 1e-2, (i, np.max(np.abs(finals[i] - other[i])))
+    code, said = verify(build, tmp_path)
+    assert code == 0 and "all equal" in said, said
 
 
 def test_blocking_rounds_match_the_blocking_reference(build, tmp_path):
