@@ -8,7 +8,8 @@ unshaped (the same namespaces, no rate). Cases, interleaved, --repeats times eac
   blocking@R         blocking rounds at --rate
   overlap@R          train.overlap: true at --rate
   overlap+τ@R        train.overlap with train.max_staleness: --staleness (busy links skipped)
-For each: the loop's steps per second (the slowest rank's steps over its train_s: the time from its
+--algorithm diloco runs the same cases for the quantized all-reduce with DiLoCo's outer step (no
+overlap-stale: the all-reduce has no asynchronous form). For each: the loop's steps per second (the slowest rank's steps over its train_s: the time from its
 first step to the end of its last round, its round in flight landed) and the validation loss after
 the same steps (worst and mean rank). Medians over the repeats; ratios to the unshaped run.
 
@@ -27,14 +28,18 @@ from pathlib import Path
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def write_config(path, out, local_steps, train_extra, consensus_step):
+def write_config(path, out, args, train_extra):
+    if args.algorithm == "diloco":  # the quantized ring all-reduce of the change, DiLoCo's outer step
+        algorithm, train_extra = "allreduce", f", outer: {{lr: 0.7, momentum: 0.9}}{train_extra}"
+    else:
+        algorithm = f"{{name: choco, consensus_step: {args.consensus_step}}}"
     path.write_text(textwrap.dedent(f"""\
         name: overlap
         seed: 1
         topology: {{graph: ring, n: 4}}
-        algorithm: {{name: choco, consensus_step: {consensus_step}}}
+        algorithm: {algorithm}
         compressor: {{name: qsgd, bits: 3, bucket: 128, norm: max}}
-        train: {{local_steps: {local_steps}, log_every: 1{train_extra}}}
+        train: {{local_steps: {args.local_steps}, log_every: 1{train_extra}}}
         network: {{transport: tcp, security: none, start_timeout_s: 60, round_timeout_s: 60}}
         output: {{dir: {out}}}
         """))
@@ -43,7 +48,7 @@ def write_config(path, out, local_steps, train_extra, consensus_step):
 def run_case(args, tmp, label, rate, train_extra, index):
     out = os.path.join(tmp, f"{label}-{index}".replace("@", "-").replace("+", "-"))
     cfg = Path(out + ".yaml")
-    write_config(cfg, out, args.local_steps, train_extra, args.consensus_step)
+    write_config(cfg, out, args, train_extra)
     lm = (f"/usr/bin/python3 {REPO}/examples/python/lm.py --size {args.size} --steps {args.steps} "
           f"--batch {args.batch} --context {args.context}")
     cmd = ["bash", os.path.join(REPO, "scripts", "cluster.sh"), "--prefix", "qo"]
@@ -77,12 +82,17 @@ def main():
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--consensus-step", type=float, default=0.5,
                    help="CHOCO-SGD's gamma for every case (overlap needs gamma (1 - lambda_n) < 1: below 0.75 on this ring)")
+    p.add_argument("--algorithm", choices=["choco", "diloco"], default="choco",
+                   help="choco: CHOCO-SGD on the ring; diloco: allreduce of the round's change with DiLoCo's outer "
+                        "Nesterov (lr 0.7, momentum 0.9), overlapped as DiLoCo with a delayed outer step; 3-bit QSGD either way")
     p.add_argument("--cases", default="unshaped,blocking,overlap,overlap-stale")
     p.add_argument("--out", help="write the results as JSON here")
     args = p.parse_args()
     cases = {"unshaped": ("", ""), "unshaped-overlap": ("", ", overlap: true"), "blocking": (args.rate, ""), "overlap": (args.rate, ", overlap: true"),
              "overlap-stale": (args.rate, f", overlap: true, max_staleness: {args.staleness}")}
     chosen = args.cases.split(",")
+    if args.algorithm == "diloco" and "overlap-stale" in chosen:
+        chosen.remove("overlap-stale")  # the all-reduce has no asynchronous form (refused at load)
     results = {c: [] for c in chosen}
     with tempfile.TemporaryDirectory(prefix="qgossip-overlap-") as tmp:
         for i in range(args.repeats):  # interleaved: every case once per repeat
