@@ -1,11 +1,15 @@
 #pragma once
 // The arithmetic shared by the gossip algorithms: weighted sums over a node and its neighbours,
 // written as plain loops over contiguous floats so the compiler vectorizes them. Weights are used
-// as float, and every sum runs in a fixed order, so results are bit-reproducible.
+// as float, and every sum runs in a fixed order, so results are bit-reproducible. Each loop splits
+// into element ranges on the calling thread's work_pool (core/work_pool.hpp); an element's result
+// does not depend on the range it falls in, so the bits do not depend on the thread count.
+#include <algorithm>
 #include <cstddef>
 #include <span>
 
 #include "core/errors.hpp"
+#include "core/work_pool.hpp"
 
 namespace qgossip::mixing {
 
@@ -14,7 +18,9 @@ inline void scale(std::span<float> out, float a, std::span<const float> x) {
   QG_ENFORCE(out.size() == x.size(), out.size() << " vs " << x.size());
   float* __restrict o = out.data();
   const float* __restrict xp = x.data();
-  for (std::size_t i = 0; i < out.size(); ++i) o[i] = a * xp[i];
+  parallel_ranges(out.size(), kElementGrain, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t i = begin; i < end; ++i) o[i] = a * xp[i];
+  });
 }
 
 // out += a * x
@@ -22,7 +28,9 @@ inline void axpy(std::span<float> out, float a, std::span<const float> x) {
   QG_ENFORCE(out.size() == x.size(), out.size() << " vs " << x.size());
   float* __restrict o = out.data();
   const float* __restrict xp = x.data();
-  for (std::size_t i = 0; i < out.size(); ++i) o[i] += a * xp[i];
+  parallel_ranges(out.size(), kElementGrain, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t i = begin; i < end; ++i) o[i] += a * xp[i];
+  });
 }
 
 // out += x
@@ -30,7 +38,9 @@ inline void add(std::span<float> out, std::span<const float> x) {
   QG_ENFORCE(out.size() == x.size(), out.size() << " vs " << x.size());
   float* __restrict o = out.data();
   const float* __restrict xp = x.data();
-  for (std::size_t i = 0; i < out.size(); ++i) o[i] += xp[i];
+  parallel_ranges(out.size(), kElementGrain, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t i = begin; i < end; ++i) o[i] += xp[i];
+  });
 }
 
 // out = a * out + b * x
@@ -38,7 +48,9 @@ inline void blend(std::span<float> out, float a, float b, std::span<const float>
   QG_ENFORCE(out.size() == x.size(), out.size() << " vs " << x.size());
   float* __restrict o = out.data();
   const float* __restrict xp = x.data();
-  for (std::size_t i = 0; i < out.size(); ++i) o[i] = a * o[i] + b * xp[i];
+  parallel_ranges(out.size(), kElementGrain, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t i = begin; i < end; ++i) o[i] = a * o[i] + b * xp[i];
+  });
 }
 
 // out = x - y
@@ -47,7 +59,30 @@ inline void sub(std::span<float> out, std::span<const float> x, std::span<const 
   float* __restrict o = out.data();
   const float* __restrict xp = x.data();
   const float* __restrict yp = y.data();
-  for (std::size_t i = 0; i < out.size(); ++i) o[i] = xp[i] - yp[i];
+  parallel_ranges(out.size(), kElementGrain, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t i = begin; i < end; ++i) o[i] = xp[i] - yp[i];
+  });
+}
+
+// out = x
+inline void copy(std::span<float> out, std::span<const float> x) {
+  QG_ENFORCE(out.size() == x.size(), out.size() << " vs " << x.size());
+  float* __restrict o = out.data();
+  const float* __restrict xp = x.data();
+  parallel_ranges(out.size(), kElementGrain, [&](std::size_t begin, std::size_t end) {
+    std::copy(xp + begin, xp + end, o + begin);
+  });
+}
+
+// out = (out - taken) + x: the steps taken since `taken` moved onto x (an overlapped round's landing)
+inline void rebase(std::span<float> out, std::span<const float> taken, std::span<const float> x) {
+  QG_ENFORCE(out.size() == x.size() && x.size() == taken.size(), out.size() << ", " << taken.size() << ", " << x.size());
+  float* __restrict o = out.data();
+  const float* __restrict tp = taken.data();
+  const float* __restrict xp = x.data();
+  parallel_ranges(out.size(), kElementGrain, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t i = begin; i < end; ++i) o[i] = (o[i] - tp[i]) + xp[i];
+  });
 }
 
 }  // namespace qgossip::mixing

@@ -1,7 +1,10 @@
 #include "kernels/cpu/finite.hpp"
 
 #include <cstdint>
+#include <atomic>
 #include <cstring>
+
+#include "core/work_pool.hpp"
 
 namespace qgossip::kernels {
 
@@ -26,6 +29,14 @@ std::size_t first_non_finite(std::span<const float> v) {
     }
   }
   return v.size();
+}
+
+bool all_finite(std::span<const float> v) {
+  std::atomic<bool> finite{true};
+  parallel_ranges(v.size(), kElementGrain, [&](std::size_t begin, std::size_t end) {
+    if (first_non_finite(v.subspan(begin, end - begin)) != end - begin) finite.store(false, std::memory_order_relaxed);
+  });
+  return finite.load();
 }
 
 }  // namespace qgossip::kernels

@@ -5,8 +5,11 @@
 #include <cfloat>
 #include <cmath>
 #include <cstring>
+#include <numeric>
+#include <vector>
 
 #include "core/errors.hpp"
+#include "core/work_pool.hpp"
 #include "kernels/cpu/bitpack.hpp"
 #include "kernels/cpu/simd.hpp"
 #include "kernels/cpu/uniforms.hpp"
@@ -114,19 +117,33 @@ void check_layout(const qsgd_layout& layout) {
   QG_ENFORCE(layout.levels >= 1 && layout.levels <= kQsgdMaxLevels, "levels=" << layout.levels);
 }
 
+// One piece of a split encode or decode: buckets [first, last) of a vector of n values, whose codes
+// start on a byte boundary (pieces_of below), packed into or read from their own bytes.
+struct bucket_piece {
+  std::size_t n, first, last;
+};
+
+// The code bytes of a piece: from its first code's byte to its last code's (to the end of the
+// payload for the last piece, which holds the padding).
+template <typename Byte>
+std::span<Byte> piece_bytes(std::span<Byte> codes, const qsgd_layout& layout, const bucket_piece& p) {
+  const std::size_t d = layout.bucket_size(p.n);
+  const std::size_t begin = p.first * d * layout.bits() / 8;
+  if (p.last == layout.bucket_count(p.n)) return codes.subspan(begin);
+  return codes.subspan(begin, p.last * d * layout.bits() / 8 - begin);
+}
+
 template <typename Code>
 QG_INLINE bool encode_body(simd_level simd, std::span<const float> v, const qsgd_layout& layout,
-                           const philox_stream& rng, std::span<std::byte> out) {
-  const std::size_t n = v.size();
-  const std::size_t d = layout.bucket_size(n);
-  const std::size_t buckets = layout.bucket_count(n);
+                           const philox_stream& rng, std::span<std::byte> out, const bucket_piece& p) {
+  const std::size_t d = layout.bucket_size(p.n);
   const unsigned bits = layout.bits();
-  bit_writer writer(out.subspan(layout.scale_bytes(n)));
+  bit_writer writer(piece_bytes(out.subspan(layout.scale_bytes(p.n)), layout, p));
   alignas(64) float u[kTile];
   alignas(64) Code codes[kTile];
-  for (std::size_t b = 0; b < buckets; ++b) {
+  for (std::size_t b = p.first; b < p.last; ++b) {
     const std::size_t start = b * d;
-    const std::size_t len = std::min(d, n - start);
+    const std::size_t len = std::min(d, p.n - start);
     bool finite = true;
     const float scale = bucket_scale(v.data() + start, len, layout.norm, finite);
     if (!finite) return false;
@@ -144,21 +161,19 @@ QG_INLINE bool encode_body(simd_level simd, std::span<const float> v, const qsgd
 
 template <typename Code>
 QG_INLINE qsgd_decode_result decode_body(std::span<const std::byte> in, const qsgd_layout& layout,
-                                         std::span<float> out) {
-  const std::size_t n = out.size();
-  const std::size_t d = layout.bucket_size(n);
-  const std::size_t buckets = layout.bucket_count(n);
+                                         std::span<float> out, const bucket_piece& p) {
+  const std::size_t d = layout.bucket_size(p.n);
   const unsigned bits = layout.bits();
   const float levels_f = static_cast<float>(layout.levels);
-  bit_reader reader(in.subspan(layout.scale_bytes(n)));
+  bit_reader reader(piece_bytes(in.subspan(layout.scale_bytes(p.n)), layout, p));
   alignas(64) Code codes[kTile];
-  for (std::size_t b = 0; b < buckets; ++b) {
+  for (std::size_t b = p.first; b < p.last; ++b) {
     std::uint32_t scale_bits;
     std::memcpy(&scale_bits, in.data() + 4 * b, 4);
     if (!qsgd_scale_valid(scale_bits)) return {qsgd_fault::scale, b};
     const float step = qg_fdiv(qg_bits_float(scale_bits), levels_f);
     const std::size_t start = b * d;
-    const std::size_t len = std::min(d, n - start);
+    const std::size_t len = std::min(d, p.n - start);
     for (std::size_t t = 0; t < len; t += kTile) {
       const std::size_t m = std::min(kTile, len - t);
       reader.get(std::span<Code>(codes, m), bits);
@@ -166,35 +181,69 @@ QG_INLINE qsgd_decode_result decode_body(std::span<const std::byte> in, const qs
         return {qsgd_fault::code, start + t + first_bad_code(codes, m, layout.levels)};
     }
   }
-  if (!reader.rest_is_zero()) return {qsgd_fault::padding, n};
+  if (p.last == layout.bucket_count(p.n) && !reader.rest_is_zero()) return {qsgd_fault::padding, p.n};
   return {};
 }
 
 bool encode_portable(simd_level simd, std::span<const float> v, const qsgd_layout& layout,
-                     const philox_stream& rng, std::span<std::byte> out) {
-  return layout.bits() <= 8 ? encode_body<std::uint8_t>(simd, v, layout, rng, out)
-                            : encode_body<std::uint16_t>(simd, v, layout, rng, out);
+                     const philox_stream& rng, std::span<std::byte> out, const bucket_piece& p) {
+  return layout.bits() <= 8 ? encode_body<std::uint8_t>(simd, v, layout, rng, out, p)
+                            : encode_body<std::uint16_t>(simd, v, layout, rng, out, p);
 }
 
 qsgd_decode_result decode_portable(std::span<const std::byte> in, const qsgd_layout& layout,
-                                   std::span<float> out) {
-  return layout.bits() <= 8 ? decode_body<std::uint8_t>(in, layout, out)
-                            : decode_body<std::uint16_t>(in, layout, out);
+                                   std::span<float> out, const bucket_piece& p) {
+  return layout.bits() <= 8 ? decode_body<std::uint8_t>(in, layout, out, p)
+                            : decode_body<std::uint16_t>(in, layout, out, p);
 }
 
 #if defined(QG_HAVE_AVX512_CLONES)
 QG_TARGET_AVX512 bool encode_avx512(simd_level simd, std::span<const float> v, const qsgd_layout& layout,
-                                    const philox_stream& rng, std::span<std::byte> out) {
-  return layout.bits() <= 8 ? encode_body<std::uint8_t>(simd, v, layout, rng, out)
-                            : encode_body<std::uint16_t>(simd, v, layout, rng, out);
+                                    const philox_stream& rng, std::span<std::byte> out, const bucket_piece& p) {
+  return layout.bits() <= 8 ? encode_body<std::uint8_t>(simd, v, layout, rng, out, p)
+                            : encode_body<std::uint16_t>(simd, v, layout, rng, out, p);
 }
 
 QG_TARGET_AVX512 qsgd_decode_result decode_avx512(std::span<const std::byte> in, const qsgd_layout& layout,
-                                                  std::span<float> out) {
-  return layout.bits() <= 8 ? decode_body<std::uint8_t>(in, layout, out)
-                            : decode_body<std::uint16_t>(in, layout, out);
+                                                  std::span<float> out, const bucket_piece& p) {
+  return layout.bits() <= 8 ? decode_body<std::uint8_t>(in, layout, out, p)
+                            : decode_body<std::uint16_t>(in, layout, out, p);
 }
 #endif
+
+// Buckets per piece when a vector of n values is split over the calling thread's work_pool: about
+// kElementGrain values, in a whole number of buckets whose codes fill whole bytes, so every piece
+// packs its own bytes and the payload is the same whatever the split. The pieces depend on n and
+// the layout only.
+std::size_t buckets_per_piece(std::size_t n, const qsgd_layout& layout) {
+  const std::size_t d = layout.bucket_size(n);
+  const std::size_t whole_bytes = 8 / std::gcd<std::size_t>(d * layout.bits() % 8, 8);
+  const std::size_t per = std::max<std::size_t>(1, kElementGrain / std::max<std::size_t>(d, 1));
+  return (per + whole_bytes - 1) / whole_bytes * whole_bytes;
+}
+
+bool succeeded(bool encoded) { return encoded; }
+bool succeeded(const qsgd_decode_result& decoded) { return decoded.ok(); }
+
+// Runs piece(p) for every piece of a vector of n values, on the calling thread's work_pool, and
+// returns the result of the first piece (in the vector's order) that did not succeed, else ok.
+template <typename Result, typename Piece>
+Result split_buckets(std::size_t n, const qsgd_layout& layout, Result ok, Piece piece) {
+  const std::size_t buckets = layout.bucket_count(n);
+  const std::size_t per = buckets_per_piece(n, layout);
+  const std::size_t pieces = (buckets + per - 1) / per;
+  if (pieces <= 1) return piece(bucket_piece{n, 0, buckets});
+  struct slot {  // one object per piece: no two pieces write one word (as std::vector<bool>'s would)
+    Result r;
+  };
+  std::vector<slot> results(pieces, slot{ok});
+  parallel_ranges(buckets, per, [&](std::size_t first, std::size_t last) {
+    results[first / per].r = piece(bucket_piece{n, first, last});
+  });
+  for (const slot& s : results)
+    if (!succeeded(s.r)) return s.r;
+  return ok;
+}
 
 }  // namespace
 
@@ -238,10 +287,12 @@ bool qsgd_encode(simd_level simd, std::span<const float> v, const qsgd_layout& l
   QG_ENFORCE(simd_supported(simd), "SIMD level " << to_string(simd) << " is not supported here");
   QG_ENFORCE(out.size() == layout.encoded_bytes(v.size()),
              "out=" << out.size() << " expected=" << layout.encoded_bytes(v.size()));
+  return split_buckets(v.size(), layout, true, [&](const bucket_piece& p) {
 #if defined(QG_HAVE_AVX512_CLONES)
-  if (simd == simd_level::avx512) return encode_avx512(simd, v, layout, rng, out);
+    if (simd == simd_level::avx512) return encode_avx512(simd, v, layout, rng, out, p);
 #endif
-  return encode_portable(simd, v, layout, rng, out);
+    return encode_portable(simd, v, layout, rng, out, p);
+  });
 }
 
 qsgd_decode_result qsgd_decode(std::span<const std::byte> in, const qsgd_layout& layout,
@@ -255,10 +306,12 @@ qsgd_decode_result qsgd_decode(simd_level simd, std::span<const std::byte> in, c
   check_layout(layout);
   QG_ENFORCE(simd_supported(simd), "SIMD level " << to_string(simd) << " is not supported here");
   if (in.size() != layout.encoded_bytes(out.size())) return {qsgd_fault::size, in.size()};
+  return split_buckets(out.size(), layout, qsgd_decode_result{}, [&](const bucket_piece& p) {
 #if defined(QG_HAVE_AVX512_CLONES)
-  if (simd == simd_level::avx512) return decode_avx512(in, layout, out);
+    if (simd == simd_level::avx512) return decode_avx512(in, layout, out, p);
 #endif
-  return decode_portable(in, layout, out);
+    return decode_portable(in, layout, out, p);
+  });
 }
 
 }  // namespace qgossip::kernels

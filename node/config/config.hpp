@@ -188,6 +188,11 @@ struct run_config {
   // parameters in its own order), beside its summary. Not part of the canonical config (it changes
   // what is written, not what is trained).
   bool save_model = false;
+  // node.threads: the threads of the node's round work that splits into pieces (the codec, the
+  // mix, the model-sized copies: core/work_pool.hpp); 0, the default: the cores the node may use
+  // (usable_cores(): its CPU affinity under its cgroup's quota). Not part of the canonical config:
+  // what a round computes is the same bits on any number of threads, only its time changes.
+  int threads = 0;
 
   std::string canonical;     // the resolved config as YAML text (what run.json records)
   std::uint64_t run_id = 0;  // hash of `canonical`: messages from another run are rejected

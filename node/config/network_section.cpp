@@ -1,4 +1,4 @@
-// The network: and output: sections (node/config/sections.hpp).
+// The network:, output: and node: sections (node/config/sections.hpp).
 #include <cstdlib>
 
 #include "node/config/config_fields.hpp"
@@ -64,6 +64,10 @@ void read_network(yaml_reader& r, run_config& c) {
     c.output_dir = o->get_string("dir", c.output_dir);
     c.save_model = o->get_bool("model", c.save_model);
     o->finish();
+  }
+  if (auto h = r.map("node")) {
+    c.threads = get_int_in(*h, "threads", c.threads, 0, 1024);
+    h->finish();
   }
 }
 

@@ -36,7 +36,7 @@ void emit_data(YAML::Emitter& y, const data_spec& d);
 void read_train(yaml_reader& root, run_config& c);
 void emit_train(YAML::Emitter& y, const train_config& t);
 
-// network: and output: (node/config/network_section.cpp)
+// network:, output: and node: (node/config/network_section.cpp)
 void read_network(yaml_reader& root, run_config& c);
 void emit_network(YAML::Emitter& y, const network_config& n);
 

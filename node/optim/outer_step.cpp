@@ -1,6 +1,7 @@
 #include "node/optim/outer_step.hpp"
 
 #include "core/errors.hpp"
+#include "core/work_pool.hpp"
 
 namespace qgossip {
 
@@ -14,15 +15,18 @@ outer_step::outer_step(std::size_t dim, const outer_spec& spec)
 std::span<const float> outer_step::apply(std::span<const float> start, std::span<const float> end) {
   QG_ENFORCE(start.size() == step_.size() && end.size() == step_.size(),
              start.size() << ", " << end.size() << " vs " << step_.size());
-  for (std::size_t i = 0; i < step_.size(); ++i) {
-    const float delta = start[i] - end[i];
-    if (momentum_ == 0) {
-      step_[i] = lr_ * delta;
-      continue;
+  // Element by element, split over the calling thread's work_pool (the same bits on any number).
+  parallel_ranges(step_.size(), kElementGrain, [&](std::size_t first, std::size_t last) {
+    for (std::size_t i = first; i < last; ++i) {
+      const float delta = start[i] - end[i];
+      if (momentum_ == 0) {
+        step_[i] = lr_ * delta;
+        continue;
+      }
+      velocity_[i] = momentum_ * velocity_[i] + delta;
+      step_[i] = lr_ * (nesterov_ ? delta + momentum_ * velocity_[i] : velocity_[i]);
     }
-    velocity_[i] = momentum_ * velocity_[i] + delta;
-    step_[i] = lr_ * (nesterov_ ? delta + momentum_ * velocity_[i] : velocity_[i]);
-  }
+  });
   return step_;
 }
 

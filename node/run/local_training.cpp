@@ -7,17 +7,10 @@
 
 #include "algorithms/mixing.hpp"
 #include "core/errors.hpp"
+#include "kernels/cpu/finite.hpp"
 #include "node/data/augment.hpp"
 
 namespace qgossip {
-
-namespace {
-
-bool all_finite(std::span<const float> v) {
-  return std::all_of(v.begin(), v.end(), [](float x) { return std::isfinite(x); });
-}
-
-}  // namespace
 
 local_training::local_training(const run_config& c, int rank, node_learner& learner, node_plan& plan,
                                const dataset& shard)
@@ -71,7 +64,7 @@ local_training::outcome local_training::gradient(std::uint64_t t, std::uint64_t 
   const double loss = pass_ ? pass_->loss_and_grad(m, x, data, batch, grad_) : m.loss_and_grad(x, data, batch, grad_);
   gradient_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   const double limit = config_.train.diverge_loss;
-  if (!std::isfinite(loss) || loss > limit || !all_finite(grad_))
+  if (!std::isfinite(loss) || loss > limit || !kernels::all_finite(grad_))
     return {"diverged at round " + std::to_string(t) +
             (step != t ? " (local step " + std::to_string(step) + ")" : std::string()) + ": training loss " +
             std::to_string(loss) +
@@ -86,9 +79,9 @@ local_training::outcome local_training::local_steps(std::uint64_t t, std::span<c
   algorithm& alg = *learner_.alg;
   const std::span<const float> start = alg.model();
   if (!learner_.program.empty()) {  // the program took the round's steps on its copy
-    std::copy(learner_.program.begin(), learner_.program.end(), work_.begin());
+    mixing::copy(work_, learner_.program);
   } else {
-    std::copy(start.begin(), start.end(), work_.begin());
+    mixing::copy(work_, start);
     if (outcome e = steps(t); !e) return e;
   }
   if (!outer_after_round_) {
@@ -96,7 +89,7 @@ local_training::outcome local_training::local_steps(std::uint64_t t, std::span<c
     return {};
   }
   mixing::sub(delta_, start, work_);
-  std::copy(start.begin(), start.end(), work_.begin());  // x_t, for finish_round
+  mixing::copy(work_, start);  // x_t, for finish_round
   outgoing = alg.outgoing(delta_, 1.0f, t);
   return {};
 }
@@ -127,7 +120,7 @@ local_training::outcome local_training::steps(std::uint64_t t) {
 
 void local_training::keep_parameters() {
   const std::span<float> p = parameters();
-  std::copy(p.begin(), p.end(), taken_.begin());
+  mixing::copy(taken_, p);
 }
 
 local_training::outcome local_training::change(std::uint64_t t, std::span<const float>& outgoing) {
@@ -156,7 +149,7 @@ void local_training::finish_round() {
   if (overlap_ && !mixed_only_) {  // P − P_taken + x_{t+1}: the steps taken meanwhile kept
     const std::span<float> p = parameters();
     const std::span<const float> x = learner_.alg->model();
-    for (std::size_t i = 0; i < p.size(); ++i) p[i] = (p[i] - taken_[i]) + x[i];
+    mixing::rebase(p, taken_, x);
     return;
   }
   write_back();  // the program's next steps start from x_{t+1}
@@ -166,7 +159,7 @@ void local_training::write_back() {
   const std::span<float> p = parameters();
   if (p.empty()) return;
   const std::span<const float> x = learner_.alg->model();
-  std::copy(x.begin(), x.end(), p.begin());
+  mixing::copy(p, x);
 }
 
 void local_training::add_loss(double loss) {

@@ -118,6 +118,7 @@ node_setup::node_setup(const run_config& c, int r, const node_run_options& optio
     : config(c),
       rank(checked_rank(c, r)),
       n(c.topology.n),
+      pool(c.threads > 0 ? static_cast<unsigned>(c.threads) : usable_cores()),
       topo(topology_of(c)),
       report(analyze(topo)),
       data(data_of(c, rank)),
@@ -186,6 +187,7 @@ std::string node_setup::describe() const {
       os << "; whole rounds, so it ends at epoch " << reached << " for train.epochs " << config.train.epochs;
     os << ")";
   }
+  os << "; " << pool.threads() << (pool.threads() == 1 ? " thread" : " threads") << " for the round's work (node.threads)";
   os << "; listening on " << bind_endpoint(config, rank);
   if (rank == 0 && learner.alg->compresses() && config.algorithm == algorithm_kind::dcd) {
     const double alpha2 = learner.codec->relative_error_bound();

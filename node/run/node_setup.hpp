@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "core/work_pool.hpp"
 #include "node/checkpoint/checkpoint_file.hpp"
 #include "node/config/config.hpp"
 #include "node/data/load.hpp"
@@ -58,6 +59,9 @@ struct node_setup {
   const int rank;
   const int n;
   const std::chrono::steady_clock::time_point wall_start = std::chrono::steady_clock::now();
+  // The threads of the round's work that splits (node.threads: core/work_pool.hpp), installed on
+  // the thread that runs a round (round_driver, round_thread).
+  work_pool pool;
   const topology topo;
   const topology_report report;
   data_split data;

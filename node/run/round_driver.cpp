@@ -35,6 +35,7 @@ round_driver::round_driver(node_setup& s) : s_(s), steps_(steps_of(s)) {
 }
 
 void round_driver::start() {
+  const work_pool::use threads(&s_.pool);
   s_.checkpoints.resume.reset();  // loaded: no longer needed
   node_membership& m = *s_.links.membership;
   if (t_ == 0) m.start.announce(s_.learner.alg->model(), *s_.links.ex);  // a fresh start
@@ -55,6 +56,7 @@ void round_driver::halt_signal() {
 }
 
 step_end round_driver::next() {
+  const work_pool::use threads(&s_.pool);
   const std::uint64_t rounds = s_.plan.rounds;
   for (;;) {
     if (stop_requested()) return {node_exit::interrupted, "interrupted by a signal at round " + std::to_string(t_)};
@@ -77,8 +79,14 @@ step_end round_driver::next() {
 
 bool round_driver::done() const { return t_ >= s_.plan.rounds || steps_->ended(); }
 
-node_exit round_driver::finish(const step_end& end) { return steps_->finish(end, t_); }
+node_exit round_driver::finish(const step_end& end) {
+  const work_pool::use threads(&s_.pool);
+  return steps_->finish(end, t_);
+}
 
-step_end round_driver::settle() { return steps_->settle(t_); }
+step_end round_driver::settle() {
+  const work_pool::use threads(&s_.pool);
+  return steps_->settle(t_);
+}
 
 }  // namespace qgossip

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "core/hash.hpp"
+#include "kernels/cpu/finite.hpp"
 #include "node/data/npy.hpp"
 #include "node/run/node_setup.hpp"
 
@@ -14,10 +15,6 @@ namespace qgossip {
 namespace {
 
 double seconds(std::chrono::steady_clock::duration d) { return std::chrono::duration<double>(d).count(); }
-
-bool all_finite(std::span<const float> v) {
-  return std::all_of(v.begin(), v.end(), [](float x) { return std::isfinite(x); });
-}
 
 std::string rejected_detail(const exchange_stats& s) {
   std::string out;
@@ -32,7 +29,7 @@ std::string rejected_detail(const exchange_stats& s) {
 // Why round t's computation diverged (its outcome, or an outgoing vector that is not finite), or "".
 std::string divergence(const local_training::outcome& e, std::span<const float> outgoing, std::uint64_t t) {
   if (!e) return e.diverged;
-  if (!all_finite(outgoing)) return "diverged at round " + std::to_string(t) + ": the outgoing message is not finite";
+  if (!kernels::all_finite(outgoing)) return "diverged at round " + std::to_string(t) + ": the outgoing message is not finite";
   return {};
 }
 
@@ -47,7 +44,7 @@ step_end failure(const status& st, const std::string& what) {
 
 round_steps::round_steps(node_setup& s)
     : s_(s), training_(s.config, s.rank, s.learner, s.plan, s.data.train), probe_(s),
-      async_(s.links.async), thread_(s.config.train.overlap ? std::make_unique<round_thread>() : nullptr) {
+      async_(s.links.async), thread_(s.config.train.overlap ? std::make_unique<round_thread>(&s.pool) : nullptr) {
   if (s.log->header_final()) metrics_.resume(s.log->metric_columns());  // a continued CSV: its columns
 }
 

@@ -6,7 +6,11 @@
 
 namespace qgossip {
 
-round_thread::round_thread() : thread_([this] { loop(); }) {}
+round_thread::round_thread(work_pool* pool)
+    : thread_([this, pool] {
+        const work_pool::use threads(pool);
+        loop();
+      }) {}
 
 round_thread::~round_thread() {
   {

@@ -12,11 +12,14 @@
 #include <mutex>
 #include <thread>
 
+#include "core/work_pool.hpp"
+
 namespace qgossip {
 
 class round_thread {
  public:
-  round_thread();
+  // pool: the threads the jobs split their work on (work_pool::use for the thread's life).
+  explicit round_thread(work_pool* pool);
   ~round_thread();
   round_thread(const round_thread&) = delete;
   round_thread& operator=(const round_thread&) = delete;

@@ -182,6 +182,22 @@ TEST_CASE("network.stall_timeout_s: none (the default), seconds >= 0; each node'
   }
 }
 
+TEST_CASE("node.threads: 0 (the cores the node may use) by default, 1 to 1024; not in the run id") {
+  scratch s;
+  const run_config d = load_run_config(s.write("d.yaml", "topology: {graph: ring, n: 4}\n"));
+  CHECK(d.threads == 0);
+  const run_config c = load_run_config(s.write("d.yaml", "topology: {graph: ring, n: 4}\nnode: {threads: 8}\n"));
+  CHECK(c.threads == 8);
+  CHECK(c.run_id == d.run_id);  // the same bits on any number of threads: the same run
+  for (const char* bad : {"-1", "1025", "two"}) {
+    CAPTURE(bad);
+    const std::string f = s.write("bad.yaml", std::string("topology: {graph: ring, n: 4}\nnode: {threads: ") + bad + "}\n");
+    CHECK(error_of(f).find(f + ":2:17: node.threads") == 0);
+  }
+  const std::string f = s.write("bad.yaml", "topology: {graph: ring, n: 4}\nnode: {thread: 2}\n");
+  CHECK(error_of(f).find("threads") != std::string::npos);  // the closest key named
+}
+
 TEST_CASE("train.overlap: off by default and then outside the run id; refused for dcd and ecd") {
   scratch s;
   const run_config d = load_run_config(s.write("d.yaml", "topology: {graph: ring, n: 4}\n"));
