@@ -1,18 +1,13 @@
 #include "node/models/external_model.hpp"
 
-#include <algorithm>
-
 #include "core/errors.hpp"
 
 namespace qgossip {
 
-external_model::external_model(std::span<const float> x1)
-    : x1_(x1.begin(), x1.end()), bounds_{0, x1.size()} {}
+external_model::external_model(std::size_t params) : bounds_{0, params} {}
 
-void external_model::init(std::span<float> params, std::uint64_t) const {
-  QG_ENFORCE(params.size() == x1_.size(),
-             "init: " << params.size() << " parameters, the model has " << x1_.size());
-  std::copy(x1_.begin(), x1_.end(), params.begin());
+void external_model::init(std::span<float>, std::uint64_t) const {
+  QG_ENFORCE(false, "an external model starts from the program's parameters, not from init");
 }
 
 double external_model::loss_and_grad(std::span<const float>, const dataset&, std::span<const std::size_t>,

@@ -3,9 +3,9 @@
 // module, docs/python.md): the program owns the architecture, the data, the loss and the optimizer,
 // and gives the node only its parameters, as one flat float32 vector, when it attaches its model.
 // The node then never takes a gradient or evaluates: it only mixes what the program's steps did.
-// So this model knows only its size and the first parameters it was given (x_1, the same on every
-// node); loss_and_grad and evaluate are errors (invariant_error), never called by a node driven
-// from outside.
+// So this model knows only its size (the node starts from the program's parameters themselves, x_1,
+// the same on every node, and keeps no copy of them here); init, loss_and_grad and evaluate are
+// errors (invariant_error), never called by a node driven from outside.
 #include <cstddef>
 #include <span>
 #include <string>
@@ -17,14 +17,14 @@ namespace qgossip {
 
 class external_model final : public model {
  public:
-  // x1: the program's parameters when it attached its model.
-  explicit external_model(std::span<const float> x1);
+  // params: how many parameters the program attached.
+  explicit external_model(std::size_t params);
 
-  [[nodiscard]] std::size_t num_params() const override { return x1_.size(); }
+  [[nodiscard]] std::size_t num_params() const override { return bounds_.back(); }
   [[nodiscard]] const std::vector<std::size_t>& layer_bounds() const override { return bounds_; }
   [[nodiscard]] std::size_t input_dim() const override { return 0; }
   [[nodiscard]] std::size_t classes() const override { return 0; }
-  // The parameters it was given, whatever the seed: the program chose them.
+  // The program chose the parameters: an error (the node starts from the program's own).
   void init(std::span<float> params, std::uint64_t seed) const override;
   [[nodiscard]] double loss_and_grad(std::span<const float> params, const dataset& d,
                                      std::span<const std::size_t> batch,
@@ -34,8 +34,7 @@ class external_model final : public model {
   [[nodiscard]] std::string describe() const override;
 
  private:
-  std::vector<float> x1_;
-  std::vector<std::size_t> bounds_;
+  std::vector<std::size_t> bounds_;  // {0, params}
 };
 
 }  // namespace qgossip

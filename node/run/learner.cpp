@@ -20,9 +20,7 @@ std::unique_ptr<model> build_model(const run_config& c, const data_split& data, 
       throw config_error(c.file, 0, 0,
                          "model.kind external is a model a program attaches (qgossip.Node.attach, "
                          "docs/python.md); qgossip run cannot train it");
-    auto m = std::make_unique<external_model>(program_params);
-    x0.assign(program_params.begin(), program_params.end());
-    return m;
+    return std::make_unique<external_model>(program_params.size());  // x_1: the program's own
   }
   model_spec spec = c.model;
   spec.device = resolve_device(c.device, spec.kind);  // the launcher set CUDA_VISIBLE_DEVICES: GPU 0 here
@@ -66,7 +64,7 @@ node_learner build_learner(const run_config& c, const data_split& data, const mi
   node_learner l;
   l.program = program_params;
   start_up_step("building the model");
-  std::vector<float> x0;  // the same x_1 on every node (the same seed)
+  std::vector<float> x0;  // the same x_1 on every node (the same seed); a program's: its parameters
   l.model = build_model(c, data, x0, program_params);
   start_up_step("building the compressor and the algorithm");
   const std::size_t params = l.model->num_params();
@@ -89,7 +87,8 @@ node_learner build_learner(const run_config& c, const data_split& data, const mi
         algorithm_options options = c.algorithm_params;
         options.asynchronous = c.train.max_staleness > 0;
         options.per_edge_copies = c.train.max_staleness == kUnboundedStaleness;
-        return make_algorithm(c.algorithm, row, x0, options);
+        return make_algorithm(c.algorithm, row, program_params.empty() ? std::span<const float>(x0) : program_params,
+                              options);
       });
   if (clip_rule* clip = clip_rule_of(*l.alg); clip && c.algorithm_params.robust.screen) {
     auto screen = std::make_shared<loss_screen>(*l.model, data.train);

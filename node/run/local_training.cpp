@@ -20,16 +20,17 @@ local_training::local_training(const run_config& c, int rank, node_learner& lear
       plan_(plan),
       shard_(shard),
       pass_(pass_codec_of(*learner.codec)),
-      local_(learner.model->num_params(), c.train.momentum, c.train.weight_decay),
+      // A program takes its own steps: no local optimizer, gradient or step buffer of the node's.
+      local_(learner.program.empty() ? learner.model->num_params() : 0, c.train.momentum, c.train.weight_decay),
       overlap_(c.train.overlap),
       local_rounds_(plan.local_steps > 1 || !c.train.outer.is_identity() || !learner.program.empty() || overlap_),
-      work_(local_rounds_ ? learner.model->num_params() : 0),
       outer_(local_rounds_ ? learner.model->num_params() : 0, c.train.outer),
       outer_after_round_(local_rounds_ && !c.train.outer.is_identity() &&
                          !learner.alg->adjustable_model().empty() && c.train.max_staleness == 0 && !overlap_),
+      work_(local_rounds_ && (learner.program.empty() || outer_after_round_) ? learner.model->num_params() : 0),
       delta_(outer_after_round_ ? learner.model->num_params() : 0),
       taken_(overlap_ ? learner.model->num_params() : 0),
-      grad_(learner.model->num_params()) {
+      grad_(learner.program.empty() ? learner.model->num_params() : 0) {
   if (overlap_) write_back();  // the node's own copy starts at x_1
   const augment_spec& a = c.data.augment;
   augmenting_ = a.crop_padding > 0 || a.flip;
@@ -78,17 +79,18 @@ local_training::outcome local_training::gradient(std::uint64_t t, std::uint64_t 
 local_training::outcome local_training::local_steps(std::uint64_t t, std::span<const float>& outgoing) {
   algorithm& alg = *learner_.alg;
   const std::span<const float> start = alg.model();
-  if (!learner_.program.empty()) {  // the program took the round's steps on its copy
-    mixing::copy(work_, learner_.program);
-  } else {
+  // x_{t,H}: the program took the round's steps on its own parameters; otherwise they are taken here.
+  std::span<const float> end = learner_.program;
+  if (learner_.program.empty()) {
     mixing::copy(work_, start);
     if (outcome e = steps(t); !e) return e;
+    end = work_;
   }
   if (!outer_after_round_) {
-    outgoing = alg.outgoing(outer_.apply(start, work_), 1.0f, t);
+    outgoing = alg.outgoing(outer_.apply(start, end), 1.0f, t);
     return {};
   }
-  mixing::sub(delta_, start, work_);
+  mixing::sub(delta_, start, end);
   mixing::copy(work_, start);  // x_t, for finish_round
   outgoing = alg.outgoing(delta_, 1.0f, t);
   return {};
@@ -99,6 +101,7 @@ local_training::outcome local_training::round(std::uint64_t t, std::span<const f
   algorithm& alg = *learner_.alg;
   mixed_only_ = mixing_only;
   if (mixing_only) {
+    grad_.resize(learner_.model->num_params());  // a program's node: its first mixing round allocates it
     std::fill(grad_.begin(), grad_.end(), 0.0f);
     outgoing = alg.outgoing(grad_, 0.0f, t);
     return {};
@@ -135,7 +138,8 @@ std::span<float> local_training::parameters() {
 }
 
 void local_training::restart() {
-  local_ = local_step(learner_.model->num_params(), config_.train.momentum, config_.train.weight_decay);
+  local_ = local_step(learner_.program.empty() ? learner_.model->num_params() : 0, config_.train.momentum,
+                      config_.train.weight_decay);
   outer_ = outer_step(local_rounds_ ? learner_.model->num_params() : 0, config_.train.outer);
   write_back();  // the donor's model: the program goes on from it
 }

@@ -109,13 +109,15 @@ class local_training {
   local_step local_;
   const bool overlap_;       // train.overlap
   const bool local_rounds_;  // H > 1 or an outer optimizer, or overlapped
-  float_vector work_;        // x_{t,k}, the model the local steps move (then x_t, for finish_round)
   outer_step outer_;
   const bool outer_after_round_;  // the outer step on the whole round's change (finish_round)
+  // x_{t,k}, the model the local steps move (then x_t, for finish_round); a program's node keeps it
+  // only for x_t (its steps move the program's own parameters).
+  float_vector work_;
   bool mixed_only_ = false;       // the latest round only mixed: finish_round takes no outer step
   float_vector delta_;
   float_vector taken_;  // overlapped: P as keep_parameters took it
-  float_vector grad_;
+  float_vector grad_;  // the node's gradient (a program's node: zeros for mixing rounds, made at the first)
   // Augmented training: each step's examples gathered into batch_ and augmented there.
   bool augmenting_ = false;
   dataset batch_;
