@@ -11,4 +11,6 @@ per_edge_messages* per_edge_messages_of(algorithm& alg) {
 
 rejoinable* rejoinable_of(algorithm& alg) { return dynamic_cast<rejoinable*>(&alg); }
 
+additive_messages* additive_messages_of(algorithm& alg) { return dynamic_cast<additive_messages*>(&alg); }
+
 }  // namespace qgossip

@@ -9,6 +9,7 @@
 //   async_mixing       yes            yes        yes                         no
 //   per_edge_messages  no             no         built with per_edge_copies  no
 //   rejoinable         yes            yes        yes                         no
+//   additive_messages  no             dcd        yes (own: one public copy)  no
 //   clip_rule_of       robust on      robust on  robust on                   no
 //
 // The decentralized ones implement async_mixing (neighbour_finished) through the base they share
@@ -16,6 +17,7 @@
 // here: clip_rule_of and clip_stats_of, declared in algorithm.hpp beside the options that turn it on,
 // find it for departures (node/run/departures.cpp), the loss screen (node/run/learner.cpp) and
 // the CSV (node/run/round_steps.cpp). Not thread-safe, as algorithm.
+#include <cstdint>
 #include <span>
 
 #include "algorithms/algorithm.hpp"
@@ -73,10 +75,30 @@ class rejoinable {
   virtual void admit(const mixing_row& next, int peer, std::span<const float> state) = 0;
 };
 
+// Messages that add into a vector of the algorithm's (docs/design.md, "Memory and size"): the own
+// message's absorb_own(decoded) is own_sum() += decoded and a neighbour's absorb(from, decoded) is
+// sum_of(from) += decoded, each then marked (absorbed_own, absorbed) as absorb_own and absorb mark it.
+// The round decodes such a message straight into that vector (compressor::decode_add), keeping no
+// model-sized vector of decoded values: the same additions, so the same bits. CHOCO-SGD's public
+// copies (the own one only with one public copy: own_adds()), DCD-PSGD's x and replicas.
+class additive_messages {
+ public:
+  virtual ~additive_messages() = default;
+  // Whether the own message adds into own_sum() (absorb_own) rather than going per edge.
+  [[nodiscard]] virtual bool own_adds() const = 0;
+  // REQUIRES: own_adds().
+  [[nodiscard]] virtual std::span<float> own_sum() = 0;
+  virtual void absorbed_own(std::uint64_t t) = 0;
+  // REQUIRES: from is a neighbour.
+  [[nodiscard]] virtual std::span<float> sum_of(int from) = 0;
+  virtual void absorbed(int from, std::uint64_t t) = 0;
+};
+
 // The capability, or nullptr where the algorithm has none (per_edge_messages_of: also where it was
 // built without per_edge_copies, so that it sends one message to every neighbour).
 [[nodiscard]] async_mixing* async_mixing_of(algorithm& alg);
 [[nodiscard]] per_edge_messages* per_edge_messages_of(algorithm& alg);
 [[nodiscard]] rejoinable* rejoinable_of(algorithm& alg);
+[[nodiscard]] additive_messages* additive_messages_of(algorithm& alg);
 
 }  // namespace qgossip

@@ -36,10 +36,14 @@ std::span<const float> choco_sgd::outgoing(std::span<const float> grad, float lr
   return q_;
 }
 
-void choco_sgd::absorb_own(std::span<const float> decoded, std::uint64_t) {
+void choco_sgd::absorb_own(std::span<const float> decoded, std::uint64_t t) {
+  mixing::add(own_sum(), decoded);
+  absorbed_own(t);
+}
+
+std::span<float> choco_sgd::own_sum() {
   QG_ENFORCE(!per_edge_, "a copy per edge takes absorb_own_to");
-  mixing::add(own_copy_, decoded);
-  own_sent_ = true;
+  return own_copy_;
 }
 
 std::span<const float> choco_sgd::outgoing_to(int peer) {
@@ -55,11 +59,14 @@ void choco_sgd::absorb_own_to(int peer, std::span<const float> decoded) {
   edge_sent_[k] = 1;
 }
 
-void choco_sgd::absorb(int from, std::span<const float> decoded, std::uint64_t) {
-  std::size_t k = neighbour_index(row_, from);
-  mixing::add(copies_[k], decoded);
-  received_.mark(k, from);
+void choco_sgd::absorb(int from, std::span<const float> decoded, std::uint64_t t) {
+  mixing::add(sum_of(from), decoded);
+  absorbed(from, t);
 }
+
+std::span<float> choco_sgd::sum_of(int from) { return copies_[neighbour_index(row_, from)]; }
+
+void choco_sgd::absorbed(int from, std::uint64_t) { received_.mark(neighbour_index(row_, from), from); }
 
 // x = (1 - sum_{unsent j} a_j) x + sum_j a_j x^_j - sum_{sent j} a_j x^_{i->j}, a_j = gamma_c W_ij
 // over the fresh neighbours j (synchronous: all), in ascending order: on an edge this round sent

@@ -27,7 +27,7 @@
 
 namespace qgossip {
 
-class choco_sgd final : public decentralized_algorithm, public per_edge_messages {
+class choco_sgd final : public decentralized_algorithm, public per_edge_messages, public additive_messages {
  public:
   // REQUIRES: 0 < options.consensus_step <= 1.
   choco_sgd(const mixing_row& row, std::span<const float> x0, const algorithm_options& options);
@@ -51,6 +51,12 @@ class choco_sgd final : public decentralized_algorithm, public per_edge_messages
   bool sends_per_edge() const override { return per_edge_; }
   std::span<const float> outgoing_to(int peer) override;
   void absorb_own_to(int peer, std::span<const float> decoded) override;
+  // additive_messages: the public copies; the own one only with one public copy
+  bool own_adds() const override { return !per_edge_; }
+  std::span<float> own_sum() override;
+  void absorbed_own(std::uint64_t) override { own_sent_ = true; }
+  std::span<float> sum_of(int from) override;
+  void absorbed(int from, std::uint64_t t) override;
   // rejoinable. With a copy per edge, public_state is the model: a neighbour that (re)joins gets x,
   // and this node's copy for its edge becomes x (admit).
   std::span<const float> public_state() const override { return per_edge_ ? x_ : own_copy_; }

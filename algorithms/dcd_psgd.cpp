@@ -28,11 +28,14 @@ std::span<const float> dcd_psgd::outgoing(std::span<const float> grad, float lr,
 
 void dcd_psgd::absorb_own(std::span<const float> decoded, std::uint64_t) { mixing::add(x_, decoded); }
 
-void dcd_psgd::absorb(int from, std::span<const float> decoded, std::uint64_t) {
-  std::size_t k = neighbour_index(row_, from);
-  mixing::add(replicas_[k], decoded);
-  received_.mark(k, from);
+void dcd_psgd::absorb(int from, std::span<const float> decoded, std::uint64_t t) {
+  mixing::add(sum_of(from), decoded);
+  absorbed(from, t);
 }
+
+std::span<float> dcd_psgd::sum_of(int from) { return replicas_[neighbour_index(row_, from)]; }
+
+void dcd_psgd::absorbed(int from, std::uint64_t) { received_.mark(neighbour_index(row_, from), from); }
 
 void dcd_psgd::finish(std::uint64_t t) {
   received_.check_complete(row_, t);

@@ -12,7 +12,7 @@
 
 namespace qgossip {
 
-class dcd_psgd final : public decentralized_algorithm {
+class dcd_psgd final : public decentralized_algorithm, public additive_messages {
  public:
   dcd_psgd(const mixing_row& row, std::span<const float> x0, bool asynchronous = false,
            const robust_options& robust = {});
@@ -31,6 +31,12 @@ class dcd_psgd final : public decentralized_algorithm {
 
   // async_mixing: x moves only with the node's message, so every round sends it
   bool may_skip_message() const override { return false; }
+  // additive_messages: the own message adds into x, a neighbour's into its replica
+  bool own_adds() const override { return true; }
+  std::span<float> own_sum() override { return x_; }
+  void absorbed_own(std::uint64_t) override {}
+  std::span<float> sum_of(int from) override;
+  void absorbed(int from, std::uint64_t t) override;
   // rejoinable: neighbours hold a replica of x
   std::span<const float> public_state() const override { return x_; }
   void restart(std::span<const float> model) override;

@@ -79,6 +79,16 @@ class compressor {
   // Decodes exactly out.size() values from in, which must be exactly one encoding.
   virtual status decode(std::span<const std::byte> in, const codec_context& ctx, std::span<float> out) const = 0;
 
+  // Receivers that add what they decode into a sum (a public copy, a replica: the algorithms'
+  // additive_messages, node/run/message_inbox.hpp): validate checks every byte decode would, writing
+  // nothing, with decode's errors; decode_add adds the values decode would write into out (out[i] +=
+  // v[i]: the same bits as decoding into a vector and adding it). adds_decoded(): the two run without
+  // a vector of the decoded values (the defaults, in compressor.cpp, decode into one they allocate).
+  // REQUIRES for decode_add: validate(in, ctx, out.size()) ok (QG_ENFORCE otherwise, out partly added).
+  virtual bool adds_decoded() const { return false; }
+  virtual status validate(std::span<const std::byte> in, const codec_context& ctx, std::size_t n) const;
+  virtual void decode_add(std::span<const std::byte> in, const codec_context& ctx, std::span<float> out) const;
+
   // Shannon entropy, in bits per value, of the empirical distribution of the symbols that `encoded`
   // (one encoding of n values, made with ctx) carries: what an ideal entropy coder of those symbols
   // would need, to set against the bits the codec spends. Side information (scales, norms) is not

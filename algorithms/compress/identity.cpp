@@ -54,6 +54,31 @@ status identity_compressor::decode(std::span<const std::byte> in, const codec_co
   return status::ok();
 }
 
+status identity_compressor::validate(std::span<const std::byte> in, const codec_context&, std::size_t n) const {
+  if (in.size() != 4 * n)
+    return status::error(errc::corrupt, "identity: payload of " + std::to_string(in.size()) + " bytes, expected " +
+                                            std::to_string(4 * n) + " for " + std::to_string(n) + " values");
+  float block[kBlock];
+  for (std::size_t start = 0; start < n; start += kBlock) {
+    const std::size_t m = std::min(kBlock, n - start);
+    std::memcpy(block, in.data() + 4 * start, 4 * m);
+    const std::size_t bad = kernels::first_non_finite(std::span<const float>(block, m));
+    if (bad != m)
+      return status::error(errc::corrupt, "identity: non-finite value at index " + std::to_string(start + bad));
+  }
+  return status::ok();
+}
+
+void identity_compressor::decode_add(std::span<const std::byte> in, const codec_context&, std::span<float> out) const {
+  QG_ENFORCE(in.size() == 4 * out.size(), "identity: decode_add of " << in.size() << " bytes for " << out.size());
+  float block[kBlock];
+  for (std::size_t start = 0; start < out.size(); start += kBlock) {
+    const std::size_t m = std::min(kBlock, out.size() - start);
+    std::memcpy(block, in.data() + 4 * start, 4 * m);
+    for (std::size_t i = 0; i < m; ++i) out[start + i] += block[i];
+  }
+}
+
 std::unique_ptr<compressor> make_identity(const codec_spec& spec, const layer_bounds& layers) {
   const codec_params params(spec, {});
   return std::make_unique<identity_compressor>();

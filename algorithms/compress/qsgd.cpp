@@ -76,29 +76,48 @@ void qsgd_compressor::encode(std::span<const float> v, const codec_context& ctx,
   }
 }
 
-status qsgd_compressor::decode(std::span<const std::byte> in, const codec_context& ctx,
-                               std::span<float> out) const {
-  if (options_.coding == qsgd_coding::elias) return decode_elias(in, out);
+namespace {
+
+// A dense decoder's fault as decode reports it.
+status dense_status(const kernels::qsgd_decode_result& r, std::size_t bytes, std::size_t n,
+                    const kernels::qsgd_layout& layout) {
   using kernels::qsgd_fault;
-  const kernels::qsgd_decode_result r = kernels::qsgd_decode(in, layout_, out);
   switch (r.fault) {
     case qsgd_fault::none:
       return status::ok();
     case qsgd_fault::size:
-      return status::error(errc::corrupt, "qsgd: payload of " + std::to_string(in.size()) +
-                                              " bytes, expected " +
-                                              std::to_string(layout_.encoded_bytes(out.size())) + " for " +
-                                              std::to_string(out.size()) + " values");
+      return status::error(errc::corrupt, "qsgd: payload of " + std::to_string(bytes) + " bytes, expected " +
+                                              std::to_string(layout.encoded_bytes(n)) + " for " + std::to_string(n) +
+                                              " values");
     case qsgd_fault::scale:
       return status::error(errc::corrupt, "qsgd: bucket " + std::to_string(r.index) +
                                               " has a NaN, infinite or negative scale");
     case qsgd_fault::code:
       return status::error(errc::corrupt, "qsgd: invalid level code for element " + std::to_string(r.index) +
-                                              " (levels=" + std::to_string(options_.levels) + ")");
+                                              " (levels=" + std::to_string(layout.levels) + ")");
     case qsgd_fault::padding:
       return status::error(errc::corrupt, "qsgd: nonzero padding bits after the last code");
   }
   return status::error(errc::corrupt, "qsgd: unknown decode fault");
+}
+
+}  // namespace
+
+status qsgd_compressor::decode(std::span<const std::byte> in, const codec_context& ctx,
+                               std::span<float> out) const {
+  if (options_.coding == qsgd_coding::elias) return decode_elias(in, out);
+  return dense_status(kernels::qsgd_decode(in, layout_, out), in.size(), out.size(), layout_);
+}
+
+status qsgd_compressor::validate(std::span<const std::byte> in, const codec_context& ctx, std::size_t n) const {
+  if (options_.coding == qsgd_coding::elias) return compressor::validate(in, ctx, n);
+  return dense_status(kernels::qsgd_validate(in, layout_, n), in.size(), n, layout_);
+}
+
+void qsgd_compressor::decode_add(std::span<const std::byte> in, const codec_context& ctx,
+                                 std::span<float> out) const {
+  if (options_.coding == qsgd_coding::elias) return compressor::decode_add(in, ctx, out);
+  kernels::qsgd_decode_add(in, layout_, out);
 }
 
 void qsgd_compressor::encode_elias(std::span<const float> v, const codec_context& ctx,

@@ -68,6 +68,11 @@ class qsgd_compressor final : public compressor {
   double relative_error_bound(std::size_t n) const override;
   std::size_t max_encoded_bytes(std::size_t n) const override;
   void encode(std::span<const float> v, const codec_context& ctx, std::vector<std::byte>& out) const override;
+  // Dense coding decodes straight into a sum (kernels::qsgd_validate, qsgd_decode_add); Elias through
+  // the defaults.
+  bool adds_decoded() const override { return options_.coding == qsgd_coding::dense; }
+  status validate(std::span<const std::byte> in, const codec_context& ctx, std::size_t n) const override;
+  void decode_add(std::span<const std::byte> in, const codec_context& ctx, std::span<float> out) const override;
   status decode(std::span<const std::byte> in, const codec_context& ctx, std::span<float> out) const override;
   // The entropy of the signed levels (-s..s), one symbol per value.
   double entropy_bits_per_value(std::span<const std::byte> encoded, std::size_t n,

@@ -159,7 +159,11 @@ QG_INLINE bool encode_body(simd_level simd, std::span<const float> v, const qsgd
   return true;
 }
 
-template <typename Code>
+// What a decode does with the values: writes them (qsgd_decode), adds them into out (qsgd_decode_add),
+// or only checks them (qsgd_validate; out is empty then).
+enum class decode_mode { write, add, check };
+
+template <decode_mode Mode, typename Code>
 QG_INLINE qsgd_decode_result decode_body(std::span<const std::byte> in, const qsgd_layout& layout,
                                          std::span<float> out, const bucket_piece& p) {
   const std::size_t d = layout.bucket_size(p.n);
@@ -167,6 +171,7 @@ QG_INLINE qsgd_decode_result decode_body(std::span<const std::byte> in, const qs
   const float levels_f = static_cast<float>(layout.levels);
   bit_reader reader(piece_bytes(in.subspan(layout.scale_bytes(p.n)), layout, p));
   alignas(64) Code codes[kTile];
+  alignas(64) float values[kTile];
   for (std::size_t b = p.first; b < p.last; ++b) {
     std::uint32_t scale_bits;
     std::memcpy(&scale_bits, in.data() + 4 * b, 4);
@@ -177,8 +182,13 @@ QG_INLINE qsgd_decode_result decode_body(std::span<const std::byte> in, const qs
     for (std::size_t t = 0; t < len; t += kTile) {
       const std::size_t m = std::min(kTile, len - t);
       reader.get(std::span<Code>(codes, m), bits);
-      if (dequantize_tile(codes, m, step, layout.levels, out.data() + start + t) != 0)
+      float* to = Mode == decode_mode::write ? out.data() + start + t : values;
+      if (dequantize_tile(codes, m, step, layout.levels, to) != 0)
         return {qsgd_fault::code, start + t + first_bad_code(codes, m, layout.levels)};
+      if constexpr (Mode == decode_mode::add) {
+        float* __restrict o = out.data() + start + t;
+        for (std::size_t i = 0; i < m; ++i) o[i] += values[i];
+      }
     }
   }
   if (p.last == layout.bucket_count(p.n) && !reader.rest_is_zero()) return {qsgd_fault::padding, p.n};
@@ -191,10 +201,11 @@ bool encode_portable(simd_level simd, std::span<const float> v, const qsgd_layou
                             : encode_body<std::uint16_t>(simd, v, layout, rng, out, p);
 }
 
+template <decode_mode Mode>
 qsgd_decode_result decode_portable(std::span<const std::byte> in, const qsgd_layout& layout,
                                    std::span<float> out, const bucket_piece& p) {
-  return layout.bits() <= 8 ? decode_body<std::uint8_t>(in, layout, out, p)
-                            : decode_body<std::uint16_t>(in, layout, out, p);
+  return layout.bits() <= 8 ? decode_body<Mode, std::uint8_t>(in, layout, out, p)
+                            : decode_body<Mode, std::uint16_t>(in, layout, out, p);
 }
 
 #if defined(QG_HAVE_AVX512_CLONES)
@@ -204,10 +215,11 @@ QG_TARGET_AVX512 bool encode_avx512(simd_level simd, std::span<const float> v, c
                             : encode_body<std::uint16_t>(simd, v, layout, rng, out, p);
 }
 
+template <decode_mode Mode>
 QG_TARGET_AVX512 qsgd_decode_result decode_avx512(std::span<const std::byte> in, const qsgd_layout& layout,
                                                   std::span<float> out, const bucket_piece& p) {
-  return layout.bits() <= 8 ? decode_body<std::uint8_t>(in, layout, out, p)
-                            : decode_body<std::uint16_t>(in, layout, out, p);
+  return layout.bits() <= 8 ? decode_body<Mode, std::uint8_t>(in, layout, out, p)
+                            : decode_body<Mode, std::uint16_t>(in, layout, out, p);
 }
 #endif
 
@@ -301,17 +313,40 @@ qsgd_decode_result qsgd_decode(std::span<const std::byte> in, const qsgd_layout&
   return qsgd_decode(best, in, layout, out);
 }
 
-qsgd_decode_result qsgd_decode(simd_level simd, std::span<const std::byte> in, const qsgd_layout& layout,
-                               std::span<float> out) {
+namespace {
+
+// A decode of n values in any mode, split over the calling thread's work_pool.
+template <decode_mode Mode>
+qsgd_decode_result decode_split(simd_level simd, std::span<const std::byte> in, const qsgd_layout& layout,
+                                std::size_t n, std::span<float> out) {
   check_layout(layout);
   QG_ENFORCE(simd_supported(simd), "SIMD level " << to_string(simd) << " is not supported here");
-  if (in.size() != layout.encoded_bytes(out.size())) return {qsgd_fault::size, in.size()};
-  return split_buckets(out.size(), layout, qsgd_decode_result{}, [&](const bucket_piece& p) {
+  if (in.size() != layout.encoded_bytes(n)) return {qsgd_fault::size, in.size()};
+  return split_buckets(n, layout, qsgd_decode_result{}, [&](const bucket_piece& p) {
 #if defined(QG_HAVE_AVX512_CLONES)
-    if (simd == simd_level::avx512) return decode_avx512(in, layout, out, p);
+    if (simd == simd_level::avx512) return decode_avx512<Mode>(in, layout, out, p);
 #endif
-    return decode_portable(in, layout, out, p);
+    return decode_portable<Mode>(in, layout, out, p);
   });
+}
+
+}  // namespace
+
+qsgd_decode_result qsgd_decode(simd_level simd, std::span<const std::byte> in, const qsgd_layout& layout,
+                               std::span<float> out) {
+  return decode_split<decode_mode::write>(simd, in, layout, out.size(), out);
+}
+
+qsgd_decode_result qsgd_validate(std::span<const std::byte> in, const qsgd_layout& layout, std::size_t n) {
+  static const simd_level best = best_simd();
+  return decode_split<decode_mode::check>(best, in, layout, n, {});
+}
+
+void qsgd_decode_add(std::span<const std::byte> in, const qsgd_layout& layout, std::span<float> out) {
+  static const simd_level best = best_simd();
+  const qsgd_decode_result r = decode_split<decode_mode::add>(best, in, layout, out.size(), out);
+  QG_ENFORCE(r.ok(), "qsgd_decode_add of a payload that does not validate: fault " << static_cast<int>(r.fault)
+                                                                                     << " at " << r.index);
 }
 
 }  // namespace qgossip::kernels

@@ -50,6 +50,14 @@ struct qsgd_decode_result {
 [[nodiscard]] qsgd_decode_result qsgd_decode(std::span<const std::byte> in, const qsgd_layout& layout,
                                              std::span<float> out);
 
+// The fused forms of a receiver that adds what it decodes into a sum (a public copy, a replica):
+// qsgd_validate checks everything qsgd_decode would, writing nothing, and qsgd_decode_add then adds
+// the values qsgd_decode would write into out (out[i] += value: the same bits as decoding into a
+// vector and adding it). REQUIRES: qsgd_validate(in, layout, out.size()) ok (a payload that does not
+// validate is an invariant_error, out then partly added).
+[[nodiscard]] qsgd_decode_result qsgd_validate(std::span<const std::byte> in, const qsgd_layout& layout, std::size_t n);
+void qsgd_decode_add(std::span<const std::byte> in, const qsgd_layout& layout, std::span<float> out);
+
 // Test and benchmark knobs: the same at a given SIMD level (the defaults use best_simd()); every
 // level gives identical results. REQUIRES: simd_supported(simd) (QG_ENFORCE).
 [[nodiscard]] bool qsgd_encode(simd_level simd, std::span<const float> v, const qsgd_layout& layout,

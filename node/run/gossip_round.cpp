@@ -4,19 +4,37 @@
 #include <string>
 
 #include "algorithms/algorithm.hpp"
+#include "algorithms/capabilities.hpp"
+#include "core/errors.hpp"
 #include "node/run/message_codec.hpp"
 #include "node/run/message_inbox.hpp"
 
 namespace qgossip {
 
+namespace {
+
+// The algorithm's own message adds into its own_sum, and the codec decodes into a sum.
+additive_messages* own_adding(algorithm& alg, const message_codec& codec) {
+  additive_messages* add = additive_messages_of(alg);
+  return add && add->own_adds() && codec.adds_decoded() ? add : nullptr;
+}
+
+}  // namespace
+
 own_message::own_message(const round_pattern_parts& p)
-    : alg_(p.alg), codec_(p.codec), rank_(p.rank), seed_(p.seed), values_(p.alg.model().size()), own_decoded_(values_) {
+    : alg_(p.alg), codec_(p.codec), rank_(p.rank), seed_(p.seed), values_(p.alg.model().size()),
+      adding_(own_adding(p.alg, p.codec)), own_decoded_(adding_ ? 0 : values_) {
   encoded_.reserve(codec_.max_encoded_bytes());
 }
 
 void own_message::encode(std::span<const float> outgoing, std::uint64_t t) {
-  encode_own_message(codec_, outgoing, seed_, rank_, t, encoded_, own_decoded_);
-  alg_.absorb_own(own_decoded_, t);
+  if (adding_) {
+    encode_own_message_adding(codec_, outgoing, seed_, rank_, t, encoded_, adding_->own_sum());
+    adding_->absorbed_own(t);
+  } else {
+    encode_own_message(codec_, outgoing, seed_, rank_, t, encoded_, own_decoded_);
+    alg_.absorb_own(own_decoded_, t);
+  }
   payload_ = encoded_;
   per_link_ = {};
 }
@@ -44,10 +62,19 @@ void absorb_inbox(algorithm& alg, message_inbox& inbox) {
   // The exchange delivered only messages that decoded, each peer's in its order. A peer dropped
   // since (its departure learnt later in the round) is no longer in the row: the node mixes without
   // it from this round on, as the exchange's drop() says.
+  // Kept encoded (the inbox adding), a message is decoded straight into the copy it adds to.
   const std::vector<int>& live = alg.row().neighbours;
+  additive_messages* add = inbox.adding() ? additive_messages_of(alg) : nullptr;
+  QG_ENFORCE(!inbox.adding() || add, "an inbox that keeps messages encoded for an algorithm whose messages do not add");
   for (std::size_t i = 0; i < inbox.size(); ++i) {
     const message_inbox::message m = inbox.at(i);
-    if (std::binary_search(live.begin(), live.end(), m.from)) alg.absorb(m.from, m.values, m.iteration);
+    if (!std::binary_search(live.begin(), live.end(), m.from)) continue;
+    if (add) {
+      inbox.add_to(i, add->sum_of(m.from));
+      add->absorbed(m.from, m.iteration);
+    } else {
+      alg.absorb(m.from, m.values, m.iteration);
+    }
   }
   inbox.clear();
 }

@@ -17,6 +17,8 @@
 
 namespace qgossip {
 
+class additive_messages;
+
 // What both gossip patterns share: this node's own message, and handing the inbox to the algorithm.
 class own_message {
  public:
@@ -40,8 +42,9 @@ class own_message {
   std::uint64_t seed_;
   std::size_t values_;
 
+  additive_messages* adding_;  // the own message decoded straight into the algorithm's own_sum, or null
   std::vector<std::byte> encoded_;
-  float_vector own_decoded_;
+  float_vector own_decoded_;    // not adding: the own message decoded
   std::span<const std::byte> payload_;         // what the round sends: encoded_, or send_instead's
   std::span<const link_message> per_link_;     // send_instead's
 };

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "algorithms/capabilities.hpp"
 #include "gossip/exchange/state_chunks.hpp"
 #include "node/run/pattern_factory.hpp"
 #include "node/run/run_control.hpp"
@@ -97,7 +98,10 @@ node_links open_links(const run_config& c, int rank, const topology& topo, node_
                             std::to_string(in_flight) + " rounds ahead";
   l.network = allocating([&] { return "opening the network (" + sizes + ")"; },
                          [&] { return std::make_unique<node_network>(c, rank, l.peers, largest, in_flight); });
-  if (l.shape.gossip) l.inbox = std::make_unique<message_inbox>(*learner.codec, c.seed, l.shape.train_peers, params);
+  // Messages that add into the algorithm's copies stay encoded until they are added (message_inbox.hpp).
+  const bool adding = additive_messages_of(*learner.alg) != nullptr && learner.codec->adds_decoded();
+  if (l.shape.gossip)
+    l.inbox = std::make_unique<message_inbox>(*learner.codec, c.seed, l.shape.train_peers, params, adding);
   l.membership = std::make_unique<node_membership>(c, topo, rank, l.peers, l.shape.train_peers, rejoins(c, l), rounds,
                                                    static_cast<std::uint32_t>(params), *learner.alg, log);
   allocating(

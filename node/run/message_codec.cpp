@@ -26,6 +26,13 @@ class vector_codec final : public message_codec {
   status decode(std::span<const std::byte> in, const codec_context& ctx, std::span<float> out) const override {
     return c_->decode(in, ctx, out);
   }
+  bool adds_decoded() const override { return c_->adds_decoded(); }
+  status validate(std::span<const std::byte> in, const codec_context& ctx, std::size_t n) const override {
+    return c_->validate(in, ctx, n);
+  }
+  void decode_add(std::span<const std::byte> in, const codec_context& ctx, std::span<float> out) const override {
+    c_->decode_add(in, ctx, out);
+  }
   void save_state(state_writer& out) const override {
     if (c_->has_sender_state()) c_->save_sender_state(out);
   }
@@ -73,6 +80,15 @@ class factor_codec final : public message_codec, public pass_codec {
 
 }  // namespace
 
+status message_codec::validate(std::span<const std::byte>, const codec_context&, std::size_t) const {
+  QG_ENFORCE(false, describe() << " does not decode into a sum");
+  return status::ok();
+}
+
+void message_codec::decode_add(std::span<const std::byte>, const codec_context&, std::span<float>) const {
+  QG_ENFORCE(false, describe() << " does not decode into a sum");
+}
+
 pass_codec* pass_codec_of(message_codec& codec) { return dynamic_cast<pass_codec*>(&codec); }
 
 std::unique_ptr<message_codec> make_message_codec(const codec_spec& spec, const model& m, std::size_t batch,
@@ -85,6 +101,17 @@ std::unique_ptr<message_codec> make_message_codec(const codec_spec& spec, const 
     throw config_error("compressor: isgq needs the gradient factors of a fully connected Eigen model (mlp or "
                        "softmax); " + m.describe() + " has none");
   return std::make_unique<factor_codec>(make_isgq(spec), *factored, batch);
+}
+
+void encode_own_message_adding(message_codec& codec, std::span<const float> v, std::uint64_t seed, int rank,
+                               std::uint64_t t, std::vector<std::byte>& bytes, std::span<float> sum) {
+  const codec_context ctx{
+      .seed = seed, .rank = static_cast<std::uint32_t>(rank), .iteration = t, .stream = 0};
+  bytes.clear();
+  codec.encode(v, ctx, bytes);
+  const status own = codec.validate(bytes, ctx, sum.size());
+  QG_ENFORCE(own.is_ok(), "the compressor cannot decode its own message: " << own.to_string());
+  codec.decode_add(bytes, ctx, sum);
 }
 
 void encode_own_message(message_codec& codec, std::span<const float> v, std::uint64_t seed, int rank,

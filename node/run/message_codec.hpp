@@ -45,6 +45,14 @@ class message_codec {
   // Decodes one message into out, every value written. errc::corrupt for bytes that are not one.
   [[nodiscard]] virtual status decode(std::span<const std::byte> in, const codec_context& ctx,
                                       std::span<float> out) const = 0;
+  // A message decoded straight into a sum (algorithms/capabilities.hpp additive_messages;
+  // compressor.hpp's adds_decoded, validate, decode_add): validate checks what decode would, and
+  // decode_add adds what decode would write into out. adds_decoded(): the codec does both without a
+  // vector of the decoded values (false for a factor codec, whose receivers rebuild a gradient).
+  // REQUIRES for both: adds_decoded(); for decode_add, validate ok (QG_ENFORCE).
+  [[nodiscard]] virtual bool adds_decoded() const { return false; }
+  [[nodiscard]] virtual status validate(std::span<const std::byte> in, const codec_context& ctx, std::size_t n) const;
+  virtual void decode_add(std::span<const std::byte> in, const codec_context& ctx, std::span<float> out) const;
   // Checkpoints: the encoder's state that carries over to the next encode (MCGQ's), written
   // whatever the codec (an empty section when there is none); load into a fresh codec of the same
   // spec. Throws state_error for state of another codec.
@@ -76,5 +84,9 @@ class pass_codec {
 // first), then decoded into `decoded`. Throws invariant_error when the codec cannot decode it.
 void encode_own_message(message_codec& codec, std::span<const float> v, std::uint64_t seed, int rank,
                         std::uint64_t t, std::vector<std::byte>& bytes, std::span<float> decoded);
+// The same, what the receivers will decode added into `sum` (codec.adds_decoded(): no vector of the
+// decoded values; the algorithm's additive_messages::own_sum).
+void encode_own_message_adding(message_codec& codec, std::span<const float> v, std::uint64_t seed, int rank,
+                               std::uint64_t t, std::vector<std::byte>& bytes, std::span<float> sum);
 
 }  // namespace qgossip

@@ -8,10 +8,18 @@
 namespace qgossip {
 
 message_inbox::message_inbox(const message_codec& codec, std::uint64_t seed, std::vector<int> peers,
-                             std::size_t values)
-    : codec_(codec), seed_(seed), peers_(std::move(peers)), values_(values) {
+                             std::size_t values, bool adding)
+    : codec_(codec), seed_(seed), peers_(std::move(peers)), values_(values), adding_(adding) {
+  QG_ENFORCE(!adding || codec.adds_decoded(), codec.describe() << " does not decode into a sum");
   entries_.resize(peers_.size());  // a synchronous round's worth, allocated once
-  for (entry& e : entries_) e.values.resize(values_);
+  for (entry& e : entries_) grow(e);
+}
+
+void message_inbox::grow(entry& e) const {
+  if (adding_)
+    e.payload.reserve(codec_.max_encoded_bytes());
+  else
+    e.values.resize(values_);
 }
 
 status message_inbox::accept(const wire_header& h, std::span<const std::byte> payload) {
@@ -22,10 +30,15 @@ status message_inbox::accept(const wire_header& h, std::span<const std::byte> pa
     flush_();
     QG_ENFORCE(count_ == 0, "the inbox's flush left " << count_ << " messages in it");
   }
-  if (count_ == entries_.size()) entries_.emplace_back().values.resize(values_);
+  if (count_ == entries_.size()) grow(entries_.emplace_back());
   entry& e = entries_[count_];
   const codec_context ctx{.seed = seed_, .rank = h.sender, .iteration = h.iteration, .stream = 0};
-  if (status st = codec_.decode(payload, ctx, e.values); !st) return st;
+  if (adding_) {
+    if (status st = codec_.validate(payload, ctx, values_); !st) return st;
+    e.payload.assign(payload.begin(), payload.end());
+  } else if (status st = codec_.decode(payload, ctx, e.values); !st) {
+    return st;
+  }
   e.from = from;
   e.iteration = h.iteration;
   ++count_;
@@ -41,7 +54,14 @@ void message_inbox::hold_at_most(std::size_t capacity, std::function<void()> flu
 message_inbox::message message_inbox::at(std::size_t i) const {
   QG_ENFORCE(i < count_, "message " << i << " of " << count_);
   const entry& e = entries_[i];
-  return {e.from, e.iteration, e.values};
+  return {e.from, e.iteration, adding_ ? std::span<const float>() : std::span<const float>(e.values)};
+}
+
+void message_inbox::add_to(std::size_t i, std::span<float> sum) const {
+  QG_ENFORCE(adding_ && i < count_, "add_to message " << i << " of " << count_ << (adding_ ? "" : ", not adding"));
+  const entry& e = entries_[i];
+  const codec_context ctx{.seed = seed_, .rank = static_cast<std::uint32_t>(e.from), .iteration = e.iteration, .stream = 0};
+  codec_.decode_add(e.payload, ctx, sum);
 }
 
 }  // namespace qgossip

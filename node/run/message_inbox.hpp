@@ -7,6 +7,9 @@
 // until the round pattern has handed them to the algorithm (clear()). Its vectors are reused.
 // Asynchronous gossip bounds it (hold_at_most): a node behind its neighbours may be delivered
 // dozens of messages in one round, and each would need a model-sized vector of its own.
+// Adding (the algorithm's messages add into its copies and the codec decodes into a sum: algorithms/
+// capabilities.hpp additive_messages): a message is checked on arrival (validate) and kept encoded,
+// and add_to() decodes it into the copy it adds to, with no model-sized vector of its own.
 // Not thread-safe: the node's one thread.
 #include <cstdint>
 #include <functional>
@@ -22,8 +25,10 @@ namespace qgossip {
 
 class message_inbox {
  public:
-  // peers: the train peers, ascending; values: the decoded length (the model's parameters).
-  message_inbox(const message_codec& codec, std::uint64_t seed, std::vector<int> peers, std::size_t values);
+  // peers: the train peers, ascending; values: the decoded length (the model's parameters); adding:
+  // keep messages encoded for add_to (REQUIRES codec.adds_decoded()).
+  message_inbox(const message_codec& codec, std::uint64_t seed, std::vector<int> peers, std::size_t values,
+                bool adding = false);
 
   // exchange_events::train_message: decodes a train message and keeps it. errc::corrupt when it does not
   // decode; errc::invalid for a sender that is not a train peer.
@@ -32,8 +37,11 @@ class message_inbox {
   struct message {
     int from;
     std::uint64_t iteration;  // the sender's round
-    std::span<const float> values;
+    std::span<const float> values;  // empty when adding: add_to decodes it
   };
+  [[nodiscard]] bool adding() const { return adding_; }
+  // Message i's values added into sum (sum[k] += value k). REQUIRES: adding(), i < size().
+  void add_to(std::size_t i, std::span<float> sum) const;
   // The messages accepted since the last clear(), in delivery order.
   [[nodiscard]] std::size_t size() const { return count_; }
   [[nodiscard]] message at(std::size_t i) const;
@@ -49,12 +57,16 @@ class message_inbox {
   struct entry {
     int from = -1;
     std::uint64_t iteration = 0;
-    float_vector values;
+    float_vector values;            // decoded (not adding)
+    std::vector<std::byte> payload;  // encoded, checked (adding)
   };
+  void grow(entry& e) const;  // sized for a message: its values or its payload's room
+
   const message_codec& codec_;
   std::uint64_t seed_;
   std::vector<int> peers_;
   std::size_t values_;
+  bool adding_;
   std::vector<entry> entries_;  // the first count_ are in use
   std::size_t count_ = 0;
   std::size_t capacity_ = 0;  // hold_at_most; 0: none

@@ -236,3 +236,30 @@ TEST_CASE("single bit flips: corrupt, or a finite decode") {
     if (c->id() == codec_id::qsgd) CHECK(rejected > 0);
   }
 }
+
+TEST_CASE("validate says what decode says, and decode_add adds what decode writes, bit for bit") {
+  std::mt19937 gen(4242);
+  for (const char* spec : kSpecs) {
+    CAPTURE(spec);
+    const auto c = make_compressor(parse_codec_spec(spec));
+    const codec_context ctx{3, 1, 9, 0};
+    const std::vector<float> v = sample(1000, 12);
+    const std::vector<std::byte> bytes = encode(*c, v, ctx);
+    std::vector<float> decoded(v.size());
+    REQUIRE(c->decode(bytes, ctx, decoded).is_ok());
+    CHECK(c->validate(bytes, ctx, v.size()).is_ok());
+    std::vector<float> sum = sample(1000, 13), want = sum;
+    for (std::size_t i = 0; i < want.size(); ++i) want[i] += decoded[i];
+    c->decode_add(bytes, ctx, sum);
+    CHECK(std::memcmp(sum.data(), want.data(), 4 * sum.size()) == 0);
+    // Damaged payloads: the same verdict (and message) as decode's.
+    for (int trial = 0; trial < 100; ++trial) {
+      std::vector<std::byte> bad = bytes;
+      if (trial % 5 == 4) bad.resize(gen() % (bytes.size() + 8));
+      for (int k = 0; k < 3 && !bad.empty(); ++k) bad[gen() % bad.size()] = static_cast<std::byte>(gen());
+      const status d = c->decode(bad, ctx, decoded), val = c->validate(bad, ctx, v.size());
+      CHECK(d.is_ok() == val.is_ok());
+      if (!d.is_ok()) CHECK(d.message() == val.message());
+    }
+  }
+}

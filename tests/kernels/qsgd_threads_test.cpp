@@ -109,3 +109,25 @@ TEST_CASE("split: the first fault in the vector's order is reported, whichever p
   CHECK(decode_on(&pool, b, L3, out).fault == qsgd_fault::padding);
   CHECK(decode_on(nullptr, b, L3, out).fault == qsgd_fault::padding);
 }
+
+TEST_CASE("validate and decode_add, split: the same verdicts and the same sums as decode") {
+  work_pool pool(3);
+  const qsgd_layout L{3, 127, qsgd_norm::max};
+  const std::vector<float> v = gaussian(kN, 8), base = gaussian(kN, 9);
+  const std::vector<std::byte> bytes = encode_on(&pool, v, L);
+  std::vector<float> decoded(kN);
+  REQUIRE(decode_on(nullptr, bytes, L, decoded).ok());
+  std::vector<float> want = base;
+  for (std::size_t i = 0; i < kN; ++i) want[i] += decoded[i];
+  for (work_pool* p : {static_cast<work_pool*>(nullptr), &pool}) {
+    const work_pool::use threads(p);
+    CHECK(qsgd_validate(bytes, L, kN).ok());
+    std::vector<float> sum = base;
+    qsgd_decode_add(bytes, L, sum);
+    CHECK(std::memcmp(sum.data(), want.data(), kN * sizeof(float)) == 0);
+    std::vector<std::byte> bad = bytes;
+    bad.back() |= std::byte{0x80};  // padding
+    CHECK(qsgd_validate(bad, L, kN).fault == qsgd_fault::padding);
+    CHECK(qsgd_validate(std::span(bytes).first(bytes.size() - 1), L, kN).fault == qsgd_fault::size);
+  }
+}
