@@ -16,6 +16,8 @@ std::unique_ptr<algorithm> make_algorithm(algorithm_kind kind, const mixing_row&
                                           const algorithm_options& options) {
   QG_ENFORCE(row.neighbours.size() == row.weights.size());
   QG_ENFORCE(std::is_sorted(row.neighbours.begin(), row.neighbours.end()), "neighbours must be ascending");
+  QG_ENFORCE(options.model_storage.empty() || kind == algorithm_kind::choco,
+             "only CHOCO-SGD keeps its model in given storage (algorithm_options::model_storage)");
   switch (kind) {
     case algorithm_kind::dpsgd: return std::make_unique<dpsgd>(row, x0, false, options.asynchronous, options.robust);
     case algorithm_kind::naive: return std::make_unique<dpsgd>(row, x0, true, options.asynchronous, options.robust);

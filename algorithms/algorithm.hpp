@@ -87,8 +87,10 @@ class algorithm {
   // The node's outer optimizer uses it (node/optim/outer_step.hpp).
   virtual std::span<float> adjustable_model() { return {}; }
 
-  // Round t (1-based). grad = a stochastic gradient at model(), lr = the step size gamma.
-  // Returns the vector to compress and send; valid until the next call on this object.
+  // Round t (1-based). grad = a stochastic gradient at model(), lr = the step size gamma; an
+  // algorithm whose model lives in a program's parameters (algorithm_options::model_storage) takes an
+  // empty grad with lr 0: the program's steps already moved x. Returns the vector to compress and
+  // send; valid until the next call on this object.
   virtual std::span<const float> outgoing(std::span<const float> grad, float lr, std::uint64_t t) = 0;
   // The node's own message after encode+decode: what every receiver will apply.
   virtual void absorb_own(std::span<const float> decoded, std::uint64_t t) = 0;
@@ -155,6 +157,11 @@ struct algorithm_options {
   // Robust mixing (algorithms/robust_mixing.hpp): the decentralized algorithms clip each
   // neighbour's term. Off: as without it, bit for bit.
   robust_options robust{};
+  // Where CHOCO-SGD keeps its model x: a program's parameters (node/run/learner.cpp), which the
+  // program's steps then move as x itself, x_{t+1/2} being all a round of CHOCO-SGD reads (no copy of
+  // the program's parameters, docs/design.md "Memory and size"). Empty: a vector of its own. The
+  // other algorithms read x_t beside x_{t+1/2} and are never given one.
+  std::span<float> model_storage{};
 };
 
 // Robust mixing's rule in alg (options.robust on, a decentralized algorithm: the base of

@@ -11,7 +11,7 @@
 namespace qgossip {
 
 choco_sgd::choco_sgd(const mixing_row& row, std::span<const float> x0, const algorithm_options& options)
-    : decentralized_algorithm(row, x0, options.asynchronous, options.robust),
+    : decentralized_algorithm(row, x0, options.asynchronous, options.robust, options.model_storage),
       consensus_step_(static_cast<float>(options.consensus_step)),
       per_edge_(options.asynchronous && options.per_edge_copies),
       q_(x0.size()),
@@ -27,7 +27,7 @@ choco_sgd::choco_sgd(const mixing_row& row, std::span<const float> x0, const alg
 }
 
 std::span<const float> choco_sgd::outgoing(std::span<const float> grad, float lr, std::uint64_t) {
-  mixing::axpy(x_, -lr, grad);  // x_{t+1/2}
+  if (!grad.empty() || lr != 0) mixing::axpy(x_, -lr, grad);  // x_{t+1/2} (model_storage: the program's steps)
   received_.begin_round();
   own_sent_ = false;
   std::fill(edge_sent_.begin(), edge_sent_.end(), 0);

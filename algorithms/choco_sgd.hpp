@@ -59,7 +59,7 @@ class choco_sgd final : public decentralized_algorithm, public per_edge_messages
   void absorbed(int from, std::uint64_t t) override;
   // rejoinable. With a copy per edge, public_state is the model: a neighbour that (re)joins gets x,
   // and this node's copy for its edge becomes x (admit).
-  std::span<const float> public_state() const override { return per_edge_ ? x_ : own_copy_; }
+  std::span<const float> public_state() const override { return per_edge_ ? std::span<const float>(x_) : std::span<const float>(own_copy_); }
   void restart(std::span<const float> model) override;
   void admit(const mixing_row& next, int peer, std::span<const float> state) override;
 

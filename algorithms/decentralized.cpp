@@ -2,16 +2,29 @@
 
 #include "algorithms/algorithm_state.hpp"
 #include "algorithms/neighbour_index.hpp"
+#include "core/errors.hpp"
+
+#include <algorithm>
 
 namespace qgossip {
 
 decentralized_algorithm::decentralized_algorithm(const mixing_row& row, std::span<const float> x0,
-                                                 bool asynchronous, const robust_options& robust)
+                                                 bool asynchronous, const robust_options& robust,
+                                                 std::span<float> storage)
     : algorithm(communication::neighbours),
       row_(row),
-      x_(x0.begin(), x0.end()),
+      own_x_(storage.empty() ? float_vector(x0.begin(), x0.end()) : float_vector()),
+      x_(storage.empty() ? std::span<float>(own_x_) : storage),
       received_(row.neighbours.size(), asynchronous) {
+  QG_ENFORCE(x_.size() == x0.size(), "model storage of " << x_.size() << " values for a model of " << x0.size());
+  if (x_.data() != x0.data()) std::copy(x0.begin(), x0.end(), x_.begin());
   if (robust.on) clip_.emplace(robust);
+}
+
+void decentralized_algorithm::swap_model(float_vector& v) {
+  QG_ENFORCE(x_.data() == own_x_.data() && v.size() == own_x_.size(), "swap_model: x in borrowed storage");
+  own_x_.swap(v);
+  x_ = own_x_;
 }
 
 void decentralized_algorithm::neighbour_finished(int from) {

@@ -34,8 +34,14 @@ class decentralized_algorithm : public algorithm, public async_mixing, public re
 
  protected:
   // Node row.rank starting at x0; asynchronous: algorithm_options::asynchronous (round_receipts).
+  // storage: where x lives (algorithm_options::model_storage, a program's parameters; x0 is copied
+  // into it unless it is x0 itself); empty: in a vector of the algorithm's own.
   decentralized_algorithm(const mixing_row& row, std::span<const float> x0, bool asynchronous,
-                          const robust_options& robust);
+                          const robust_options& robust, std::span<float> storage = {});
+
+  // ECD-PSGD's next x: takes v's values as x and leaves x's old values in v (a swap of the two
+  // vectors). REQUIRES: x in a vector of the algorithm's own (QG_ENFORCE).
+  void swap_model(float_vector& v);
 
   // What mix_neighbours (clipped_mix.hpp) takes: the rule and its scratch, or nullptr when off.
   clipped_mixing* clipped_mix() { return clip_ ? &*clip_ : nullptr; }
@@ -49,7 +55,8 @@ class decentralized_algorithm : public algorithm, public async_mixing, public re
   // State below is written by the algorithm's own rules (remix_row and admit_row in remix.hpp write
   // row_ and received_.entries() together with the algorithm's per-neighbour vectors).
   mixing_row row_;
-  float_vector x_;
+  float_vector own_x_;    // x, unless it lives in borrowed storage (then empty)
+  std::span<float> x_;    // x: own_x_, or the storage given
   round_receipts received_;
   std::optional<clipped_mixing> clip_;  // robust mixing (options.robust on)
 };

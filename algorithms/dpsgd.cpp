@@ -44,7 +44,7 @@ void dpsgd::restart(std::span<const float> model) {
 // D-PSGD holds no copy: the new neighbour's inbox starts at this node's x (it is filled by the
 // neighbour's next message before it is used).
 void dpsgd::admit(const mixing_row& next, int peer, std::span<const float>) {
-  admit_row(row_, next, peer, entry_for(inbox_, x_), entry_for(received_.entries(), {}));
+  admit_row(row_, next, peer, entry_for(inbox_, float_vector(x_.begin(), x_.end())), entry_for(received_.entries(), {}));
 }
 
 void dpsgd::remix(const mixing_row& next) { remix_row(row_, next, inbox_, received_.entries()); }

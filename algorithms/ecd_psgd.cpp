@@ -29,7 +29,7 @@ std::span<const float> ecd_psgd::outgoing(std::span<const float> grad, float lr,
   mixing::sub(z_, next_, x_);
   mixing::scale(z_, 0.5f * static_cast<float>(t), z_);
   mixing::add(z_, x_);
-  x_.swap(next_);
+  swap_model(next_);
   received_.begin_round();
   return z_;
 }

@@ -72,7 +72,7 @@ void restart_row(mixing_row& row, PerNeighbour&... per_neighbour) {
 template <class... Vectors>
 void restart_from(std::span<const float> model, Vectors&... into) {
   QG_ENFORCE(((model.size() == into.size()) && ...), "a model of " << model.size() << " values for one of another size");
-  (into.assign(model.begin(), model.end()), ...);
+  (std::copy(model.begin(), model.end(), into.begin()), ...);
 }
 
 // rejoinable::admit of an algorithm that holds a copy of each neighbour (copies, indexed like row):

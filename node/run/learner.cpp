@@ -47,6 +47,11 @@ std::unique_ptr<model> build_model(const run_config& c, const data_split& data, 
 
 }  // namespace
 
+bool model_in_program(const run_config& c, std::span<const float> program_params) {
+  return !program_params.empty() && c.algorithm == algorithm_kind::choco && !c.train.overlap &&
+         c.train.outer.is_identity();
+}
+
 mixing_row starting_row(const run_config& c, const topology& topo, int rank) {
   if (is_centralized(c.algorithm)) return complete_mixing_row(rank, c.topology.n);
   mixing_row row;
@@ -87,6 +92,7 @@ node_learner build_learner(const run_config& c, const data_split& data, const mi
         algorithm_options options = c.algorithm_params;
         options.asynchronous = c.train.max_staleness > 0;
         options.per_edge_copies = c.train.max_staleness == kUnboundedStaleness;
+        if (model_in_program(c, program_params)) options.model_storage = program_params;
         return make_algorithm(c.algorithm, row, program_params.empty() ? std::span<const float>(x0) : program_params,
                               options);
       });

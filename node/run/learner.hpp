@@ -26,6 +26,12 @@ struct node_learner {
 // centralized algorithms.
 [[nodiscard]] mixing_row starting_row(const run_config& c, const topology& topo, int rank);
 
+// Whether the algorithm keeps its model x in the program's parameters themselves (algorithm_options::
+// model_storage): CHOCO-SGD, whose round reads only x_{t+1/2}, the program's steps done, without
+// overlapped rounds (their mix lands on steps taken meanwhile) or an outer step (which needs x_t).
+// The node then holds no copy of the program's parameters and writes nothing back.
+[[nodiscard]] bool model_in_program(const run_config& c, std::span<const float> program_params);
+
 // Builds the learner of node row.rank on its loaded data; with model.kind external, around the
 // program's parameters (x_1; node/run/node_setup.hpp program_model). Throws config_error (a model
 // too large, an allocation that fails, named), start_up_interrupted (a stop request between its

@@ -24,7 +24,8 @@ local_training::local_training(const run_config& c, int rank, node_learner& lear
       local_(learner.program.empty() ? learner.model->num_params() : 0, c.train.momentum, c.train.weight_decay),
       overlap_(c.train.overlap),
       local_rounds_(plan.local_steps > 1 || !c.train.outer.is_identity() || !learner.program.empty() || overlap_),
-      outer_(local_rounds_ ? learner.model->num_params() : 0, c.train.outer),
+      in_program_(!learner.program.empty() && learner.alg->model().data() == learner.program.data()),
+      outer_(local_rounds_ && !in_program_ ? learner.model->num_params() : 0, c.train.outer),
       outer_after_round_(local_rounds_ && !c.train.outer.is_identity() &&
                          !learner.alg->adjustable_model().empty() && c.train.max_staleness == 0 && !overlap_),
       work_(local_rounds_ && (learner.program.empty() || outer_after_round_) ? learner.model->num_params() : 0),
@@ -78,6 +79,10 @@ local_training::outcome local_training::gradient(std::uint64_t t, std::uint64_t 
 // H local steps from x_t on work_ (see the top of local_training.hpp for where the outer step goes).
 local_training::outcome local_training::local_steps(std::uint64_t t, std::span<const float>& outgoing) {
   algorithm& alg = *learner_.alg;
+  if (in_program_) {  // x is the program's parameters: its steps made x_{t+1/2} (model_in_program)
+    outgoing = alg.outgoing({}, 0.0f, t);
+    return {};
+  }
   const std::span<const float> start = alg.model();
   // x_{t,H}: the program took the round's steps on its own parameters; otherwise they are taken here.
   std::span<const float> end = learner_.program;
@@ -100,6 +105,10 @@ local_training::outcome local_training::round(std::uint64_t t, std::span<const f
                                               bool mixing_only) {
   algorithm& alg = *learner_.alg;
   mixed_only_ = mixing_only;
+  if (mixing_only && in_program_) {
+    outgoing = alg.outgoing({}, 0.0f, t);
+    return {};
+  }
   if (mixing_only) {
     grad_.resize(learner_.model->num_params());  // a program's node: its first mixing round allocates it
     std::fill(grad_.begin(), grad_.end(), 0.0f);
@@ -161,7 +170,7 @@ void local_training::finish_round() {
 
 void local_training::write_back() {
   const std::span<float> p = parameters();
-  if (p.empty()) return;
+  if (p.empty() || in_program_) return;  // in_program_: x is p
   const std::span<const float> x = learner_.alg->model();
   mixing::copy(p, x);
 }

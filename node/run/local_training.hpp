@@ -109,6 +109,7 @@ class local_training {
   local_step local_;
   const bool overlap_;       // train.overlap
   const bool local_rounds_;  // H > 1 or an outer optimizer, or overlapped
+  const bool in_program_;    // the algorithm's x is the program's parameters (learner.hpp model_in_program)
   outer_step outer_;
   const bool outer_after_round_;  // the outer step on the whole round's change (finish_round)
   // x_{t,k}, the model the local steps move (then x_t, for finish_round); a program's node keeps it
