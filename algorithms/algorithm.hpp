@@ -162,6 +162,10 @@ struct algorithm_options {
   // the program's parameters, docs/design.md "Memory and size"). Empty: a vector of its own. The
   // other algorithms read x_t beside x_{t+1/2} and are never given one.
   std::span<float> model_storage{};
+  // CHOCO-SGD with one public copy: its message q = x_{t+1/2} - x^_i is left for the round to encode
+  // as it reads x and x^_i (capabilities.hpp difference_message), with no vector of q. Set where the
+  // codec encodes a difference without one (node/run/learner.cpp); the others ignore it.
+  bool difference_messages = false;
 };
 
 // Robust mixing's rule in alg (options.robust on, a decentralized algorithm: the base of

@@ -13,4 +13,9 @@ rejoinable* rejoinable_of(algorithm& alg) { return dynamic_cast<rejoinable*>(&al
 
 additive_messages* additive_messages_of(algorithm& alg) { return dynamic_cast<additive_messages*>(&alg); }
 
+difference_message* difference_message_of(algorithm& alg) {
+  auto* d = dynamic_cast<difference_message*>(&alg);
+  return d != nullptr && d->sends_difference() ? d : nullptr;
+}
+
 }  // namespace qgossip

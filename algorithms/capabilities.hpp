@@ -10,6 +10,7 @@
 //   per_edge_messages  no             no         built with per_edge_copies  no
 //   rejoinable         yes            yes        yes                         no
 //   additive_messages  no             dcd        yes (own: one public copy)  no
+//   difference_message no             no         built so, one public copy   no
 //   clip_rule_of       robust on      robust on  robust on                   no
 //
 // The decentralized ones implement async_mixing (neighbour_finished) through the base they share
@@ -94,11 +95,27 @@ class additive_messages {
   virtual void absorbed(int from, std::uint64_t t) = 0;
 };
 
+// A message that is the difference of two vectors the algorithm keeps (CHOCO-SGD with one public
+// copy: q = x_{t+1/2} - x^_i), built with algorithm_options::difference_messages: outgoing() then
+// computes no q and returns an empty span, and the round encodes minuend() - subtrahend() as it
+// reads them (compressor::encode_difference), keeping no vector of q; its divergence check reads
+// the minuend. Valid from outgoing(t) until absorb_own (or its additive form).
+class difference_message {
+ public:
+  virtual ~difference_message() = default;
+  // Whether this object was built so; difference_message_of looks no further when not.
+  [[nodiscard]] virtual bool sends_difference() const = 0;
+  [[nodiscard]] virtual std::span<const float> minuend() const = 0;
+  [[nodiscard]] virtual std::span<const float> subtrahend() const = 0;
+};
+
 // The capability, or nullptr where the algorithm has none (per_edge_messages_of: also where it was
-// built without per_edge_copies, so that it sends one message to every neighbour).
+// built without per_edge_copies, so that it sends one message to every neighbour; difference_
+// message_of: also where it was built to return its message from outgoing()).
 [[nodiscard]] async_mixing* async_mixing_of(algorithm& alg);
 [[nodiscard]] per_edge_messages* per_edge_messages_of(algorithm& alg);
 [[nodiscard]] rejoinable* rejoinable_of(algorithm& alg);
 [[nodiscard]] additive_messages* additive_messages_of(algorithm& alg);
+[[nodiscard]] difference_message* difference_message_of(algorithm& alg);
 
 }  // namespace qgossip

@@ -14,7 +14,8 @@ choco_sgd::choco_sgd(const mixing_row& row, std::span<const float> x0, const alg
     : decentralized_algorithm(row, x0, options.asynchronous, options.robust, options.model_storage),
       consensus_step_(static_cast<float>(options.consensus_step)),
       per_edge_(options.asynchronous && options.per_edge_copies),
-      q_(x0.size()),
+      difference_(options.difference_messages && !per_edge_),
+      q_(difference_ ? 0 : x0.size()),
       copies_(row.neighbours.size(), float_vector(x0.begin(), x0.end())) {
   QG_ENFORCE(options.consensus_step > 0 && options.consensus_step <= 1,
              "consensus_step=" << options.consensus_step);
@@ -32,6 +33,7 @@ std::span<const float> choco_sgd::outgoing(std::span<const float> grad, float lr
   own_sent_ = false;
   std::fill(edge_sent_.begin(), edge_sent_.end(), 0);
   if (per_edge_) return x_;        // the messages: outgoing_to
+  if (difference_) return {};       // the round encodes x - own_copy_ (difference_message)
   mixing::sub(q_, x_, own_copy_);  // x_{t+1/2} - x^_i
   return q_;
 }

@@ -27,7 +27,10 @@
 
 namespace qgossip {
 
-class choco_sgd final : public decentralized_algorithm, public per_edge_messages, public additive_messages {
+class choco_sgd final : public decentralized_algorithm,
+                        public per_edge_messages,
+                        public additive_messages,
+                        public difference_message {
  public:
   // REQUIRES: 0 < options.consensus_step <= 1.
   choco_sgd(const mixing_row& row, std::span<const float> x0, const algorithm_options& options);
@@ -57,6 +60,10 @@ class choco_sgd final : public decentralized_algorithm, public per_edge_messages
   void absorbed_own(std::uint64_t) override { own_sent_ = true; }
   std::span<float> sum_of(int from) override;
   void absorbed(int from, std::uint64_t t) override;
+  // difference_message: built with options.difference_messages and one public copy
+  bool sends_difference() const override { return difference_; }
+  std::span<const float> minuend() const override { return x_; }
+  std::span<const float> subtrahend() const override { return own_copy_; }
   // rejoinable. With a copy per edge, public_state is the model: a neighbour that (re)joins gets x,
   // and this node's copy for its edge becomes x (admit).
   std::span<const float> public_state() const override { return per_edge_ ? std::span<const float>(x_) : std::span<const float>(own_copy_); }
@@ -74,7 +81,8 @@ class choco_sgd final : public decentralized_algorithm, public per_edge_messages
   // x_ (decentralized_algorithm) holds x_{t+1/2} between outgoing() and finish().
   float consensus_step_;
   bool per_edge_;
-  float_vector q_;         // the difference to compress
+  const bool difference_;  // the message left to the round as x - own_copy_ (no q_)
+  float_vector q_;         // the difference to compress (per edge, or not difference_)
   float_vector own_copy_;  // one public copy (empty with a copy per edge)
   bool own_sent_ = true;   // absorb_own came this round (asynchronous: not when the round sent nothing)
   // A copy per edge, by neighbour index: x^_{i->j}, and whether this round sent on the edge.

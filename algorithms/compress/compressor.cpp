@@ -1,5 +1,5 @@
 // The compressor interface's non-pure members: the default entropy report, and the default fused
-// receive (decode into a vector of its own, then check or add).
+// send and receive (the difference built, or the message decoded, into a vector of its own).
 #include "algorithms/compress/compressor.hpp"
 
 #include <cstring>
@@ -8,6 +8,14 @@
 #include "core/errors.hpp"
 
 namespace qgossip {
+
+void compressor::encode_difference(std::span<const float> a, std::span<const float> b, const codec_context& ctx,
+                                   std::vector<std::byte>& out) const {
+  QG_ENFORCE(a.size() == b.size(), a.size() << " vs " << b.size());
+  std::vector<float> v(a.size());
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = a[i] - b[i];
+  encode(v, ctx, out);
+}
 
 status compressor::validate(std::span<const std::byte> in, const codec_context& ctx, std::size_t n) const {
   std::vector<float> values(n);

@@ -79,6 +79,14 @@ class compressor {
   // Decodes exactly out.size() values from in, which must be exactly one encoding.
   virtual status decode(std::span<const std::byte> in, const codec_context& ctx, std::span<float> out) const = 0;
 
+  // A sender whose message is the difference of two vectors it keeps (CHOCO-SGD's x_{t+1/2} - x^_i:
+  // the algorithms' difference_message): appends the encoding of v = a - b (a[i] - b[i] in float),
+  // the same bytes as encode(v). encodes_difference(n): done as it reads a and b, without a vector
+  // of v, for n values (the default, in compressor.cpp, builds v). REQUIRES: a.size() == b.size().
+  virtual bool encodes_difference(std::size_t n) const { return false; }
+  virtual void encode_difference(std::span<const float> a, std::span<const float> b, const codec_context& ctx,
+                                 std::vector<std::byte>& out) const;
+
   // Receivers that add what they decode into a sum (a public copy, a replica: the algorithms'
   // additive_messages, node/run/message_inbox.hpp): validate checks every byte decode would, writing
   // nothing, with decode's errors; decode_add adds the values decode would write into out (out[i] +=

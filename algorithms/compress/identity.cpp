@@ -54,6 +54,18 @@ status identity_compressor::decode(std::span<const std::byte> in, const codec_co
   return status::ok();
 }
 
+void identity_compressor::encode_difference(std::span<const float> a, std::span<const float> b,
+                                            const codec_context& ctx, std::vector<std::byte>& out) const {
+  QG_ENFORCE(a.size() == b.size(), a.size() << " vs " << b.size());
+  float block[kBlock];
+  out.reserve(out.size() + 4 * a.size());
+  for (std::size_t start = 0; start < a.size(); start += kBlock) {
+    const std::size_t m = std::min(kBlock, a.size() - start);
+    for (std::size_t i = 0; i < m; ++i) block[i] = a[start + i] - b[start + i];
+    encode(std::span<const float>(block, m), ctx, out);  // appends; refuses a non-finite value
+  }
+}
+
 status identity_compressor::validate(std::span<const std::byte> in, const codec_context&, std::size_t n) const {
   if (in.size() != 4 * n)
     return status::error(errc::corrupt, "identity: payload of " + std::to_string(in.size()) + " bytes, expected " +

@@ -21,6 +21,9 @@ class identity_compressor final : public compressor {
   std::size_t max_encoded_bytes(std::size_t n) const override { return 4 * n; }
   void encode(std::span<const float> v, const codec_context& ctx, std::vector<std::byte>& out) const override;
   status decode(std::span<const std::byte> in, const codec_context& ctx, std::span<float> out) const override;
+  bool encodes_difference(std::size_t) const override { return true; }
+  void encode_difference(std::span<const float> a, std::span<const float> b, const codec_context& ctx,
+                         std::vector<std::byte>& out) const override;
   bool adds_decoded() const override { return true; }
   status validate(std::span<const std::byte> in, const codec_context& ctx, std::size_t n) const override;
   void decode_add(std::span<const std::byte> in, const codec_context& ctx, std::span<float> out) const override;

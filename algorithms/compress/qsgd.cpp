@@ -103,6 +103,23 @@ status dense_status(const kernels::qsgd_decode_result& r, std::size_t bytes, std
 
 }  // namespace
 
+bool qsgd_compressor::encodes_difference(std::size_t n) const {
+  return options_.coding == qsgd_coding::dense && layout_.bucket_size(n) <= kernels::kQsgdMaxDifferenceBucket;
+}
+
+void qsgd_compressor::encode_difference(std::span<const float> a, std::span<const float> b,
+                                        const codec_context& ctx, std::vector<std::byte>& out) const {
+  if (!encodes_difference(a.size())) return compressor::encode_difference(a, b, ctx, out);
+  QG_ENFORCE(a.size() == b.size(), a.size() << " vs " << b.size());
+  const std::size_t old = out.size();
+  out.resize(old + layout_.encoded_bytes(a.size()));
+  if (!kernels::qsgd_encode_difference(a, b, layout_, stream_of(ctx), std::span<std::byte>(out).subspan(old))) {
+    out.resize(old);
+    QG_ENFORCE(false, "qsgd: the difference to encode is not finite (a " << a[kernels::first_non_finite(a)]
+                          << " or b " << b[kernels::first_non_finite(b)] << " at their first non-finite index)");
+  }
+}
+
 status qsgd_compressor::decode(std::span<const std::byte> in, const codec_context& ctx,
                                std::span<float> out) const {
   if (options_.coding == qsgd_coding::elias) return decode_elias(in, out);

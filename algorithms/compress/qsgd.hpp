@@ -68,6 +68,11 @@ class qsgd_compressor final : public compressor {
   double relative_error_bound(std::size_t n) const override;
   std::size_t max_encoded_bytes(std::size_t n) const override;
   void encode(std::span<const float> v, const codec_context& ctx, std::vector<std::byte>& out) const override;
+  // Dense coding encodes a difference bucket by bucket (kernels::qsgd_encode_difference) for buckets
+  // of at most kQsgdMaxDifferenceBucket values; Elias and larger buckets through the default.
+  bool encodes_difference(std::size_t n) const override;
+  void encode_difference(std::span<const float> a, std::span<const float> b, const codec_context& ctx,
+                         std::vector<std::byte>& out) const override;
   // Dense coding decodes straight into a sum (kernels::qsgd_validate, qsgd_decode_add); Elias through
   // the defaults.
   bool adds_decoded() const override { return options_.coding == qsgd_coding::dense; }

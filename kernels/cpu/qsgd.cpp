@@ -133,8 +133,25 @@ std::span<Byte> piece_bytes(std::span<Byte> codes, const qsgd_layout& layout, co
   return codes.subspan(begin, p.last * d * layout.bits() / 8 - begin);
 }
 
+// The values an encode reads: v = a, or v = a - b (b not empty: qsgd_encode_difference), whose
+// bucket is computed into a scratch of the bucket's size, thread_local (one per thread of a split).
+struct encode_source {
+  std::span<const float> a, b;
+
+  const float* bucket(std::size_t start, std::size_t len) const {
+    if (b.empty()) return a.data() + start;
+    thread_local std::vector<float> scratch;
+    if (scratch.size() < len) scratch.resize(len);
+    const float* __restrict ap = a.data() + start;
+    const float* __restrict bp = b.data() + start;
+    float* __restrict out = scratch.data();
+    for (std::size_t i = 0; i < len; ++i) out[i] = ap[i] - bp[i];
+    return out;
+  }
+};
+
 template <typename Code>
-QG_INLINE bool encode_body(simd_level simd, std::span<const float> v, const qsgd_layout& layout,
+QG_INLINE bool encode_body(simd_level simd, const encode_source& source, const qsgd_layout& layout,
                            const philox_stream& rng, std::span<std::byte> out, const bucket_piece& p) {
   const std::size_t d = layout.bucket_size(p.n);
   const unsigned bits = layout.bits();
@@ -144,14 +161,15 @@ QG_INLINE bool encode_body(simd_level simd, std::span<const float> v, const qsgd
   for (std::size_t b = p.first; b < p.last; ++b) {
     const std::size_t start = b * d;
     const std::size_t len = std::min(d, p.n - start);
+    const float* v = source.bucket(start, len);
     bool finite = true;
-    const float scale = bucket_scale(v.data() + start, len, layout.norm, finite);
+    const float scale = bucket_scale(v, len, layout.norm, finite);
     if (!finite) return false;
     std::memcpy(out.data() + 4 * b, &scale, 4);
     for (std::size_t t = 0; t < len; t += kTile) {
       const std::size_t m = std::min(kTile, len - t);
       philox_uniforms(simd, rng, start + t, std::span<float>(u, m));
-      quantize_tile(v.data() + start + t, m, scale, layout.levels, u, codes);
+      quantize_tile(v + t, m, scale, layout.levels, u, codes);
       writer.put(std::span<const Code>(codes, m), bits);
     }
   }
@@ -195,7 +213,7 @@ QG_INLINE qsgd_decode_result decode_body(std::span<const std::byte> in, const qs
   return {};
 }
 
-bool encode_portable(simd_level simd, std::span<const float> v, const qsgd_layout& layout,
+bool encode_portable(simd_level simd, const encode_source& v, const qsgd_layout& layout,
                      const philox_stream& rng, std::span<std::byte> out, const bucket_piece& p) {
   return layout.bits() <= 8 ? encode_body<std::uint8_t>(simd, v, layout, rng, out, p)
                             : encode_body<std::uint16_t>(simd, v, layout, rng, out, p);
@@ -209,7 +227,7 @@ qsgd_decode_result decode_portable(std::span<const std::byte> in, const qsgd_lay
 }
 
 #if defined(QG_HAVE_AVX512_CLONES)
-QG_TARGET_AVX512 bool encode_avx512(simd_level simd, std::span<const float> v, const qsgd_layout& layout,
+QG_TARGET_AVX512 bool encode_avx512(simd_level simd, const encode_source& v, const qsgd_layout& layout,
                                     const philox_stream& rng, std::span<std::byte> out, const bucket_piece& p) {
   return layout.bits() <= 8 ? encode_body<std::uint8_t>(simd, v, layout, rng, out, p)
                             : encode_body<std::uint16_t>(simd, v, layout, rng, out, p);
@@ -293,18 +311,36 @@ bool qsgd_encode(std::span<const float> v, const qsgd_layout& layout, const phil
   return qsgd_encode(best, v, layout, rng, out);
 }
 
-bool qsgd_encode(simd_level simd, std::span<const float> v, const qsgd_layout& layout,
-                 const philox_stream& rng, std::span<std::byte> out) {
+namespace {
+
+bool encode_split(simd_level simd, const encode_source& v, const qsgd_layout& layout, const philox_stream& rng,
+                  std::span<std::byte> out) {
   check_layout(layout);
   QG_ENFORCE(simd_supported(simd), "SIMD level " << to_string(simd) << " is not supported here");
-  QG_ENFORCE(out.size() == layout.encoded_bytes(v.size()),
-             "out=" << out.size() << " expected=" << layout.encoded_bytes(v.size()));
-  return split_buckets(v.size(), layout, true, [&](const bucket_piece& p) {
+  QG_ENFORCE(out.size() == layout.encoded_bytes(v.a.size()),
+             "out=" << out.size() << " expected=" << layout.encoded_bytes(v.a.size()));
+  return split_buckets(v.a.size(), layout, true, [&](const bucket_piece& p) {
 #if defined(QG_HAVE_AVX512_CLONES)
     if (simd == simd_level::avx512) return encode_avx512(simd, v, layout, rng, out, p);
 #endif
     return encode_portable(simd, v, layout, rng, out, p);
   });
+}
+
+}  // namespace
+
+bool qsgd_encode(simd_level simd, std::span<const float> v, const qsgd_layout& layout,
+                 const philox_stream& rng, std::span<std::byte> out) {
+  return encode_split(simd, encode_source{v, {}}, layout, rng, out);
+}
+
+bool qsgd_encode_difference(std::span<const float> a, std::span<const float> b, const qsgd_layout& layout,
+                            const philox_stream& rng, std::span<std::byte> out) {
+  QG_ENFORCE(a.size() == b.size(), a.size() << " vs " << b.size());
+  QG_ENFORCE(layout.bucket_size(a.size()) <= kQsgdMaxDifferenceBucket,
+             "a bucket of " << layout.bucket_size(a.size()) << " values: encode the difference whole");
+  static const simd_level best = best_simd();
+  return encode_split(best, encode_source{a, b}, layout, rng, out);
 }
 
 qsgd_decode_result qsgd_decode(std::span<const std::byte> in, const qsgd_layout& layout,

@@ -23,6 +23,14 @@ float qsgd_bucket_scale(std::span<const float> bucket, qsgd_norm norm, bool& fin
 [[nodiscard]] bool qsgd_encode(std::span<const float> v, const qsgd_layout& layout, const philox_stream& rng,
                                std::span<std::byte> out);
 
+// qsgd_encode of v = a - b (each a[i] - b[i] in float), computed bucket by bucket as it is read
+// (a scratch of one bucket per thread): the same bytes, with no vector of v. REQUIRES: a.size() ==
+// b.size(), buckets of at most kQsgdMaxDifferenceBucket values (both QG_ENFORCEd).
+inline constexpr std::size_t kQsgdMaxDifferenceBucket = std::size_t{1} << 20;
+[[nodiscard]] bool qsgd_encode_difference(std::span<const float> a, std::span<const float> b,
+                                          const qsgd_layout& layout, const philox_stream& rng,
+                                          std::span<std::byte> out);
+
 // The signed levels (-s..s) that qsgd_encode codes for v, one tile of a bucket with scale `scale`
 // (from qsgd_bucket_scale), v[k] being element first + k of the encode's stream: level = +-l with
 // the sign only on l > 0. The same arithmetic and uniforms as qsgd_encode, so the sparse (Elias)

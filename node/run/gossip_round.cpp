@@ -28,7 +28,13 @@ own_message::own_message(const round_pattern_parts& p)
 }
 
 void own_message::encode(std::span<const float> outgoing, std::uint64_t t) {
-  if (adding_) {
+  if (difference_message* d = difference_message_of(alg_); d && outgoing.empty()) {
+    // x_{t+1/2} - x^_i encoded as it is read, and added into x^_i (learner.cpp sets both up together).
+    QG_ENFORCE(adding_, "a difference message whose codec does not decode into a sum");
+    encode_own_difference_adding(codec_, d->minuend(), d->subtrahend(), seed_, rank_, t, encoded_,
+                                 adding_->own_sum());
+    adding_->absorbed_own(t);
+  } else if (adding_) {
     encode_own_message_adding(codec_, outgoing, seed_, rank_, t, encoded_, adding_->own_sum());
     adding_->absorbed_own(t);
   } else {

@@ -93,6 +93,8 @@ node_learner build_learner(const run_config& c, const data_split& data, const mi
         options.asynchronous = c.train.max_staleness > 0;
         options.per_edge_copies = c.train.max_staleness == kUnboundedStaleness;
         if (model_in_program(c, program_params)) options.model_storage = program_params;
+        // CHOCO-SGD's q encoded as x and x^_i are read, then decoded into x^_i: no vector of q.
+        options.difference_messages = l.codec->encodes_difference() && l.codec->adds_decoded();
         return make_algorithm(c.algorithm, row, program_params.empty() ? std::span<const float>(x0) : program_params,
                               options);
       });

@@ -26,6 +26,11 @@ class vector_codec final : public message_codec {
   status decode(std::span<const std::byte> in, const codec_context& ctx, std::span<float> out) const override {
     return c_->decode(in, ctx, out);
   }
+  bool encodes_difference() const override { return c_->encodes_difference(params_); }
+  void encode_difference(std::span<const float> a, std::span<const float> b, const codec_context& ctx,
+                         std::vector<std::byte>& out) override {
+    c_->encode_difference(a, b, ctx, out);
+  }
   bool adds_decoded() const override { return c_->adds_decoded(); }
   status validate(std::span<const std::byte> in, const codec_context& ctx, std::size_t n) const override {
     return c_->validate(in, ctx, n);
@@ -80,6 +85,11 @@ class factor_codec final : public message_codec, public pass_codec {
 
 }  // namespace
 
+void message_codec::encode_difference(std::span<const float>, std::span<const float>, const codec_context&,
+                                      std::vector<std::byte>&) {
+  QG_ENFORCE(false, describe() << " does not encode a difference");
+}
+
 status message_codec::validate(std::span<const std::byte>, const codec_context&, std::size_t) const {
   QG_ENFORCE(false, describe() << " does not decode into a sum");
   return status::ok();
@@ -103,15 +113,37 @@ std::unique_ptr<message_codec> make_message_codec(const codec_spec& spec, const 
   return std::make_unique<factor_codec>(make_isgq(spec), *factored, batch);
 }
 
-void encode_own_message_adding(message_codec& codec, std::span<const float> v, std::uint64_t seed, int rank,
-                               std::uint64_t t, std::vector<std::byte>& bytes, std::span<float> sum) {
-  const codec_context ctx{
-      .seed = seed, .rank = static_cast<std::uint32_t>(rank), .iteration = t, .stream = 0};
-  bytes.clear();
-  codec.encode(v, ctx, bytes);
+namespace {
+
+// The own message's bytes, then what receivers decode added into sum.
+void add_own(message_codec& codec, const codec_context& ctx, const std::vector<std::byte>& bytes,
+             std::span<float> sum) {
   const status own = codec.validate(bytes, ctx, sum.size());
   QG_ENFORCE(own.is_ok(), "the compressor cannot decode its own message: " << own.to_string());
   codec.decode_add(bytes, ctx, sum);
+}
+
+codec_context own_context(std::uint64_t seed, int rank, std::uint64_t t) {
+  return {.seed = seed, .rank = static_cast<std::uint32_t>(rank), .iteration = t, .stream = 0};
+}
+
+}  // namespace
+
+void encode_own_difference_adding(message_codec& codec, std::span<const float> a, std::span<const float> b,
+                                  std::uint64_t seed, int rank, std::uint64_t t, std::vector<std::byte>& bytes,
+                                  std::span<float> sum) {
+  const codec_context ctx = own_context(seed, rank, t);
+  bytes.clear();
+  codec.encode_difference(a, b, ctx, bytes);
+  add_own(codec, ctx, bytes, sum);
+}
+
+void encode_own_message_adding(message_codec& codec, std::span<const float> v, std::uint64_t seed, int rank,
+                               std::uint64_t t, std::vector<std::byte>& bytes, std::span<float> sum) {
+  const codec_context ctx = own_context(seed, rank, t);
+  bytes.clear();
+  codec.encode(v, ctx, bytes);
+  add_own(codec, ctx, bytes, sum);
 }
 
 void encode_own_message(message_codec& codec, std::span<const float> v, std::uint64_t seed, int rank,

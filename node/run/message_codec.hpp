@@ -45,6 +45,12 @@ class message_codec {
   // Decodes one message into out, every value written. errc::corrupt for bytes that are not one.
   [[nodiscard]] virtual status decode(std::span<const std::byte> in, const codec_context& ctx,
                                       std::span<float> out) const = 0;
+  // A message that is a difference a - b (algorithms/capabilities.hpp difference_message;
+  // compressor.hpp's encode_difference): encodes_difference() says whether the codec does it without a
+  // vector of a - b for the model's size (false for a factor codec). REQUIRES: encodes_difference().
+  [[nodiscard]] virtual bool encodes_difference() const { return false; }
+  virtual void encode_difference(std::span<const float> a, std::span<const float> b, const codec_context& ctx,
+                                 std::vector<std::byte>& out);
   // A message decoded straight into a sum (algorithms/capabilities.hpp additive_messages;
   // compressor.hpp's adds_decoded, validate, decode_add): validate checks what decode would, and
   // decode_add adds what decode would write into out. adds_decoded(): the codec does both without a
@@ -84,6 +90,11 @@ class pass_codec {
 // first), then decoded into `decoded`. Throws invariant_error when the codec cannot decode it.
 void encode_own_message(message_codec& codec, std::span<const float> v, std::uint64_t seed, int rank,
                         std::uint64_t t, std::vector<std::byte>& bytes, std::span<float> decoded);
+// Node `rank`'s own message of round t when it is a - b (codec.encodes_difference(); the algorithm's
+// difference_message), what the receivers will decode added into `sum` (codec.adds_decoded()).
+void encode_own_difference_adding(message_codec& codec, std::span<const float> a, std::span<const float> b,
+                                  std::uint64_t seed, int rank, std::uint64_t t, std::vector<std::byte>& bytes,
+                                  std::span<float> sum);
 // The same, what the receivers will decode added into `sum` (codec.adds_decoded(): no vector of the
 // decoded values; the algorithm's additive_messages::own_sum).
 void encode_own_message_adding(message_codec& codec, std::span<const float> v, std::uint64_t seed, int rank,

@@ -5,6 +5,7 @@
 #include <sstream>
 #include <utility>
 
+#include "algorithms/capabilities.hpp"
 #include "core/hash.hpp"
 #include "kernels/cpu/finite.hpp"
 #include "node/data/npy.hpp"
@@ -26,10 +27,14 @@ std::string rejected_detail(const exchange_stats& s) {
   return out;
 }
 
-// Why round t's computation diverged (its outcome, or an outgoing vector that is not finite), or "".
-std::string divergence(const local_training::outcome& e, std::span<const float> outgoing, std::uint64_t t) {
+// Why round t's computation diverged (its outcome, or an outgoing vector that is not finite: for a
+// message left to the round as a difference, its minuend, the model), or "".
+std::string divergence(const local_training::outcome& e, std::span<const float> outgoing, algorithm& alg,
+                       std::uint64_t t) {
   if (!e) return e.diverged;
-  if (!kernels::all_finite(outgoing)) return "diverged at round " + std::to_string(t) + ": the outgoing message is not finite";
+  const difference_message* d = outgoing.empty() ? difference_message_of(alg) : nullptr;
+  if (!kernels::all_finite(d ? d->minuend() : outgoing))
+    return "diverged at round " + std::to_string(t) + ": the outgoing message is not finite";
   return {};
 }
 
@@ -68,7 +73,8 @@ step_end round_steps::compute(std::uint64_t& t) {
   if (step_end end = open_round(t, mixing_only); !end || end.rejoined) return end;
   const model& m = *s_.learner.model;
   const double transfer_before = m.transfers().seconds;
-  if (std::string why = divergence(training_.round(t, outgoing_, mixing_only), outgoing_, t); !why.empty())
+  if (std::string why = divergence(training_.round(t, outgoing_, mixing_only), outgoing_, *s_.learner.alg, t);
+      !why.empty())
     return {node_exit::diverged, why};
   compute_s_ += seconds(clock::now() - round_start_) - (m.transfers().seconds - transfer_before);
   return {};
@@ -261,7 +267,8 @@ void round_steps::launch(std::uint64_t t) {
   thread_->start([this, t] {
     const auto start = clock::now();
     flight_diverged_ = divergence(
-        flight_mixes_only_ ? training_.round(t, outgoing_, true) : training_.change(t, outgoing_), outgoing_, t);
+        flight_mixes_only_ ? training_.round(t, outgoing_, true) : training_.change(t, outgoing_), outgoing_,
+        *s_.learner.alg, t);
     if (!flight_diverged_.empty()) return;
     flight_compute_s_ += seconds(clock::now() - start);
     encode(t);

@@ -263,3 +263,19 @@ TEST_CASE("validate says what decode says, and decode_add adds what decode write
     }
   }
 }
+
+TEST_CASE("encode_difference gives encode(a - b)'s bytes") {
+  for (const char* spec : kSpecs) {
+    CAPTURE(spec);
+    const auto c = make_compressor(parse_codec_spec(spec));
+    const codec_context ctx{5, 2, 4, 0};
+    const std::vector<float> a = sample(3001, 21), b = sample(3001, 22);
+    std::vector<float> v(a.size());
+    for (std::size_t i = 0; i < v.size(); ++i) v[i] = a[i] - b[i];
+    std::vector<std::byte> out{std::byte{7}};  // it appends
+    c->encode_difference(a, b, ctx, out);
+    std::vector<std::byte> want{std::byte{7}};
+    make_compressor(parse_codec_spec(spec))->encode(v, ctx, want);  // a fresh one: MCGQ keeps sender state
+    CHECK(out == want);
+  }
+}
