@@ -87,10 +87,15 @@ class algorithm {
   // The node's outer optimizer uses it (node/optim/outer_step.hpp).
   virtual std::span<float> adjustable_model() { return {}; }
 
-  // Round t (1-based). grad = a stochastic gradient at model(), lr = the step size gamma; an
-  // algorithm whose model lives in a program's parameters (algorithm_options::model_storage) takes an
-  // empty grad with lr 0: the program's steps already moved x. Returns the vector to compress and
-  // send; valid until the next call on this object.
+  // True where the round reads the model only after its step, as x_{t+1/2} (CHOCO-SGD): setting
+  // adjustable_model() to x_{t+1/2} and calling outgoing with an empty grad and lr 0 is then the
+  // same round (local steps without an outer step: x_{t+1/2} is their result itself).
+  [[nodiscard]] virtual bool half_step_only() const { return false; }
+
+  // Round t (1-based). grad = a stochastic gradient at model(), lr = the step size gamma; where
+  // half_step_only(), an empty grad with lr 0 once x is at x_{t+1/2} (moved by a program's steps,
+  // algorithm_options::model_storage, or set to the local steps' result). Returns the vector to
+  // compress and send; valid until the next call on this object.
   virtual std::span<const float> outgoing(std::span<const float> grad, float lr, std::uint64_t t) = 0;
   // The node's own message after encode+decode: what every receiver will apply.
   virtual void absorb_own(std::span<const float> decoded, std::uint64_t t) = 0;

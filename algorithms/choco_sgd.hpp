@@ -38,6 +38,7 @@ class choco_sgd final : public decentralized_algorithm,
   std::string_view name() const override { return "choco"; }
   bool compresses() const override { return true; }
   std::span<float> adjustable_model() override { return x_; }
+  bool half_step_only() const override { return true; }
   std::span<const float> outgoing(std::span<const float> grad, float lr, std::uint64_t t) override;
   void absorb_own(std::span<const float> decoded, std::uint64_t t) override;
   void absorb(int from, std::span<const float> decoded, std::uint64_t t) override;

@@ -74,6 +74,32 @@ inline void copy(std::span<float> out, std::span<const float> x) {
   });
 }
 
+// The step from start to end as an algorithm takes it, x_{t+1/2} = x_t + (−1)·(x_t − x_{t,H}) (the
+// change handed to outgoing() with lr 1), without a vector of the change:
+//   step_to(x, start):    x = start + (−1)·(start − x)    (x holds x_{t,H}: a program's parameters)
+//   step_from(x, other):  x = x + (−1)·(x − other), and other = the old x (x held x_t, other x_{t,H})
+inline void step_to(std::span<float> x, std::span<const float> start) {
+  QG_ENFORCE(x.size() == start.size(), x.size() << " vs " << start.size());
+  float* __restrict o = x.data();
+  const float* __restrict sp = start.data();
+  parallel_ranges(x.size(), kElementGrain, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t i = begin; i < end; ++i) o[i] = sp[i] + -1.0f * (sp[i] - o[i]);
+  });
+}
+
+inline void step_from(std::span<float> x, std::span<float> other) {
+  QG_ENFORCE(x.size() == other.size(), x.size() << " vs " << other.size());
+  float* __restrict o = x.data();
+  float* __restrict w = other.data();
+  parallel_ranges(x.size(), kElementGrain, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t i = begin; i < end; ++i) {
+      const float start = o[i];
+      o[i] = start + -1.0f * (start - w[i]);
+      w[i] = start;
+    }
+  });
+}
+
 // out = (out - taken) + x: the steps taken since `taken` moved onto x (an overlapped round's landing)
 inline void rebase(std::span<float> out, std::span<const float> taken, std::span<const float> x) {
   QG_ENFORCE(out.size() == x.size() && x.size() == taken.size(), out.size() << ", " << taken.size() << ", " << x.size());

@@ -5,9 +5,9 @@
 
 namespace qgossip {
 
-outer_step::outer_step(std::size_t dim, const outer_spec& spec)
+outer_step::outer_step(std::size_t dim, const outer_spec& spec, bool in_place)
     : lr_(static_cast<float>(spec.lr)), momentum_(static_cast<float>(spec.momentum)), nesterov_(spec.nesterov),
-      step_(dim, 0.0f), velocity_(spec.momentum > 0 ? dim : 0, 0.0f) {
+      step_(in_place ? 0 : dim, 0.0f), velocity_(spec.momentum > 0 ? dim : 0, 0.0f) {
   QG_ENFORCE(spec.lr > 0, "outer lr=" << spec.lr);
   QG_ENFORCE(spec.momentum >= 0 && spec.momentum < 1, "outer momentum=" << spec.momentum);
 }
@@ -28,6 +28,24 @@ std::span<const float> outer_step::apply(std::span<const float> start, std::span
     }
   });
   return step_;
+}
+
+void outer_step::step_in_place(std::span<const float> start, std::span<float> x) {
+  QG_ENFORCE(start.size() == x.size() && (velocity_.empty() || velocity_.size() == x.size()),
+             start.size() << ", " << x.size() << " vs " << velocity_.size());
+  parallel_ranges(x.size(), kElementGrain, [&](std::size_t first, std::size_t last) {
+    for (std::size_t i = first; i < last; ++i) {
+      const float delta = start[i] - x[i];
+      float step;
+      if (momentum_ == 0) {
+        step = lr_ * delta;
+      } else {
+        velocity_[i] = momentum_ * velocity_[i] + delta;
+        step = lr_ * (nesterov_ ? delta + momentum_ * velocity_[i] : velocity_[i]);
+      }
+      x[i] = start[i] - step;
+    }
+  });
 }
 
 void outer_step::save_state(state_writer& out) const {

@@ -27,10 +27,14 @@ struct outer_spec {
 class outer_step {
  public:
   // REQUIRES: spec.lr > 0, 0 <= spec.momentum < 1 (the config loader checks the user's values).
-  outer_step(std::size_t dim, const outer_spec& spec);
+  // in_place: only step_in_place is called, and no vector of s is kept.
+  outer_step(std::size_t dim, const outer_spec& spec, bool in_place = false);
 
-  // start = x_t, end = x_{t,H}. Returns s (see above); valid until the next call.
+  // start = x_t, end = x_{t,H}. Returns s (see above); valid until the next call. REQUIRES: not in_place.
   std::span<const float> apply(std::span<const float> start, std::span<const float> end);
+  // x = start − s, with end = x on input (the round's result): the same values as x = start −
+  // apply(start, x), element by element, without a vector of s.
+  void step_in_place(std::span<const float> start, std::span<float> x);
 
   // Checkpoints: the momentum buffer m (empty when μ = 0) and η, μ and the Nesterov flag, which
   // load_state checks against this instance's (state_error when they or the size differ).

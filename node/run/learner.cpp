@@ -49,7 +49,7 @@ std::unique_ptr<model> build_model(const run_config& c, const data_split& data, 
 
 bool model_in_program(const run_config& c, std::span<const float> program_params) {
   return !program_params.empty() && c.algorithm == algorithm_kind::choco && !c.train.overlap &&
-         c.train.outer.is_identity();
+         (c.train.outer.is_identity() || c.train.max_staleness == 0);
 }
 
 mixing_row starting_row(const run_config& c, const topology& topo, int rank) {

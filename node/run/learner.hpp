@@ -28,8 +28,9 @@ struct node_learner {
 
 // Whether the algorithm keeps its model x in the program's parameters themselves (algorithm_options::
 // model_storage): CHOCO-SGD, whose round reads only x_{t+1/2}, the program's steps done, without
-// overlapped rounds (their mix lands on steps taken meanwhile) or an outer step (which needs x_t).
-// The node then holds no copy of the program's parameters and writes nothing back.
+// overlapped rounds (their mix lands on steps taken meanwhile); with an outer step, in synchronous
+// rounds (the step after the round: local_training keeps x_t itself). The node then holds no copy
+// of the program's parameters and writes nothing back.
 [[nodiscard]] bool model_in_program(const run_config& c, std::span<const float> program_params);
 
 // Builds the learner of node row.rank on its loaded data; with model.kind external, around the

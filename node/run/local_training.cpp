@@ -25,14 +25,17 @@ local_training::local_training(const run_config& c, int rank, node_learner& lear
       overlap_(c.train.overlap),
       local_rounds_(plan.local_steps > 1 || !c.train.outer.is_identity() || !learner.program.empty() || overlap_),
       in_program_(!learner.program.empty() && learner.alg->model().data() == learner.program.data()),
-      outer_(local_rounds_ && !in_program_ ? learner.model->num_params() : 0, c.train.outer),
       outer_after_round_(local_rounds_ && !c.train.outer.is_identity() &&
                          !learner.alg->adjustable_model().empty() && c.train.max_staleness == 0 && !overlap_),
+      half_step_(local_rounds_ && learner.alg->half_step_only() && !overlap_ &&
+                 (outer_after_round_ || c.train.outer.is_identity())),
+      outer_(make_outer()),
       work_(local_rounds_ && (learner.program.empty() || outer_after_round_) ? learner.model->num_params() : 0),
-      delta_(outer_after_round_ ? learner.model->num_params() : 0),
+      delta_(outer_after_round_ && !half_step_ ? learner.model->num_params() : 0),
       taken_(overlap_ ? learner.model->num_params() : 0),
       grad_(learner.program.empty() ? learner.model->num_params() : 0) {
   if (overlap_) write_back();  // the node's own copy starts at x_1
+  if (in_program_ && outer_after_round_) mixing::copy(work_, learner.alg->model());  // x_1, the first round's start
   const augment_spec& a = c.data.augment;
   augmenting_ = a.crop_padding > 0 || a.flip;
   if (augmenting_) {
@@ -79,7 +82,9 @@ local_training::outcome local_training::gradient(std::uint64_t t, std::uint64_t 
 // H local steps from x_t on work_ (see the top of local_training.hpp for where the outer step goes).
 local_training::outcome local_training::local_steps(std::uint64_t t, std::span<const float>& outgoing) {
   algorithm& alg = *learner_.alg;
-  if (in_program_) {  // x is the program's parameters: its steps made x_{t+1/2} (model_in_program)
+  if (in_program_) {  // x is the program's parameters: its steps made x_{t,H} (model_in_program)
+    // With the outer step, x_{t+1/2} = x_t − (x_t − x_{t,H}) rounded as before (and as the CLI's).
+    if (outer_after_round_) mixing::step_to(alg.adjustable_model(), work_);
     outgoing = alg.outgoing({}, 0.0f, t);
     return {};
   }
@@ -90,6 +95,15 @@ local_training::outcome local_training::local_steps(std::uint64_t t, std::span<c
     mixing::copy(work_, start);
     if (outcome e = steps(t); !e) return e;
     end = work_;
+  }
+  if (half_step_) {  // x_{t+1/2} set in place; with the outer step, x_t kept in work_ for finish_round
+    QG_ENFORCE(learner_.program.empty(), "a program's half step is its own parameters (in_program_)");
+    if (outer_after_round_)
+      mixing::step_from(alg.adjustable_model(), work_);  // x_t − (x_t − x_{t,H}), as outgoing's step
+    else
+      mixing::copy(alg.adjustable_model(), work_);  // x_{t,H} itself, as a program's x (no x_t kept)
+    outgoing = alg.outgoing({}, 0.0f, t);
+    return {};
   }
   if (!outer_after_round_) {
     outgoing = alg.outgoing(outer_.apply(start, end), 1.0f, t);
@@ -146,19 +160,32 @@ std::span<float> local_training::parameters() {
   return overlap_ ? std::span<float>(work_) : std::span<float>();
 }
 
+// The outer step's buffers: none for a program's model that is the algorithm's x without an outer
+// step, no vector of s when the step is taken in place (the algorithm's x in the program's).
+outer_step local_training::make_outer() const {
+  const bool none = !local_rounds_ || ((in_program_ || half_step_) && !outer_after_round_);
+  return outer_step(none ? 0 : learner_.model->num_params(), config_.train.outer, in_program_ || half_step_);
+}
+
 void local_training::restart() {
   local_ = local_step(learner_.program.empty() ? learner_.model->num_params() : 0, config_.train.momentum,
                       config_.train.weight_decay);
-  outer_ = outer_step(local_rounds_ ? learner_.model->num_params() : 0, config_.train.outer);
+  outer_ = make_outer();
   write_back();  // the donor's model: the program goes on from it
+  if (in_program_ && outer_after_round_) mixing::copy(work_, learner_.alg->model());
 }
 
 // x_{t+1} = x_t − s(x_t − x'_{t+1}), x' the algorithm's result of the round (outer_after_round_ only).
 void local_training::finish_round() {
   if (outer_after_round_ && !mixed_only_) {
     const std::span<float> x = learner_.alg->adjustable_model();
-    mixing::sub(x, work_, outer_.apply(work_, x));
+    if (in_program_ || half_step_)
+      outer_.step_in_place(work_, x);
+    else
+      mixing::sub(x, work_, outer_.apply(work_, x));
   }
+  // x is the program's parameters: x_{t+1} is the next round's start, which its steps will leave.
+  if (in_program_ && outer_after_round_) mixing::copy(work_, learner_.alg->model());
   if (overlap_ && !mixed_only_) {  // P − P_taken + x_{t+1}: the steps taken meanwhile kept
     const std::span<float> p = parameters();
     const std::span<const float> x = learner_.alg->model();
@@ -187,14 +214,18 @@ double local_training::take_mean_loss(double previous) {
   return mean;
 }
 
+// With the algorithm's x in the program's parameters and an outer step, the round's start x_t is
+// the node's alone (x moved on with the program's steps): it goes with the outer step's state.
 void local_training::save_steps(state_writer& local, state_writer& outer) const {
   local_.save_state(local);
   outer_.save_state(outer);
+  if (in_program_ && outer_after_round_) outer.put_floats("round_start", work_);
 }
 
 void local_training::load_steps(state_reader& local, state_reader& outer) {
   local_.load_state(local);
   outer_.load_state(outer);
+  if (in_program_ && outer_after_round_) outer.get_floats("round_start", work_);
 }
 
 void local_training::save_counters(state_writer& out) const {

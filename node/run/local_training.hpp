@@ -99,6 +99,7 @@ class local_training {
   [[nodiscard]] std::span<const std::size_t> next_batch(std::uint64_t step);
   [[nodiscard]] outcome gradient(std::uint64_t t, std::uint64_t step, std::span<const float> x);
   [[nodiscard]] outcome local_steps(std::uint64_t t, std::span<const float>& outgoing);
+  [[nodiscard]] outer_step make_outer() const;
 
   const run_config& config_;
   const int rank_;
@@ -110,10 +111,14 @@ class local_training {
   const bool overlap_;       // train.overlap
   const bool local_rounds_;  // H > 1 or an outer optimizer, or overlapped
   const bool in_program_;    // the algorithm's x is the program's parameters (learner.hpp model_in_program)
-  outer_step outer_;
   const bool outer_after_round_;  // the outer step on the whole round's change (finish_round)
+  // The algorithm reads x_{t+1/2} only (half_step_only) and no outer step comes before the round: the
+  // local steps' result is x_{t+1/2} itself, and the outer step after the round is taken in place.
+  const bool half_step_;
+  outer_step outer_;
   // x_{t,k}, the model the local steps move (then x_t, for finish_round); a program's node keeps it
-  // only for x_t (its steps move the program's own parameters).
+  // only for x_t (its steps move the program's own parameters), which, the algorithm's x being the
+  // program's, is set at each round's end and saved with the outer step.
   float_vector work_;
   bool mixed_only_ = false;       // the latest round only mixed: finish_round takes no outer step
   float_vector delta_;

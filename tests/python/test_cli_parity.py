@@ -3,7 +3,8 @@ node's own loop) and once by a Python loop (tests/python/cli_parity_worker.py: t
 the node's own shard and batch order, which `qgossip shards` writes), must end with the same models.
 
 - The demo's recipe (CHOCO-SGD, 3-bit QSGD, 16 local steps, DiLoCo's outer Nesterov, a cosine
-  schedule; on a ring of 4 for time) ends bit for bit equal on every node: a node's local step
+  schedule; on a ring of 4 for time), and CHOCO-SGD with 8 local steps and no outer step, end bit
+  for bit equal on every node: a node's local step
   rounds as torch.optim.SGD's does (node/optim/local_step.hpp), the gradient comes from the same
   libtorch kernels on the same examples, and the round after the local steps is the same code.
 - DCD-PSGD with 8-bit QSGD and one step per round cannot: `qgossip run` hands the algorithm γ·g
@@ -31,6 +32,10 @@ CASES = {
     "demo": ("{name: choco, consensus_step: 0.8}", "{name: qsgd, bits: 3, bucket: 128, norm: max}",
              "local_steps: 16, outer: {lr: 0.7, momentum: 0.9, nesterov: true}", 0.5),
     "dcd8": ("dcd", "{name: qsgd, bits: 8, bucket: 128, norm: max}", "local_steps: 1", 0.25),
+    # CHOCO-SGD with local steps and no outer step: the program's parameters are the node's x, and
+    # the CLI's x_{t+1/2} is its local steps' result itself, so the two still meet bit for bit.
+    "choco_h8": ("{name: choco, consensus_step: 0.5}", "{name: qsgd, bits: 4, bucket: 128, norm: max}",
+                 "local_steps: 8", 0.25),
 }
 
 
@@ -86,11 +91,12 @@ def both_ways(build, tmp_path, case):
     return cli, py, models, initial_values(model)
 
 
-def test_the_demo_recipe_from_python_ends_bit_for_bit_as_the_cli(build, tmp_path):
-    cli, py, models, _ = both_ways(build, tmp_path, "demo")
+@pytest.mark.parametrize("case, rounds", [("demo", 8), ("choco_h8", 8)])  # 0.5 epoch / 16, 0.25 epoch / 8
+def test_choco_with_local_steps_from_python_ends_bit_for_bit_as_the_cli(build, tmp_path, case, rounds):
+    cli, py, models, _ = both_ways(build, tmp_path, case)
     for r in range(N):
         assert cli[r]["status"] == "ok" and py[r]["status"] == "ok"
-        assert cli[r]["rounds"] == py[r]["rounds"] == 8  # 0.5 epoch of 234 steps, 16 per round
+        assert cli[r]["rounds"] == py[r]["rounds"] == rounds
         a, b = models[r]
         print(f"rank {r}: model_hash {cli[r]['model_hash']} (CLI) {py[r]['model_hash']} (Python), "
               f"largest difference {np.abs(a - b).max()}")
