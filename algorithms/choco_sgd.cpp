@@ -82,13 +82,14 @@ void choco_sgd::finish(std::uint64_t t) {
   float kept = 1.0f;
   for (std::size_t k = 0; k < copies_.size(); ++k)
     if (mix_weights_[k] != 0.0f && !sent_on(k)) kept -= mix_weights_[k];
-  if (kept != 1.0f) mixing::scale(x_, kept, x_);
+  terms_.clear();  // reused: a round allocates nothing
   for (std::size_t k = 0; k < copies_.size(); ++k) {
     const float a = mix_weights_[k];
     if (a == 0.0f) continue;
-    mixing::axpy(x_, a, copies_[k]);
-    if (sent_on(k)) mixing::axpy(x_, -a, own_copy_for(k));
+    terms_.push_back({a, copies_[k]});
+    if (sent_on(k)) terms_.push_back({-a, own_copy_for(k)});
   }
+  mixing::add_scaled(x_, kept, terms_);
 }
 
 // Neighbour k's term is a_k (x^_k - own), own its edge's public copy of this node when this round

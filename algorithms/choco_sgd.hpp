@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "algorithms/decentralized.hpp"
+#include "algorithms/mixing.hpp"
 
 namespace qgossip {
 
@@ -82,6 +83,7 @@ class choco_sgd final : public decentralized_algorithm,
   // x_ (decentralized_algorithm) holds x_{t+1/2} between outgoing() and finish().
   float consensus_step_;
   bool per_edge_;
+  std::vector<mixing::scaled> terms_;  // finish's terms, in order (kept between rounds: no allocation)
   const bool difference_;  // the message left to the round as x - own_copy_ (no q_)
   float_vector q_;         // the difference to compress (per edge, or not difference_)
   float_vector own_copy_;  // one public copy (empty with a copy per edge)

@@ -64,6 +64,29 @@ inline void sub(std::span<float> out, std::span<const float> x, std::span<const 
   });
 }
 
+// One term of add_scaled: a * x.
+struct scaled {
+  float a;
+  std::span<const float> x;
+};
+
+// out = s * out (skipped when s is 1), then out += a * x for each term in order: the same bits as
+// scale() and one axpy() per term, in one pass over memory (each range of the vectors while it is
+// in cache).
+inline void add_scaled(std::span<float> out, float s, std::span<const scaled> terms) {
+  for (const scaled& t : terms) QG_ENFORCE(t.x.size() == out.size(), t.x.size() << " vs " << out.size());
+  float* __restrict o = out.data();
+  parallel_ranges(out.size(), kElementGrain, [&](std::size_t begin, std::size_t end) {
+    if (s != 1.0f)
+      for (std::size_t i = begin; i < end; ++i) o[i] = s * o[i];
+    for (const scaled& t : terms) {
+      const float a = t.a;
+      const float* __restrict xp = t.x.data();
+      for (std::size_t i = begin; i < end; ++i) o[i] += a * xp[i];
+    }
+  });
+}
+
 // out = x
 inline void copy(std::span<float> out, std::span<const float> x) {
   QG_ENFORCE(out.size() == x.size(), out.size() << " vs " << x.size());

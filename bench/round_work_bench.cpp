@@ -1,14 +1,14 @@
-// The host work of one CHOCO-SGD round of a program's node (the Python module's path: the program's
-// parameters P beside the node's x, a ring: two neighbours, 3-bit QSGD, the identity outer step), on
+// The host work of one CHOCO-SGD round of a program's node (the Python module's path: the node's x
+// is the program's parameters; a ring: two neighbours, 3-bit QSGD, no outer step), on
 // a work_pool of each thread count given (node.threads, core/work_pool.hpp), beside a STREAM-like
 // measure of this machine's memory bandwidth on the same thread counts, in ONE run, interleaved.
 //
-// The round calls what node/run/local_training.cpp, round_steps.cpp and the CHOCO-SGD algorithm call,
-// in their order: P copied to the work buffer; the outer step (x - P); the algorithm's outgoing
-// vector (x_{t+1/2}, q = x - x^); the divergence check; encode, the wire's CRC32C, the own message
-// decoded and absorbed; each neighbour's message checked, decoded and absorbed; the mix; x written
-// back into P. What it does not time: the network (the messages are in memory) and the program's own
-// steps. The bytes a round touches are counted per pass (reads plus writes, in floats of 4 bytes; a
+// The round calls what node/run/local_training.cpp, round_steps.cpp, gossip_round.cpp and the
+// CHOCO-SGD algorithm call, in their order: outgoing (no step: the program's steps made x_{t+1/2});
+// the divergence check of x; q = x - x^_i encoded as it is read, the wire's CRC32C, the own message
+// decoded into x^_i; each neighbour's message checked (CRC32C, validate: in a node, while it waits for
+// the others) and decoded into its copy; the mix into x. What it does not time: the network (the messages are in memory) and the
+// program's own steps. The bytes a round touches are counted per pass (reads plus writes, in floats of 4 bytes; a
 // message of E bytes as E), so the time can be set against bytes / bandwidth.
 //
 //   build/bench/round_work_bench --params 100000000 --threads 1,2 --repeats 5
@@ -31,7 +31,6 @@
 #include "core/crc32c.hpp"
 #include "core/work_pool.hpp"
 #include "kernels/cpu/finite.hpp"
-#include "node/optim/outer_step.hpp"
 
 using namespace qgossip;
 
@@ -88,12 +87,19 @@ float_vector gaussian(std::size_t n, std::uint32_t seed, float sigma) {
   return v;
 }
 
-// One node of a ring of 8 (rank 1: neighbours 0 and 2, Metropolis weights 1/3) and its round's buffers.
+// One node of a ring of 8 (rank 1: neighbours 0 and 2, Metropolis weights 1/3) whose model is a
+// program's parameters (learner.cpp model_in_program: CHOCO-SGD's x is p), its messages left to the
+// round as x - x^_i (difference_message) and decoded straight into the copies they add to
+// (additive_messages): the node's round as node/run runs it for a program's CHOCO-SGD node.
 struct node_round {
   node_round(const options& o, const compressor& c)
-      : codec(c), p(gaussian(o.params, 1, 0.05f)), alg(mixing_row{1, 1.0 / 3, {0, 2}, {1.0 / 3, 1.0 / 3}}, p,
-                                                      algorithm_options{0.5}),
-        outer(o.params, outer_spec{}), work(o.params), own_decoded(o.params), inbox(2, float_vector(o.params)) {
+      : codec(c), p(gaussian(o.params, 1, 0.05f)),
+        alg(mixing_row{1, 1.0 / 3, {0, 2}, {1.0 / 3, 1.0 / 3}}, p, choco_options(p)) {
+    if (!codec.encodes_difference(o.params) || !codec.adds_decoded()) {
+      std::fprintf(stderr, "round_work_bench: %s does not encode differences and add decoded values in place\n",
+                   codec.describe().c_str());
+      std::exit(2);
+    }
     // The neighbours' messages of this round, encoded once (their own changes).
     for (int k = 0; k < 2; ++k) {
       const float_vector change = gaussian(o.params, 10 + k, 1e-3f);
@@ -101,35 +107,40 @@ struct node_round {
     }
   }
 
+  static algorithm_options choco_options(float_vector& p) {
+    algorithm_options a{0.5};
+    a.model_storage = p;
+    a.difference_messages = true;
+    return a;
+  }
+
   // The round's host work; returns the bytes it touched.
   double run(std::uint64_t t) {
     const double n = static_cast<double>(p.size()) * 4;
     for (float& x : std::span(p).first(std::min<std::size_t>(p.size(), 1024))) x += 1e-4f;  // the program's steps
-    mixing::copy(work, p);                                                       // 2n
-    const std::span<const float> q = alg.outgoing(outer.apply(alg.model(), work), 1.0f, t);  // 3n + 3n + 3n
-    if (!kernels::all_finite(q)) std::abort();                                   // n
+    if (!alg.outgoing({}, 0.0f, t).empty()) std::abort();                        // nothing: x is p
+    if (!kernels::all_finite(alg.minuend())) std::abort();                       // n
     bytes.clear();
-    codec.encode(q, codec_context{1, 1, t, 0}, bytes);                           // n + E
-    double e = static_cast<double>(bytes.size());
+    codec.encode_difference(alg.minuend(), alg.subtrahend(), codec_context{1, 1, t, 0}, bytes);  // 2n + E
+    const double e = static_cast<double>(bytes.size());
     crc += crc32c(bytes);                                                        // E
-    if (!codec.decode(bytes, codec_context{1, 1, t, 0}, own_decoded).ok()) std::abort();  // E + n
-    alg.absorb_own(own_decoded, t);                                              // 3n
+    codec.decode_add(bytes, codec_context{1, 1, t, 0}, alg.own_sum());          // E + 2n
+    alg.absorbed_own(t);
     for (int k = 0; k < 2; ++k) {
+      const int from = k == 0 ? 0 : 2;
+      const codec_context ctx{1, static_cast<std::uint32_t>(from), 1, 0};
       crc += crc32c(messages[k]);                                                // E
-      if (!codec.decode(messages[k], codec_context{1, k == 0 ? 0u : 2u, 1, 0}, inbox[k]).ok()) std::abort();  // E + n
-      alg.absorb(k == 0 ? 0 : 2, inbox[k], t);                                   // 3n
+      if (!codec.validate(messages[k], ctx, p.size()).ok()) std::abort();        // E
+      codec.decode_add(messages[k], ctx, alg.sum_of(from));                      // E + 2n
+      alg.absorbed(from, t);
     }
-    alg.finish(t);                                                               // 4 axpy: 12n
-    mixing::copy(p, alg.model());                                                // 2n
-    return n * (2 + 9 + 1 + 1 + 1 + 3 + 2 * (1 + 3) + 12 + 2) + e * (1 + 1 + 1 + 2 * 2);
+    alg.finish(t);  // x, and the two copies and x^_i read once a range: 5n (mixing::add_scaled)
+    return n * (1 + 2 + 2 + 2 * 2 + 5) + e * (1 + 1 + 1 + 2 * 3);
   }
 
   const compressor& codec;
   float_vector p;
   choco_sgd alg;
-  outer_step outer;
-  float_vector work, own_decoded;
-  std::vector<float_vector> inbox;
   std::vector<std::byte> messages[2];
   std::vector<std::byte> bytes;
   std::uint32_t crc = 0;

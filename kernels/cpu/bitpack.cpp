@@ -62,6 +62,20 @@ void bit_writer::put(std::span<const std::uint8_t> codes, unsigned bits) {
     pos_ += pairs;
     codes = codes.subspan(2 * pairs);
   }
+  if (pending_ == 0 && bits < 8) {
+    // Whole groups of 8 codes fill exactly `bits` bytes: each group gathered into 64 bits, its
+    // `bits` low bytes written.
+    auto* out = reinterpret_cast<unsigned char*>(out_.data() + pos_);
+    const std::uint8_t* c = codes.data();
+    const std::size_t groups = codes.size() / 8;
+    for (std::size_t g = 0; g < groups; ++g, c += 8, out += bits) {
+      std::uint64_t v = 0;
+      for (unsigned j = 0; j < 8; ++j) v |= std::uint64_t{c[j]} << (bits * j);
+      for (unsigned b = 0; b < bits; ++b) out[b] = static_cast<unsigned char>(v >> (8 * b));
+    }
+    pos_ += groups * bits;
+    codes = codes.subspan(groups * 8);
+  }
   put_general(codes, bits);
 }
 
@@ -126,6 +140,20 @@ void bit_reader::get(std::span<std::uint8_t> codes, unsigned bits) {
     }
     bit_ += 8 * pairs;
     codes = codes.subspan(2 * pairs);
+  }
+  if (bit_ % 8 == 0 && bits < 8) {
+    // Whole groups of 8 codes fill exactly `bits` bytes: one 64-bit load a group (while 8 bytes
+    // remain from its first), the codes shifted out of it.
+    const std::uint64_t mask = (1u << bits) - 1;
+    const auto* in = reinterpret_cast<const unsigned char*>(in_.data());
+    std::size_t p = bit_ / 8, k = 0;
+    for (; k + 8 <= codes.size() && p + 8 <= in_.size(); k += 8, p += bits) {
+      std::uint64_t v;
+      std::memcpy(&v, in + p, 8);  // little-endian host (static_assert in the codecs)
+      for (unsigned j = 0; j < 8; ++j) codes[k + j] = static_cast<std::uint8_t>((v >> (bits * j)) & mask);
+    }
+    bit_ = 8 * p;
+    codes = codes.subspan(k);
   }
   get_general(codes, bits);
 }

@@ -200,6 +200,11 @@ QG_INLINE qsgd_decode_result decode_body(std::span<const std::byte> in, const qs
     for (std::size_t t = 0; t < len; t += kTile) {
       const std::size_t m = std::min(kTile, len - t);
       reader.get(std::span<Code>(codes, m), bits);
+      if constexpr (Mode == decode_mode::check) {
+        if (const std::size_t bad = first_bad_code(codes, m, layout.levels); bad != m)
+          return {qsgd_fault::code, start + t + bad};
+        continue;
+      }
       float* to = Mode == decode_mode::write ? out.data() + start + t : values;
       if (dequantize_tile(codes, m, step, layout.levels, to) != 0)
         return {qsgd_fault::code, start + t + first_bad_code(codes, m, layout.levels)};
