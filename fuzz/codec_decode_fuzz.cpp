@@ -1,7 +1,7 @@
 // libFuzzer target: every codec's decoder on hostile bytes (input format: fuzz/inputs.hpp).
 // Decode must return errc::corrupt (isgq: or errc::invalid), or fill exactly the values asked for
-// with finite floats, deterministically; anything else (a crash, a sanitizer report, an exception,
-// a non-finite value) is a finding.
+// with finite floats, deterministically, validate agreeing and decode_add adding the same values;
+// anything else (a crash, a sanitizer report, an exception, a non-finite value) is a finding.
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -69,6 +69,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const compressor& c = codec(spec, shape.layers, own);
   std::vector<float> out(shape.n), again(shape.n, 1.0f);
   const status st = c.decode(payload, ctx, out);
+  // validate's verdict is decode's, without writing anything.
+  require(c.validate(payload, ctx, shape.n).is_ok() == st.is_ok());
   if (!st) {
     require(st.code() == errc::corrupt);
     return 0;
@@ -77,6 +79,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   require(all_finite(out));
   require(c.decode(payload, ctx, again).is_ok());
   require(out.empty() || std::memcmp(out.data(), again.data(), 4 * out.size()) == 0);
+  // decode_add adds exactly what decode wrote.
+  std::vector<float> sum(shape.n, 0.5f), want(shape.n);
+  for (std::size_t i = 0; i < want.size(); ++i) want[i] = 0.5f + out[i];
+  c.decode_add(payload, ctx, sum);
+  require(sum.empty() || std::memcmp(sum.data(), want.data(), 4 * sum.size()) == 0);
   // The symbol counts re-read the payload (QSGD's levels, NUQSGD's exponents, MCGQ's samples).
   const double bits = c.entropy_bits_per_value(payload, shape.n, ctx);
   require(bits >= 0.0 && bits <= 64.0);

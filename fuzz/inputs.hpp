@@ -10,7 +10,7 @@
 //          out1 = 1 + s3 % 12, (s0 >> 1) % 4 unused floats before and after each layer, and
 //          s0 & 8 lists the layers in reverse order of their offsets.
 //   ctx    the codec_context's seed (randk and dither regenerate their shared randomness from it)
-// wire_header_fuzz:   [flags] [48 header bytes] [payload...] (fewer bytes: a truncated header)
+// wire_header_fuzz:   [flags] [56 header bytes] [payload...] (fewer bytes: a truncated header)
 //   flags & 1  rewrite the crc32c field to the checksum of the frame, so that the checks after the
 //              checksum (reserved, kind, run_id, sender, codec, tag, count) are reached
 //   flags & 2  leave the train codec fields to check_codec (wire_expectations::train unset)
@@ -121,7 +121,7 @@ inline codec_context context_of(std::uint8_t b) {
 // wire_header_fuzz's receiver: the golden frame of docs/wire.md passes it (with flags & 1 unset too).
 inline constexpr std::uint64_t kRunId = 0x0123456789ABCDEFull;
 inline constexpr int kSenders[] = {1, 3, 7};
-inline constexpr std::uint32_t kMaxPayloadBytes = 1u << 16;
+inline constexpr std::uint64_t kMaxPayloadBytes = 1u << 16;
 inline constexpr codec_expectation kTrain{.codec = 2, .codec_tag = 0xDEADBEEF, .count = 4};
 inline constexpr codec_expectation kProbe{.codec = 1, .codec_tag = 0x12345678, .count = 16};
 

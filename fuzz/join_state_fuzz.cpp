@@ -15,8 +15,8 @@ using namespace qgossip;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size < 2) return 0;
-  const std::uint32_t model_size = data[0] % 64;
-  const std::uint32_t count = (data[1] & 0x80) ? data[1] % 64 : model_size;
+  const std::uint64_t model_size = data[0] % 64;
+  const std::uint64_t count = (data[1] & 0x80) ? data[1] % 64 : model_size;
   const std::span<const std::byte> payload(reinterpret_cast<const std::byte*>(data) + 2, size - 2);
   join_state out;
   const status s = parse_join_state(count, payload, model_size, out);

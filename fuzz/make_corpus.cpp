@@ -139,7 +139,7 @@ int wire_seeds(const fs::path& dir) {
     t.sender = 7;
     t.codec = static_cast<std::uint16_t>(codec->id());
     t.codec_tag = codec->params_tag();
-    t.payload_bytes = static_cast<std::uint32_t>(payload.size());
+    t.payload_bytes = payload.size();
     frame(dir, count, 2, t, payload);
   }
   std::vector<std::byte> probe(4 * fuzz::kProbe.count);
@@ -147,7 +147,7 @@ int wire_seeds(const fs::path& dir) {
   std::memcpy(probe.data(), values.data(), probe.size());
   wire_header p{.kind = message_kind::probe, .run_id = fuzz::kRunId, .sender = 1, .count = fuzz::kProbe.count,
                 .iteration = 99, .codec = fuzz::kProbe.codec, .codec_tag = fuzz::kProbe.codec_tag,
-                .payload_bytes = static_cast<std::uint32_t>(probe.size())};
+                .payload_bytes = probe.size()};
   frame(dir, count, 0, p, probe);
   // docs/wire.md's golden finished message: no codec, no payload.
   const wire_header done{.kind = message_kind::finished, .run_id = fuzz::kRunId, .sender = 3, .iteration = 17};
@@ -160,11 +160,11 @@ int wire_seeds(const fs::path& dir) {
   const auto join_bytes = std::as_bytes(std::span(join_text.data(), join_text.size()));
   const std::vector<std::byte> join_payload(join_bytes.begin(), join_bytes.end());
   const wire_header join{.kind = message_kind::join, .run_id = fuzz::kRunId, .sender = 3, .count = fuzz::kProbe.count,
-                         .iteration = 41, .payload_bytes = static_cast<std::uint32_t>(join_text.size())};
+                         .iteration = 41, .payload_bytes = join_text.size()};
   frame(dir, count, 0, join, join_payload);
   const wire_header state{.kind = message_kind::join_state, .run_id = fuzz::kRunId, .sender = 3,
                           .count = fuzz::kProbe.count, .iteration = 17,
-                          .payload_bytes = static_cast<std::uint32_t>(probe.size())};
+                          .payload_bytes = probe.size()};
   frame(dir, count, 0, state, probe);
   // Broken: a truncated header, a foreign sender, an empty payload.
   frame(dir, count, 0, h, raw, 1 + 20);

@@ -35,9 +35,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if ((flags & 1) && header_size == kWireHeaderBytes) {  // a valid checksum, whatever the fields say
     std::array<std::byte, kWireHeaderBytes> zeroed;
     std::memcpy(zeroed.data(), header.data(), kWireHeaderBytes);
-    std::memset(zeroed.data() + 44, 0, 4);
+    std::memset(zeroed.data() + kWireCrcOffset, 0, 4);
     const std::uint32_t crc = crc32c(payload, crc32c(zeroed));
-    for (int i = 0; i < 4; ++i) header[44 + i] = std::byte(static_cast<unsigned char>(crc >> (8 * i)));
+    for (int i = 0; i < 4; ++i) header[kWireCrcOffset + i] = std::byte(static_cast<unsigned char>(crc >> (8 * i)));
   }
 
   wire_expectations expect{.run_id = fuzz::kRunId, .senders = fuzz::kSenders,

@@ -96,12 +96,12 @@ bool exchange::dropped(int peer) const {
   return k && core_.link(*k).dropped;
 }
 
-status exchange::send_join(int peer, std::uint32_t model_size, std::span<const std::byte> payload,
+status exchange::send_join(int peer, std::uint64_t model_size, std::span<const std::byte> payload,
                            std::optional<std::uint64_t> run_id) {
   return rejoin_.send_join(peer, model_size, payload, run_id);
 }
 
-status exchange::send_state(int peer, std::uint64_t iteration, std::uint32_t model_size,
+status exchange::send_state(int peer, std::uint64_t iteration, std::uint64_t model_size,
                             std::span<const float> values) {
   return rejoin_.send_state(peer, iteration, model_size, values);
 }
@@ -109,6 +109,8 @@ status exchange::send_state(int peer, std::uint64_t iteration, std::uint32_t mod
 bool exchange::take_state(int peer, std::uint64_t iteration, inbound_message& out) {
   return rejoin_.take_state(peer, iteration, out);
 }
+
+std::uint64_t exchange::state_bytes_received() const { return rejoin_.state_bytes_received(); }
 
 status exchange::wait_until(transport_clock::time_point deadline, const std::function<bool()>& done) {
   if (status s = core_.usable(); !s) return s;

@@ -169,14 +169,16 @@ class exchange final : public link_control {
   // Rejoining (docs/failures.md, "Rejoining"; gossip/exchange/rejoin.hpp). A join message
   // (message_kind::join, payload notice-format items, count = model_size) to peer, dropped or not;
   // stamped with run_id when given (an answer to a joiner of another run), else this run's.
-  status send_join(int peer, std::uint32_t model_size, std::span<const std::byte> payload,
+  status send_join(int peer, std::uint64_t model_size, std::span<const std::byte> payload,
                    std::optional<std::uint64_t> run_id = std::nullopt) override;
   // This node's state for its edge to peer, restarting at round `iteration`: values = its model,
   // then its public state when it has one (message_kind::join_state, count = model_size).
-  status send_state(int peer, std::uint64_t iteration, std::uint32_t model_size,
+  status send_state(int peer, std::uint64_t iteration, std::uint64_t model_size,
                     std::span<const float> values);
   // Moves peer's join_state for `iteration` into out, if it has arrived (older ones are discarded).
   [[nodiscard]] bool take_state(int peer, std::uint64_t iteration, inbound_message& out);
+  // Bytes of states (join_state chunks) taken so far: a large state's transfer is alive while it grows.
+  [[nodiscard]] std::uint64_t state_bytes_received() const;
   // Receives (every message handled as between rounds: buffered, join_states held for take_state,
   // notices and join messages to exchange_events, losses to peer_failed) until done() is true (ok)
   // or deadline passes (errc::timeout); errc::cancelled on a stop request; a failed peer the node

@@ -43,7 +43,7 @@ namespace qgossip {
 // Bytes each message costs on the wire beyond its header and payload frames, as `tc` counts them
 // (skb->len: link-layer header included, preamble/FCS/inter-frame gap not): Ethernet header 14 +
 // IPv4 20 + TCP with the timestamp option Linux sets by default 32 + the ZMTP frame headers of our
-// two frames (2 for the 48-byte header frame, 9 for the payload's long frame) 11 = 77. That is exact
+// two frames (2 for the 56-byte header frame, 9 for the payload's long frame) 11 = 77. That is exact
 // for a message that fits one TCP segment. Not modelled: a larger message pays another 66 bytes of
 // headers per 1448-byte segment (4.6 %), and on a real link the node's egress also carries the ACKs
 // of what it receives (about 2 % more in a symmetric exchange). Measured on a ring of 2 exchanging

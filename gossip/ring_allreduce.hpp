@@ -62,7 +62,7 @@ class ring_allreduce {
   [[nodiscard]] status sum_raw(std::span<float> data, std::uint64_t first_iteration);
   [[nodiscard]] status sum_coded(std::span<float> data, std::uint64_t first_iteration);
   // One step: sends payload_ to the right, receives the left's into in_[0].
-  [[nodiscard]] status step(std::uint64_t iteration, std::uint32_t count);
+  [[nodiscard]] status step(std::uint64_t iteration, std::uint64_t count);
 
   exchange& ex_;
   int rank_, n_;

@@ -15,9 +15,11 @@ namespace {
 
 // Byte offsets of the fields (docs/wire.md). The layout keeps every field naturally aligned.
 constexpr std::size_t kOffMagic = 0, kOffVersion = 4, kOffKind = 6, kOffRunId = 8, kOffSender = 16,
-                      kOffCount = 20, kOffIteration = 24, kOffCodec = 32, kOffSkipped = 34,
-                      kOffCodecTag = 36, kOffPayloadBytes = 40, kOffCrc = 44;
-static_assert(kOffCrc + 4 == kWireHeaderBytes);
+                      kOffCodec = 20, kOffSkipped = 22, kOffCount = 24, kOffIteration = 32,
+                      kOffPayloadBytes = 40, kOffCodecTag = 48, kOffCrc = 52;
+// Magic and version come first in every version, so a header of another version is named as one.
+constexpr std::size_t kVersionEnd = kOffVersion + 2;
+static_assert(kOffCrc + 4 == kWireHeaderBytes && kOffCrc == kWireCrcOffset);
 
 std::string hex(std::uint64_t v, int digits) {
   char buf[32];
@@ -116,12 +118,12 @@ void encode_header(const wire_header& h, std::span<const std::byte> payload,
   put_le<std::uint16_t>(o, kOffKind, static_cast<std::uint16_t>(h.kind));
   put_le<std::uint64_t>(o, kOffRunId, h.run_id);
   put_le<std::uint32_t>(o, kOffSender, h.sender);
-  put_le<std::uint32_t>(o, kOffCount, h.count);
+  put_le<std::uint64_t>(o, kOffCount, h.count);
   put_le<std::uint64_t>(o, kOffIteration, h.iteration);
   put_le<std::uint16_t>(o, kOffCodec, h.codec);
   put_le<std::uint16_t>(o, kOffSkipped, h.skipped);
   put_le<std::uint32_t>(o, kOffCodecTag, h.codec_tag);
-  put_le<std::uint32_t>(o, kOffPayloadBytes, h.payload_bytes);
+  put_le<std::uint64_t>(o, kOffPayloadBytes, h.payload_bytes);
   put_le<std::uint32_t>(o, kOffCrc, checksum(o, payload));
 }
 
@@ -173,21 +175,24 @@ status check_no_codec(const wire_header& out, wire_check* failed) {
 
 status parse_header(std::span<const std::byte> header_bytes, std::span<const std::byte> payload,
                     const wire_expectations& expect, wire_header& out, wire_check* failed) {
-  if (header_bytes.size() != kWireHeaderBytes)
+  const auto truncated = [&] {
     return fail(wire_check::truncated, failed,
                 "header: expected " + std::to_string(kWireHeaderBytes) + " bytes, received " +
                     std::to_string(header_bytes.size()));
+  };
+  if (header_bytes.size() < kVersionEnd) return truncated();
   const std::byte* p = header_bytes.data();
   if (std::memcmp(p + kOffMagic, kWireMagic, 4) != 0)
     return fail(wire_check::magic, failed, "magic: expected \"QGSP\", received " + magic_text(p));
 
   out.version = get_le<std::uint16_t>(p, kOffVersion);
   if (out.version != kWireVersion)
-    return fail(
-        wire_check::version, failed,
-        "version: expected " + std::to_string(kWireVersion) + ", received " + std::to_string(out.version));
+    return fail(wire_check::version, failed,
+                "version: expected " + std::to_string(kWireVersion) + ", received " + std::to_string(out.version) +
+                    " (a node of another qgossip wire format: every node of a run must run the same qgossip)");
+  if (header_bytes.size() != kWireHeaderBytes) return truncated();
 
-  out.payload_bytes = get_le<std::uint32_t>(p, kOffPayloadBytes);
+  out.payload_bytes = get_le<std::uint64_t>(p, kOffPayloadBytes);
   if (out.payload_bytes > expect.max_payload_bytes)
     return fail(wire_check::payload_size, failed,
                 "payload_bytes: expected at most " + std::to_string(expect.max_payload_bytes) +
@@ -225,7 +230,11 @@ status parse_header(std::span<const std::byte> header_bytes, std::span<const std
   out.sender = get_le<std::uint32_t>(p, kOffSender);
   if (status s = check_sender(out, expect, failed); !s) return s;
 
-  out.count = get_le<std::uint32_t>(p, kOffCount);
+  out.count = get_le<std::uint64_t>(p, kOffCount);
+  if (out.count > kWireMaxCount)
+    return fail(wire_check::count, failed,
+                "count: expected at most 2^40 (" + std::to_string(kWireMaxCount) + "), received " +
+                    std::to_string(out.count));
   out.iteration = get_le<std::uint64_t>(p, kOffIteration);
   out.codec = get_le<std::uint16_t>(p, kOffCodec);
   out.codec_tag = get_le<std::uint32_t>(p, kOffCodecTag);

@@ -1,5 +1,5 @@
 #pragma once
-// The wire header: a fixed 48-byte little-endian record in front of every message's payload. The
+// The wire header: a fixed 56-byte little-endian record in front of every message's payload. The
 // layout, the golden bytes and the rules for changing it are in docs/wire.md; tests/gossip/wire_test
 // pins them. Any change to the layout or to the meaning of a field bumps kWireVersion.
 //
@@ -17,11 +17,15 @@
 
 namespace qgossip {
 
-inline constexpr std::size_t kWireHeaderBytes = 48;
+inline constexpr std::size_t kWireHeaderBytes = 56;
+// The crc32c field is the header's last 4 bytes.
+inline constexpr std::size_t kWireCrcOffset = kWireHeaderBytes - 4;
 // Bump on ANY change to the header layout or the meaning of a field (and update docs/wire.md).
 // 2: notice; 3: finished; 4: finished_ack; 5: join, join_state; 6: skipped (was reserved);
-// 7: join_state in chunks (gossip/exchange/state_chunks.hpp)
-inline constexpr std::uint16_t kWireVersion = 7;
+// 7: join_state in chunks (gossip/exchange/state_chunks.hpp); 8: count and payload_bytes 64-bit
+inline constexpr std::uint16_t kWireVersion = 8;
+// The largest count a header may carry: a model of up to 2^40 parameters.
+inline constexpr std::uint64_t kWireMaxCount = std::uint64_t{1} << 40;
 // "QGSP" as it appears on the wire, byte for byte.
 inline constexpr std::byte kWireMagic[4] = {std::byte{'Q'}, std::byte{'G'}, std::byte{'S'}, std::byte{'P'}};
 
@@ -63,7 +67,7 @@ struct wire_header {
   message_kind kind = message_kind::train;
   std::uint64_t run_id = 0;     // hash of the resolved config: ranks of one run agree on it
   std::uint32_t sender = 0;     // the sender's rank
-  std::uint32_t count = 0;      // float elements encoded in the payload
+  std::uint64_t count = 0;      // float elements encoded in the payload (at most kWireMaxCount)
   std::uint64_t iteration = 0;  // the round; per edge and kind it is the sequence number
   std::uint16_t codec = 0;      // codec id (algorithms/compress codec_id), opaque here
   // Train messages of asynchronous gossip: the sender's rounds since its previous train message
@@ -71,7 +75,7 @@ struct wire_header {
   // iteration on the edge. 0 on every other message.
   std::uint16_t skipped = 0;
   std::uint32_t codec_tag = 0;  // fingerprint of the codec's parameters
-  std::uint32_t payload_bytes = 0;
+  std::uint64_t payload_bytes = 0;
   std::uint32_t crc32c = 0;  // set by parse_header; encode_header computes its own
 };
 
@@ -85,7 +89,7 @@ void encode_header(const wire_header& h, std::span<const std::byte> payload,
 struct codec_expectation {
   std::uint16_t codec = 0;
   std::uint32_t codec_tag = 0;
-  std::uint32_t count = 0;
+  std::uint64_t count = 0;
 };
 
 struct wire_expectations {
@@ -93,7 +97,7 @@ struct wire_expectations {
   // Ranks a message may come from (the neighbours), sorted ascending.
   std::span<const int> senders;
   // Largest payload accepted; a header announcing more is rejected before anything else is read.
-  std::uint32_t max_payload_bytes = 0;
+  std::uint64_t max_payload_bytes = 0;
   // Codec, tag and count per kind; std::nullopt leaves that kind's codec fields to the caller
   // (check_codec), e.g. when what to expect is only known later.
   std::optional<codec_expectation> train;
@@ -103,7 +107,7 @@ struct wire_expectations {
 // Which check a header failed, in the order parse_header applies them (docs/wire.md).
 enum class wire_check : std::uint8_t {
   ok = 0,
-  truncated,  // header not exactly 48 bytes
+  truncated,  // header not exactly kWireHeaderBytes bytes
   magic,
   version,
   payload_size,  // payload_bytes above the maximum, or not the payload's actual size
@@ -118,8 +122,8 @@ enum class wire_check : std::uint8_t {
 };
 std::string_view to_string(wire_check check);
 
-// Validates header_bytes + payload against expect and decodes the header into out. Order: size,
-// magic, version, payload size, checksum, then the fields' values, so random corruption reports as
+// Validates header_bytes + payload against expect and decodes the header into out. Order: magic,
+// version (so a node of another wire format is named as such), size, payload size, checksum, then the fields' values, so random corruption reports as
 // a checksum failure and a well-formed but foreign message names the field that does not fit.
 // Returns errc::corrupt with "<field>: expected <x>, received <y>" on the first failed check (and
 // stores it in *failed when given); out is then unspecified, except after a run_id failure, when

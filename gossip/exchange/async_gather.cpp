@@ -139,7 +139,7 @@ status async_gather::send_train(std::uint64_t iteration, const outgoing_message&
     const std::size_t k = *core_.index_of(m.peer);
     if (!core_.link_open(k)) continue;
     wire_header h = core_.header_for(message_kind::train, iteration, msg);
-    h.payload_bytes = static_cast<std::uint32_t>(m.payload.size());
+    h.payload_bytes = m.payload.size();
     h.skipped = static_cast<std::uint16_t>(iteration - last_sent_[k].value_or(0) - 1);
     encode_header(h, m.payload, header_);
     taken_at_send_[k] = queues_.bytes_taken(m.peer);

@@ -197,7 +197,7 @@ wire_header exchange_core::header_for(message_kind kind, std::uint64_t iteration
   h.iteration = iteration;
   h.codec = msg.codec;
   h.codec_tag = msg.codec_tag;
-  h.payload_bytes = static_cast<std::uint32_t>(msg.payload.size());
+  h.payload_bytes = msg.payload.size();
   return h;
 }
 

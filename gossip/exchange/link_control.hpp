@@ -25,7 +25,7 @@ class link_control {
                              std::uint64_t iteration) = 0;
   // A join message (message_kind::join, count = model_size) to peer, dropped or not; stamped with
   // run_id when given (an answer to a joiner of another run), else this run's.
-  virtual status send_join(int peer, std::uint32_t model_size, std::span<const std::byte> payload,
+  virtual status send_join(int peer, std::uint64_t model_size, std::span<const std::byte> payload,
                            std::optional<std::uint64_t> run_id = std::nullopt) = 0;
   // Drops peer for good (exchange::drop); dropping an unknown or dropped rank does nothing.
   virtual void drop(int peer) = 0;

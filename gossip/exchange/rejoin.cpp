@@ -37,6 +37,7 @@ void rejoin_messages::on_chunk(std::size_t k, const wire_header& h, std::span<co
     core_.reject(reject_reason::state, static_cast<int>(h.sender), s.message());
     return;
   }
+  state_bytes_ += payload.size();
   if (!a.complete()) return;
   if (states_[k]) ++core_.stats().duplicates;  // superseded before anyone took it
   inbound_message& held = states_[k].emplace();
@@ -51,7 +52,7 @@ status rejoin_messages::send_to(int peer, const wire_header& h, std::span<const 
   return core_.send_outside_rounds(to, header, payload);
 }
 
-status rejoin_messages::send_join(int peer, std::uint32_t model_size, std::span<const std::byte> payload,
+status rejoin_messages::send_join(int peer, std::uint64_t model_size, std::span<const std::byte> payload,
                                   std::optional<std::uint64_t> run_id) {
   if (!core_.index_of(peer))
     return status::error(errc::invalid, "rank " + std::to_string(peer) + " is not a neighbour");
@@ -62,7 +63,7 @@ status rejoin_messages::send_join(int peer, std::uint32_t model_size, std::span<
   return send_to(peer, h, payload);
 }
 
-status rejoin_messages::send_state(int peer, std::uint64_t iteration, std::uint32_t model_size,
+status rejoin_messages::send_state(int peer, std::uint64_t iteration, std::uint64_t model_size,
                                    std::span<const float> values) {
   if (!core_.index_of(peer))
     return status::error(errc::invalid, "rank " + std::to_string(peer) + " is not a neighbour");

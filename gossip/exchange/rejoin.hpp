@@ -21,11 +21,14 @@ class rejoin_messages final : public exchange_protocol {
   explicit rejoin_messages(exchange_core& core);
 
   // exchange::send_join, send_state and take_state.
-  status send_join(int peer, std::uint32_t model_size, std::span<const std::byte> payload,
+  status send_join(int peer, std::uint64_t model_size, std::span<const std::byte> payload,
                    std::optional<std::uint64_t> run_id);
-  status send_state(int peer, std::uint64_t iteration, std::uint32_t model_size,
+  status send_state(int peer, std::uint64_t iteration, std::uint64_t model_size,
                     std::span<const float> values);
   [[nodiscard]] bool take_state(int peer, std::uint64_t iteration, inbound_message& out);
+  // Bytes of join_state chunks taken so far, from every neighbour: a state's transfer is alive while
+  // this grows.
+  [[nodiscard]] std::uint64_t state_bytes_received() const { return state_bytes_; }
 
   void on_message(std::size_t k, const wire_header& h, std::vector<std::byte>& payload) override;
 
@@ -37,6 +40,7 @@ class rejoin_messages final : public exchange_protocol {
   exchange_core& core_;
   std::vector<state_assembly> assemblies_;              // per neighbour: the state arriving
   std::vector<std::optional<inbound_message>> states_;  // per neighbour: its latest whole state
+  std::uint64_t state_bytes_ = 0;                       // state_bytes_received
 };
 
 }  // namespace qgossip

@@ -22,7 +22,7 @@ struct exchange_options {
   // How many iterations ahead of the current one a peer's message is buffered (1: plain gossip).
   std::uint64_t lookahead = 1;
   // Largest payload sent or accepted (match zmq_options::max_payload_bytes).
-  std::uint32_t max_payload_bytes = 256u << 20;
+  std::uint64_t max_payload_bytes = 256u << 20;
   // A rejoining state travels in chunks of at most this many of its bytes (network.max_message_mib;
   // at most max_payload_bytes less the chunk header), and one larger than max_state_bytes is refused.
   std::size_t max_chunk_bytes = 64u << 20;
@@ -72,7 +72,7 @@ struct link_message {
 struct outgoing_message {
   std::uint16_t codec = 0;
   std::uint32_t codec_tag = 0;
-  std::uint32_t count = 0;
+  std::uint64_t count = 0;
   std::span<const std::byte> payload;
   // A train round's message per edge, in both protocols (round() and gather()): each listed peer
   // gets its own payload in place of `payload`, with the same codec fields; every other peer the

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "core/errors.hpp"
+#include "gossip/wire.hpp"
 #include "gossip/zmq/connection_guard.hpp"
 #include "gossip/zmq/curve_keys.hpp"
 #include "gossip/zmq/link_liveness.hpp"
@@ -108,6 +109,19 @@ std::map<std::string, int> check_curve_keys(int rank, const zmq_curve_keys& k) {
 }
 
 int ms(std::chrono::milliseconds d) { return static_cast<int>(std::min<std::int64_t>(d.count(), INT32_MAX)); }
+
+// The slowest a message crosses an ipc connection, writing, reading and (CURVE) decrypting it
+// included, on a loaded host: about half of what was measured with 3 nodes and their programs on
+// 2 cores (a 0.8 GB state in 37 s, 22 MB/s; 100 M parameters).
+constexpr std::uint64_t kIpcFloorBytesPerS = 10u << 20;
+
+// Over ipc our PING waits behind the message being written, and the neighbour answers only once it
+// has read (and, under CURVE, decrypted) that message: the timeout is heartbeat_timeout plus the
+// largest message's time at kIpcFloorBytesPerS (40 MB messages of a 100 M-parameter model closed
+// every link at 1 s on a 2-core host).
+std::chrono::milliseconds ipc_heartbeat_timeout(const zmq_options& o) {
+  return o.heartbeat_timeout + std::chrono::milliseconds(o.max_payload_bytes * 1000 / kIpcFloorBytesPerS);
+}
 
 // The port of a "tcp://host:port" endpoint (check_endpoint() has vetted it); -1 otherwise.
 int endpoint_port(const std::string& ep) {
@@ -427,7 +441,7 @@ zmq_transport::zmq_transport(int rank, const std::string& bind_endpoint, zmq_opt
   // frame travels inside a MESSAGE command (name, nonce, authenticator, flags: 33 bytes more), and
   // the handshake's HELLO (200 bytes) and INITIATE (about 300) must fit too, whatever the payloads.
   constexpr std::uint64_t kCurveFrameOverhead = 64, kCurveHandshakeBytes = 4096;
-  const std::uint64_t largest = std::max<std::uint64_t>(options.max_payload_bytes, 48);
+  const std::uint64_t largest = std::max<std::uint64_t>(options.max_payload_bytes, kWireHeaderBytes);
   in.set(zmq::sockopt::maxmsgsize,
          static_cast<std::int64_t>(options.curve ? std::max(largest + kCurveFrameOverhead, kCurveHandshakeBytes)
                                                  : largest));
@@ -504,11 +518,12 @@ void zmq_transport::connect(int peer, const std::string& endpoint) {
       liveness.emplace(o.heartbeat_timeout, std::max(o.heartbeat_timeout, o.send_timeout));
       if (!impl_->paths) impl_->paths.emplace(o.heartbeat_timeout, std::max(o.heartbeat_timeout, o.send_timeout));
     } else {
-      // ipc: no queue between the processes to wait behind; ZeroMQ's own timeout serves, and the
-      // TTL sent in each PING (deciseconds, at most 6553.5 s) has the neighbour drop our
-      // connection when it hears nothing from us that long.
-      s.set(zmq::sockopt::heartbeat_timeout, ms(o.heartbeat_timeout));
-      s.set(zmq::sockopt::heartbeat_ttl, std::min(ms(o.heartbeat_timeout), 6553500));
+      // ipc: ZeroMQ's own timeout serves (widened: ipc_heartbeat_timeout), and the TTL sent in each
+      // PING (deciseconds, at most 6553.5 s) has the neighbour drop our connection when it hears
+      // nothing from us that long.
+      const auto timeout = ipc_heartbeat_timeout(o);
+      s.set(zmq::sockopt::heartbeat_timeout, ms(timeout));
+      s.set(zmq::sockopt::heartbeat_ttl, std::min(ms(timeout), 6553500));
     }
   }
   if (impl_->heartbeats() || pace_link) {

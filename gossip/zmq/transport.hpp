@@ -96,7 +96,7 @@ struct zmq_curve_keys {
 struct zmq_options {
   // Largest payload frame accepted. The inbound socket's ZMQ_MAXMSGSIZE is set to it: ZeroMQ drops
   // the connection of a peer that sends a larger frame. Use the exchange's max_payload_bytes.
-  std::uint32_t max_payload_bytes = 256u << 20;  // 256 MiB
+  std::uint64_t max_payload_bytes = 256u << 20;  // 256 MiB
   // Whole messages queued per neighbour before send() blocks (ZMQ_SNDHWM). The synchronous
   // protocol has at most a couple in flight per edge; the slack absorbs probe rounds.
   int send_hwm = 16;

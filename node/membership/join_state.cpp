@@ -7,7 +7,7 @@
 
 namespace qgossip {
 
-status parse_join_state(std::uint32_t count, std::span<const std::byte> payload, std::uint32_t model_size,
+status parse_join_state(std::uint64_t count, std::span<const std::byte> payload, std::uint64_t model_size,
                         join_state& out) {
   out.model.clear();
   out.public_state.clear();

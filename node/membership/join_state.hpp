@@ -19,7 +19,7 @@ struct join_state {
 };
 
 // Parses a join_state payload (count: its header's) of a run whose models have model_size values into out.
-[[nodiscard]] status parse_join_state(std::uint32_t count, std::span<const std::byte> payload,
-                                      std::uint32_t model_size, join_state& out);
+[[nodiscard]] status parse_join_state(std::uint64_t count, std::span<const std::byte> payload,
+                                      std::uint64_t model_size, join_state& out);
 
 }  // namespace qgossip

@@ -21,7 +21,7 @@ status consensus_probe::run(std::uint64_t t, bool last, round_record& rec) {
   const auto before = ex.stats().wait_time + ex.stats().send_time;
   const std::span<const float> x = s_.learner.alg->model();
   const outgoing_message msg{.codec = static_cast<std::uint16_t>(codec_id::identity), .codec_tag = 0,
-                             .count = static_cast<std::uint32_t>(dim), .payload = std::as_bytes(x)};
+                             .count = dim, .payload = std::as_bytes(x)};
   status st = s_.links.ex->round(message_kind::probe, t * s_.links.shape.iterations_per_round, msg, inbound_,
                                  s_.rank == 0 ? round_peers{nobody, s_.links.all_others} : round_peers{to_rank0, nobody});
   comm_ += ex.stats().wait_time + ex.stats().send_time - before;

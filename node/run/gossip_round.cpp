@@ -53,7 +53,7 @@ void own_message::send_instead(std::span<const std::byte> payload, std::span<con
 outgoing_message own_message::wire() const {
   return {.codec = codec_.id(),
           .codec_tag = codec_.tag(),
-          .count = static_cast<std::uint32_t>(values_),
+          .count = values_,
           .payload = payload_,
           .per_link = per_link_};
 }

@@ -15,7 +15,7 @@ bool reweights(const run_config& c) {
 
 node_membership::node_membership(const run_config& c, const topology& topo, int rank, std::vector<int> peers,
                                  std::vector<int> train_peers, bool rejoins, std::uint64_t rounds,
-                                 std::uint32_t model_size, algorithm& alg, run_log& log)
+                                 std::uint64_t model_size, algorithm& alg, run_log& log)
     : members(topo, rank, reweights(c)),
       board(rank, topo.n(), members),
       left(c, rank, members, std::move(peers), rejoins, alg, log, board),

@@ -247,8 +247,7 @@ zmq_curve_keys load_node_keys(const run_config& c, int rank, const std::vector<i
 node_network::node_network(const run_config& c, int rank, const std::vector<int>& peers,
                            std::size_t largest_message, std::uint64_t lookahead)
     : linger_s_(c.network.linger_s),
-      max_payload_(static_cast<std::uint32_t>(
-          std::min<std::size_t>(largest_message, std::numeric_limits<std::uint32_t>::max()))) {
+      max_payload_(largest_message) {
   zmq_options zo;
   zo.max_payload_bytes = max_payload_;
   zo.linger = to_ms(c.network.linger_s);

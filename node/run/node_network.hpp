@@ -79,7 +79,7 @@ class node_network {
                std::uint64_t lookahead);
 
   [[nodiscard]] transport& link() { return emulated_ ? static_cast<transport&>(*emulated_) : *zmq_; }
-  [[nodiscard]] std::uint32_t max_payload_bytes() const { return max_payload_; }
+  [[nodiscard]] std::uint64_t max_payload_bytes() const { return max_payload_; }
   // After a failure: what is still queued gets 250 ms more to leave, not network.linger_s, so that
   // exit does not linger, yet the notice just sent saying why reaches the live neighbours (with
   // linger 0 a neighbour could see the link close first and name this node, not the cause).
@@ -89,7 +89,7 @@ class node_network {
 
  private:
   double linger_s_;
-  std::uint32_t max_payload_;
+  std::uint64_t max_payload_;
   std::unique_ptr<zmq_transport> zmq_;
   std::unique_ptr<emulated_link_transport> emulated_;
 };

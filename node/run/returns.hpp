@@ -57,7 +57,7 @@ class returns final : public notice_part {
   // view of the run (written here as nodes come back); news: the departures part, which tells the
   // live peers and knows who left. Registers for joined notices and every join-message item.
   // Throws invariant_error for an algorithm that cannot rejoin (algorithms/capabilities.hpp).
-  returns(int rank, std::uint64_t rounds, std::uint32_t model_size, const topology& topo, bool reweight,
+  returns(int rank, std::uint64_t rounds, std::uint64_t model_size, const topology& topo, bool reweight,
           membership& members, std::vector<int> neighbours, departures& news, algorithm& alg, run_log& log,
           notice_board& board);
 
@@ -113,6 +113,13 @@ class returns final : public notice_part {
   status on_accept(int from, const notice_item& accept, link_control& links);
   [[nodiscard]] status hold_for_offers(std::uint64_t t, exchange& ex);
   [[nodiscard]] std::vector<float> own_state() const;
+  // Waits for states with wait_once(deadline) until it returns other than errc::timeout: the deadline
+  // is kStateQuiet past the latest state chunk that arrived (exchange::state_bytes_received), so a
+  // large state (8 GB at 1 B parameters) is waited for while it keeps arriving, and a stalled one
+  // gives up after kStateQuiet as before; before the first chunk, after first_quiet.
+  [[nodiscard]] static status wait_for_states(exchange& ex, std::chrono::milliseconds first_quiet,
+                                              const std::function<status(std::chrono::steady_clock::time_point)>& wait_once);
+  static constexpr std::chrono::seconds kStateQuiet{30};
   [[nodiscard]] status admit(int peer, std::uint64_t t, exchange& ex);
   // Installs peer's state (its model, then its public state) for round t: admits it.
   [[nodiscard]] status install(int peer, std::uint64_t t, const inbound_message& theirs);
@@ -129,7 +136,7 @@ class returns final : public notice_part {
 
   int rank_;
   std::uint64_t rounds_;
-  std::uint32_t model_size_;
+  std::uint64_t model_size_;
   const membership initial_;  // the topology's, for a node that rejoins after a cut
   membership& members_;
   std::vector<int> neighbours_;

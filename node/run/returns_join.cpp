@@ -20,10 +20,10 @@ namespace {
 using clock = std::chrono::steady_clock;
 
 // How long a joiner waits for the other neighbours' offers after the first one arrived, how many
-// times it tries, and how long it waits for an offer and for the states.
+// times it tries, and how long it waits for an offer.
 constexpr auto kOfferWindow = std::chrono::milliseconds(500);
 constexpr int kAttempts = 8;
-constexpr auto kStateDeadline = std::chrono::seconds(30);
+constexpr auto kOfferDeadline = std::chrono::seconds(30);
 
 std::string hash_text(std::span<const float> v) {
   char buf[24];
@@ -56,7 +56,7 @@ status returns::gather_offers(std::uint64_t current, exchange& ex) {
       if (!members_.departed(j) && !offers_.count(j) && !refusals_.count(j)) return false;
     return true;
   };
-  if (status s = wait(ex, clock::now() + kStateDeadline, [&] { return !offers_.empty() || answered(); }); !s)
+  if (status s = wait(ex, clock::now() + kOfferDeadline, [&] { return !offers_.empty() || answered(); }); !s)
     return s.code() == errc::timeout ? status::error(errc::timeout, "no neighbour offered to admit this node") : s;
   if (status s = wait(ex, clock::now() + kOfferWindow, answered); !s && s.code() != errc::timeout) return s;
   return status::ok();
@@ -85,7 +85,9 @@ status returns::exchange_states(std::uint64_t T, const std::vector<int>& accepte
     }
     return true;
   };
-  if (status s = wait(ex, clock::now() + kStateDeadline, settled); !s && s.code() != errc::timeout) return s;
+  if (status s = wait_for_states(ex, kStateQuiet, [&](clock::time_point deadline) { return wait(ex, deadline, settled); });
+      !s && s.code() != errc::timeout)
+    return s;
   if (states.empty()) return status::error(errc::timeout, "no neighbour sent its state for round " + std::to_string(T));
   const auto& [donor, donor_state] = *states.begin();
   join_state from_donor;

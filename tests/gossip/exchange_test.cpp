@@ -58,7 +58,7 @@ struct message {
     const bool train = kind == message_kind::train;
     payload = pattern(rank, iteration, kind, train ? train_bytes(iteration) : kProbeBytes);
     out = {train ? kTrainCodec : kProbeCodec, train ? kTrainTag : kProbeTag,
-           static_cast<std::uint32_t>(payload.size()), payload};
+           payload.size(), payload};
   }
 };
 
@@ -80,7 +80,7 @@ std::string check_delivery(const std::vector<int>& neighbours, message_kind kind
 // Sends, as `from`, a message to rank 0 that was encoded from h (h.payload_bytes set from the payload).
 void inject(transport& from, wire_header h, std::span<const std::byte> payload, int to = 0) {
   std::array<std::byte, kWireHeaderBytes> bytes;
-  h.payload_bytes = static_cast<std::uint32_t>(payload.size());
+  h.payload_bytes = payload.size();
   encode_header(h, payload, bytes);
   REQUIRE(from.send(to, bytes, payload).is_ok());
 }

@@ -28,29 +28,34 @@ std::vector<std::byte> from_hex(const char* hex) {
 
 // docs/wire.md, "Golden bytes": this header and payload, byte for byte.
 const std::vector<std::byte> kGoldenHeader = from_hex(
-    "51 47 53 50 07 00 01 00 ef cd ab 89 67 45 23 01"
-    "03 00 00 00 04 00 00 00 11 00 00 00 00 00 00 00"
-    "02 00 00 00 ef be ad de 10 00 00 00 e5 9a e5 38");
+    "51 47 53 50 08 00 01 00 ef cd ab 89 67 45 23 01"
+    "03 00 00 00 02 00 00 00 04 00 00 00 00 00 00 00"
+    "11 00 00 00 00 00 00 00 10 00 00 00 00 00 00 00"
+    "ef be ad de b4 12 34 3f");
 // docs/wire.md, "Golden bytes": rank 3's finished message after its last round, 17.
 const std::vector<std::byte> kGoldenFinished = from_hex(
-    "51 47 53 50 07 00 04 00 ef cd ab 89 67 45 23 01"
-    "03 00 00 00 00 00 00 00 11 00 00 00 00 00 00 00"
-    "00 00 00 00 00 00 00 00 00 00 00 00 aa d4 52 8b");
+    "51 47 53 50 08 00 04 00 ef cd ab 89 67 45 23 01"
+    "03 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00"
+    "11 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00"
+    "00 00 00 00 88 f1 77 b1");
 // docs/wire.md, "Golden bytes": a neighbour's acknowledgement, as rank 3, of a finished message of 17.
 const std::vector<std::byte> kGoldenFinishedAck = from_hex(
-    "51 47 53 50 07 00 05 00 ef cd ab 89 67 45 23 01"
-    "03 00 00 00 00 00 00 00 11 00 00 00 00 00 00 00"
-    "00 00 00 00 00 00 00 00 00 00 00 00 3a 52 85 78");
+    "51 47 53 50 08 00 05 00 ef cd ab 89 67 45 23 01"
+    "03 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00"
+    "11 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00"
+    "00 00 00 00 c1 07 8b 50");
 // docs/wire.md, "Golden bytes": rank 3 asking to rejoin (payload "join 41\n"), its model 4 values.
 const std::vector<std::byte> kGoldenJoin = from_hex(
-    "51 47 53 50 07 00 06 00 ef cd ab 89 67 45 23 01"
-    "03 00 00 00 04 00 00 00 29 00 00 00 00 00 00 00"
-    "00 00 00 00 00 00 00 00 08 00 00 00 3d cf 2f 7a");
+    "51 47 53 50 08 00 06 00 ef cd ab 89 67 45 23 01"
+    "03 00 00 00 00 00 00 00 04 00 00 00 00 00 00 00"
+    "29 00 00 00 00 00 00 00 08 00 00 00 00 00 00 00"
+    "00 00 00 00 b7 96 c3 ba");
 // docs/wire.md, "Golden bytes": rank 3's state (its 4-value model, one chunk) for an edge restarting at 17.
 const std::vector<std::byte> kGoldenJoinState = from_hex(
-    "51 47 53 50 07 00 07 00 ef cd ab 89 67 45 23 01"
-    "03 00 00 00 04 00 00 00 11 00 00 00 00 00 00 00"
-    "00 00 00 00 00 00 00 00 28 00 00 00 11 a5 13 31");
+    "51 47 53 50 08 00 07 00 ef cd ab 89 67 45 23 01"
+    "03 00 00 00 00 00 00 00 04 00 00 00 00 00 00 00"
+    "11 00 00 00 00 00 00 00 28 00 00 00 00 00 00 00"
+    "00 00 00 00 e7 7b f1 2f");
 // Its payload: the chunk header (docs/wire.md, "Chunked states": the state's 16 bytes, from byte 0,
 // their hash64 0xce46fbe03f046727), then the 4 values.
 const std::vector<std::byte> kGoldenJoinStatePayload = from_hex(
@@ -119,9 +124,9 @@ void flip_bit(std::span<std::byte> s, std::size_t bit) { s[bit / 8] ^= std::byte
 
 }  // namespace
 
-TEST_CASE("wire: the header is 48 bytes and the version is 6") {
-  CHECK(kWireHeaderBytes == 48);
-  CHECK(kWireVersion == 7);  // changing the layout? bump this, then update docs/wire.md and the golden bytes
+TEST_CASE("wire: the header is 56 bytes and the version is 8") {
+  CHECK(kWireHeaderBytes == 56);
+  CHECK(kWireVersion == 8);  // changing the layout? bump this, then update docs/wire.md and the golden bytes
   CHECK(static_cast<int>(message_kind::train) == 1);
   CHECK(static_cast<int>(message_kind::probe) == 2);
   CHECK(static_cast<int>(message_kind::notice) == 3);
@@ -140,7 +145,7 @@ TEST_CASE("wire: parse_header reads the golden bytes back field by field") {
   verdict v = parse(kGoldenHeader, kGoldenPayload);
   REQUIRE(v.st.is_ok());
   CHECK(v.check == wire_check::ok);
-  CHECK(v.header.version == 7);
+  CHECK(v.header.version == 8);
   CHECK(v.header.kind == message_kind::train);
   CHECK(v.header.run_id == 0x0123456789ABCDEFull);
   CHECK(v.header.sender == 3);
@@ -150,7 +155,7 @@ TEST_CASE("wire: parse_header reads the golden bytes back field by field") {
   CHECK(v.header.skipped == 0);
   CHECK(v.header.codec_tag == 0xDEADBEEF);
   CHECK(v.header.payload_bytes == 16);
-  CHECK(v.header.crc32c == 0x38E59AE5u);
+  CHECK(v.header.crc32c == 0x3F3412B4u);
 }
 
 TEST_CASE("wire: every field round-trips at its extreme values") {
@@ -158,7 +163,7 @@ TEST_CASE("wire: every field round-trips at its extreme values") {
   h.kind = message_kind::probe;
   h.run_id = ~0ull;
   h.sender = 0;
-  h.count = ~0u;
+  h.count = kWireMaxCount;
   h.iteration = ~0ull;
   h.codec = 0xFFFF;
   h.codec_tag = ~0u;
@@ -167,27 +172,28 @@ TEST_CASE("wire: every field round-trips at its extreme values") {
   r.neighbours = {0, 5};
   r.expect.senders = r.neighbours;
   r.expect.run_id = ~0ull;
-  r.expect.probe = codec_expectation{0xFFFF, ~0u, ~0u};
+  r.expect.max_payload_bytes = ~0ull;
+  r.expect.probe = codec_expectation{0xFFFF, ~0u, kWireMaxCount};
   auto bytes = encode(h, {});
   verdict v = parse(bytes, {}, r);
   REQUIRE(v.st.is_ok());
   CHECK(v.header.kind == message_kind::probe);
   CHECK(v.header.run_id == ~0ull);
-  CHECK(v.header.count == ~0u);
+  CHECK(v.header.count == kWireMaxCount);
   CHECK(v.header.iteration == ~0ull);
   CHECK(v.header.codec == 0xFFFF);
   CHECK(v.header.codec_tag == ~0u);
 }
 
-TEST_CASE("wire: a header that is not exactly 48 bytes is truncated") {
-  for (std::size_t size : {0, 1, 44, 47, 49, 96}) {
+TEST_CASE("wire: a header that is not exactly 56 bytes is truncated") {
+  for (std::size_t size : {0, 1, 5, 6, 48, 55, 57, 112}) {
     CAPTURE(size);
     std::vector<std::byte> h(kGoldenHeader);
     h.resize(size);
     verdict v = parse(h, kGoldenPayload);
     CHECK(v.st.code() == errc::corrupt);
     CHECK(v.check == wire_check::truncated);
-    CHECK(v.names("header: expected 48 bytes, received " + std::to_string(size)));
+    CHECK(v.names("header: expected 56 bytes, received " + std::to_string(size)));
   }
 }
 
@@ -204,7 +210,42 @@ TEST_CASE("wire: bytes that do not start with QGSP are not ours (magic)") {
 TEST_CASE("wire: another wire version is rejected before its layout is trusted") {
   verdict v = parse_changed([](wire_header& h) { h.version = 1; });
   CHECK(v.check == wire_check::version);
-  CHECK(v.names("version: expected 7, received 1"));
+  CHECK(v.names("version: expected 8, received 1"));
+}
+
+TEST_CASE("wire: a node of the previous format (version 7, a 48-byte header) is refused by its version") {
+  // Version 7's golden train message: magic, version 7, and a 48-byte header.
+  const std::vector<std::byte> v7 = from_hex(
+      "51 47 53 50 07 00 01 00 ef cd ab 89 67 45 23 01"
+      "03 00 00 00 04 00 00 00 11 00 00 00 00 00 00 00"
+      "02 00 00 00 ef be ad de 10 00 00 00 e5 9a e5 38");
+  verdict v = parse(v7, kGoldenPayload);
+  CHECK(v.check == wire_check::version);
+  CHECK(v.names("version: expected 8, received 7 (a node of another qgossip wire format"));
+}
+
+TEST_CASE("wire: count and payload_bytes are 64-bit; a count above 2^40 is refused") {
+  wire_header h = golden();
+  h.kind = message_kind::probe;
+  h.codec = 1;
+  h.codec_tag = 0;
+  h.count = (std::uint64_t{1} << 33) + 4;  // above the former 32-bit field
+  receiver r;
+  r.expect.probe = codec_expectation{1, 0, h.count};
+  verdict big = parse(encode(h, kGoldenPayload), kGoldenPayload, r);
+  REQUIRE(big.st.is_ok());
+  CHECK(big.header.count == (std::uint64_t{1} << 33) + 4);
+  h.count = kWireMaxCount + 1;
+  r.expect.probe = codec_expectation{1, 0, h.count};
+  verdict over = parse(encode(h, kGoldenPayload), kGoldenPayload, r);
+  CHECK(over.check == wire_check::count);
+  CHECK(over.names("count: expected at most 2^40 (1099511627776), received 1099511627777"));
+  // A payload_bytes above 2^32 is announced and refused by the receiver's maximum, not wrapped.
+  std::array<std::byte, kWireHeaderBytes> bytes = encode(golden(), kGoldenPayload);
+  bytes[44] = std::byte{1};  // payload_bytes += 2^32
+  verdict huge = parse(bytes, kGoldenPayload);
+  CHECK(huge.check == wire_check::payload_size);
+  CHECK(huge.names("payload_bytes: expected at most 1024, received 4294967312"));
 }
 
 TEST_CASE("wire: a payload of another size than the header says") {
@@ -233,18 +274,18 @@ TEST_CASE("wire: a payload of another size than the header says") {
 TEST_CASE("wire: a flipped bit is a checksum failure") {
   SUBCASE("in a header field no other check looks at (iteration)") {
     auto h = kGoldenHeader;
-    flip_bit(h, 24 * 8 + 3);
+    flip_bit(h, 32 * 8 + 3);
     verdict v = parse(h, kGoldenPayload);
     CHECK(v.check == wire_check::crc);
     CHECK(v.names("crc32c: expected 0x"));
-    CHECK(v.names("received 0x38e59ae5"));
+    CHECK(v.names("received 0x3f3412b4"));
   }
   SUBCASE("in the crc field itself") {
     auto h = kGoldenHeader;
-    flip_bit(h, 44 * 8);
+    flip_bit(h, kWireCrcOffset * 8);
     verdict v = parse(h, kGoldenPayload);
     CHECK(v.check == wire_check::crc);
-    CHECK(v.names("crc32c: expected 0x38e59ae5 (computed), received 0x38e59ae4"));
+    CHECK(v.names("crc32c: expected 0x3f3412b4 (computed), received 0x3f3412b5"));
   }
   SUBCASE("in the payload") {
     auto p = kGoldenPayload;
@@ -252,14 +293,14 @@ TEST_CASE("wire: a flipped bit is a checksum failure") {
     verdict v = parse(kGoldenHeader, p);
     CHECK(v.check == wire_check::crc);
   }
-  SUBCASE("anywhere: each of the 512 single-bit flips of header and payload is rejected") {
-    for (std::size_t bit = 0; bit < (48 + 16) * 8; ++bit) {
+  SUBCASE("anywhere: each of the 576 single-bit flips of header and payload is rejected") {
+    for (std::size_t bit = 0; bit < (kWireHeaderBytes + 16) * 8; ++bit) {
       auto h = kGoldenHeader;
       auto p = kGoldenPayload;
-      if (bit < 48 * 8)
+      if (bit < kWireHeaderBytes * 8)
         flip_bit(h, bit);
       else
-        flip_bit(p, bit - 48 * 8);
+        flip_bit(p, bit - kWireHeaderBytes * 8);
       CAPTURE(bit);
       REQUIRE(parse(h, p).st.code() == errc::corrupt);
     }
@@ -422,7 +463,7 @@ TEST_CASE("wire: join and join_state are the golden bytes of docs/wire.md; their
   h.sender = 3;
   h.count = 4;
   h.iteration = 41;
-  h.payload_bytes = static_cast<std::uint32_t>(text.size());
+  h.payload_bytes = text.size();
   auto bytes = encode(h, join_payload);
   CHECK(std::vector<std::byte>(bytes.begin(), bytes.end()) == kGoldenJoin);
   verdict join = parse(kGoldenJoin, join_payload);
@@ -432,7 +473,7 @@ TEST_CASE("wire: join and join_state are the golden bytes of docs/wire.md; their
 
   h.kind = message_kind::join_state;
   h.iteration = 17;
-  h.payload_bytes = static_cast<std::uint32_t>(kGoldenJoinStatePayload.size());
+  h.payload_bytes = kGoldenJoinStatePayload.size();
   bytes = encode(h, kGoldenJoinStatePayload);
   CHECK(std::vector<std::byte>(bytes.begin(), bytes.end()) == kGoldenJoinState);
   verdict state = parse(kGoldenJoinState, kGoldenJoinStatePayload);

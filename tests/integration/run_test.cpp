@@ -310,8 +310,8 @@ TEST_CASE("centralized baselines: all-reduce and all-gather keep the same model 
     CHECK(check.mismatches.empty());
     if (std::string(algorithm) == "allreduce") {
       // 2(n-1) = 14 messages per round, each a padded eighth of the model (MLP 32-32-4: 1188
-      // parameters, ceil(1188 / 8) = 149 floats) plus the 48-byte header.
-      CHECK(number(run.nodes[0], "mean_round_bytes_sent") == 14 * (48 + 149 * 4));
+      // parameters, ceil(1188 / 8) = 149 floats) plus the 56-byte header.
+      CHECK(number(run.nodes[0], "mean_round_bytes_sent") == 14 * (56 + 149 * 4));
     }
   }
 }
@@ -342,7 +342,7 @@ TEST_CASE("consensus probes: rank 0 logs the distance and the average model; pro
     CHECK(number(probed.nodes[r], "bytes_sent") == number(plain.nodes[r], "bytes_sent"));
     CHECK(text(probed.nodes[r], "model_hash") == text(plain.nodes[r], "model_hash"));
     // 16 rounds (31 per epoch); probes at rounds 5, 10, 15 and the last: 4 models of 1188 floats.
-    CHECK(number(probed.nodes[r], "probe_bytes_sent") == (r == 0 ? 0 : 4 * (48 + 1188 * 4)));
+    CHECK(number(probed.nodes[r], "probe_bytes_sent") == (r == 0 ? 0 : 4 * (56 + 1188 * 4)));
   }
   auto rows = csv_rows(probed.dir / "node-0.csv");
   int probes = 0;

@@ -120,7 +120,7 @@ struct forged_update {
     h.iteration = iteration;
     h.codec = static_cast<std::uint16_t>(codec->id());
     h.codec_tag = codec->params_tag();
-    h.payload_bytes = static_cast<std::uint32_t>(payload.size());
+    h.payload_bytes = payload.size();
     encode_header(h, payload, header);
   }
 };

@@ -29,7 +29,7 @@ struct recording_links final : link_control {
     notices.push_back({{peers.begin(), peers.end()}, text(payload), iteration});
     return status::ok();
   }
-  status send_join(int peer, std::uint32_t, std::span<const std::byte> payload, std::optional<std::uint64_t>) override {
+  status send_join(int peer, std::uint64_t, std::span<const std::byte> payload, std::optional<std::uint64_t>) override {
     joins.emplace_back(peer, text(payload));
     return status::ok();
   }
