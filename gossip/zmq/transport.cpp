@@ -110,17 +110,12 @@ std::map<std::string, int> check_curve_keys(int rank, const zmq_curve_keys& k) {
 
 int ms(std::chrono::milliseconds d) { return static_cast<int>(std::min<std::int64_t>(d.count(), INT32_MAX)); }
 
-// The slowest a message crosses an ipc connection, writing, reading and (CURVE) decrypting it
-// included, on a loaded host: about half of what was measured with 3 nodes and their programs on
-// 2 cores (a 0.8 GB state in 37 s, 22 MB/s; 100 M parameters).
-constexpr std::uint64_t kIpcFloorBytesPerS = 10u << 20;
-
 // Over ipc our PING waits behind the message being written, and the neighbour answers only once it
 // has read (and, under CURVE, decrypted) that message: the timeout is heartbeat_timeout plus the
-// largest message's time at kIpcFloorBytesPerS (40 MB messages of a 100 M-parameter model closed
-// every link at 1 s on a 2-core host).
+// largest message's time at kSlowestMessageBytesPerS (40 MB messages of a 100 M-parameter model
+// closed every link at 1 s on a 2-core host).
 std::chrono::milliseconds ipc_heartbeat_timeout(const zmq_options& o) {
-  return o.heartbeat_timeout + std::chrono::milliseconds(o.max_payload_bytes * 1000 / kIpcFloorBytesPerS);
+  return o.heartbeat_timeout + slowest_message_time(o.max_payload_bytes);
 }
 
 // The port of a "tcp://host:port" endpoint (check_endpoint() has vetted it); -1 otherwise.

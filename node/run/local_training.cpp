@@ -29,13 +29,14 @@ local_training::local_training(const run_config& c, int rank, node_learner& lear
                          !learner.alg->adjustable_model().empty() && c.train.max_staleness == 0 && !overlap_),
       half_step_(local_rounds_ && learner.alg->half_step_only() && !overlap_ &&
                  (outer_after_round_ || c.train.outer.is_identity())),
+      round_start_kept_(in_program_ && outer_after_round_),
       outer_(make_outer()),
       work_(local_rounds_ && (learner.program.empty() || outer_after_round_) ? learner.model->num_params() : 0),
       delta_(outer_after_round_ && !half_step_ ? learner.model->num_params() : 0),
       taken_(overlap_ ? learner.model->num_params() : 0),
       grad_(learner.program.empty() ? learner.model->num_params() : 0) {
   if (overlap_) write_back();  // the node's own copy starts at x_1
-  if (in_program_ && outer_after_round_) mixing::copy(work_, learner.alg->model());  // x_1, the first round's start
+  keep_round_start();  // x_1, the first round's start
   const augment_spec& a = c.data.augment;
   augmenting_ = a.crop_padding > 0 || a.flip;
   if (augmenting_) {
@@ -160,6 +161,12 @@ std::span<float> local_training::parameters() {
   return overlap_ ? std::span<float>(work_) : std::span<float>();
 }
 
+// x is the program's parameters and an outer step follows the round: work_ keeps x_t, the parameters
+// at the round's start, which the program's steps leave.
+void local_training::keep_round_start() {
+  if (round_start_kept_) mixing::copy(work_, learner_.alg->model());
+}
+
 // The outer step's buffers: none for a program's model that is the algorithm's x without an outer
 // step, no vector of s when the step is taken in place (the algorithm's x in the program's).
 outer_step local_training::make_outer() const {
@@ -172,7 +179,7 @@ void local_training::restart() {
                       config_.train.weight_decay);
   outer_ = make_outer();
   write_back();  // the donor's model: the program goes on from it
-  if (in_program_ && outer_after_round_) mixing::copy(work_, learner_.alg->model());
+  keep_round_start();
 }
 
 // x_{t+1} = x_t − s(x_t − x'_{t+1}), x' the algorithm's result of the round (outer_after_round_ only).
@@ -184,8 +191,7 @@ void local_training::finish_round() {
     else
       mixing::sub(x, work_, outer_.apply(work_, x));
   }
-  // x is the program's parameters: x_{t+1} is the next round's start, which its steps will leave.
-  if (in_program_ && outer_after_round_) mixing::copy(work_, learner_.alg->model());
+  keep_round_start();  // x_{t+1}: the next round's start, which the program's steps will leave
   if (overlap_ && !mixed_only_) {  // P − P_taken + x_{t+1}: the steps taken meanwhile kept
     const std::span<float> p = parameters();
     const std::span<const float> x = learner_.alg->model();
@@ -219,13 +225,13 @@ double local_training::take_mean_loss(double previous) {
 void local_training::save_steps(state_writer& local, state_writer& outer) const {
   local_.save_state(local);
   outer_.save_state(outer);
-  if (in_program_ && outer_after_round_) outer.put_floats("round_start", work_);
+  if (round_start_kept_) outer.put_floats("round_start", work_);
 }
 
 void local_training::load_steps(state_reader& local, state_reader& outer) {
   local_.load_state(local);
   outer_.load_state(outer);
-  if (in_program_ && outer_after_round_) outer.get_floats("round_start", work_);
+  if (round_start_kept_) outer.get_floats("round_start", work_);
 }
 
 void local_training::save_counters(state_writer& out) const {

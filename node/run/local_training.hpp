@@ -100,6 +100,7 @@ class local_training {
   [[nodiscard]] outcome gradient(std::uint64_t t, std::uint64_t step, std::span<const float> x);
   [[nodiscard]] outcome local_steps(std::uint64_t t, std::span<const float>& outgoing);
   [[nodiscard]] outer_step make_outer() const;
+  void keep_round_start();
 
   const run_config& config_;
   const int rank_;
@@ -115,6 +116,8 @@ class local_training {
   // The algorithm reads x_{t+1/2} only (half_step_only) and no outer step comes before the round: the
   // local steps' result is x_{t+1/2} itself, and the outer step after the round is taken in place.
   const bool half_step_;
+  // in_program_ and outer_after_round_: work_ holds x_t (keep_round_start), saved with the outer step.
+  const bool round_start_kept_;
   outer_step outer_;
   // x_{t,k}, the model the local steps move (then x_t, for finish_round); a program's node keeps it
   // only for x_t (its steps move the program's own parameters), which, the algorithm's x being the

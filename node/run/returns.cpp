@@ -25,10 +25,6 @@ using clock = std::chrono::steady_clock;
 // a state looks whether chunks still arrive.
 constexpr auto kOfferHold = std::chrono::seconds(2);
 constexpr auto kStateLook = std::chrono::seconds(1);
-// The slowest a state is taken to travel, to bound how long an admitting neighbour waits for the
-// joiner's, which the joiner sends once it has every admitting neighbour's: 3 nodes and their
-// programs on 2 cores moved a 0.8 GB state in 37 s over CURVE (22 MB/s).
-constexpr std::uint64_t kStateFloorBytesPerS = 10u << 20;
 
 std::span<const std::byte> text_bytes(const std::string& s) { return std::as_bytes(std::span(s.data(), s.size())); }
 
@@ -238,10 +234,11 @@ status returns::admit(int peer, std::uint64_t t, exchange& ex) {
   const std::vector<float> mine = own_state();
   if (status s = ex.send_state(peer, t, model_size_, mine); !s) return s;
   inbound_message theirs;
-  // The joiner first takes every admitting neighbour's state (as many as this node's degree).
+  // The joiner first takes every admitting neighbour's state (as many as this node's degree), at the
+  // slowest a message moves (gossip/transport.hpp), before it sends its own.
   const std::uint64_t before_ours = mine.size() * sizeof(float) * std::max<std::size_t>(1, neighbours_.size());
-  const auto first_quiet = std::chrono::duration_cast<std::chrono::milliseconds>(kStateQuiet) +
-                           std::chrono::milliseconds(before_ours * 1000 / kStateFloorBytesPerS);
+  const auto first_quiet =
+      std::chrono::duration_cast<std::chrono::milliseconds>(kStateQuiet) + slowest_message_time(before_ours);
   if (status s = wait_for_states(ex, first_quiet, [&](clock::time_point deadline) {
         return ex.wait_until(deadline, [&] { return ex.take_state(peer, t, theirs) || ex.dropped(peer); });
       });
