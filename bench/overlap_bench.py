@@ -7,13 +7,24 @@ unshaped (the same namespaces, no rate). Cases, interleaved, --repeats times eac
   unshaped-overlap   train.overlap: true, no shaping (what overlap costs where the wire is fast)
   blocking@R         blocking rounds at --rate
   overlap@R          train.overlap: true at --rate
-  overlap+τ@R        train.overlap with train.max_staleness: --staleness (busy links skipped)
+  overlap+τ@R        train.overlap with train.max_staleness: --staleness (a bound: no round waits
+                     for a neighbour fewer than τ rounds behind)
+  overlap-skip@R     train.overlap with train.max_staleness: unbounded (rounds skip a busy link:
+                     docs/algorithms.md, "A busy uplink")
+  skip@R             train.max_staleness: unbounded, rounds not overlapped
 --algorithm diloco runs the same cases for the quantized all-reduce with DiLoCo's outer step (no
-overlap-stale: the all-reduce has no asynchronous form). For each: the loop's steps per second (the slowest rank's steps over its train_s: the time from its
+overlap-stale, overlap-skip or skip: the all-reduce has no asynchronous form). For each: the loop's steps per second (the slowest rank's steps over its train_s: the time from its
 first step to the end of its last round, its round in flight landed) and the validation loss after
 the same steps (worst and mean rank). Medians over the repeats; ratios to the unshaped run.
 
+--workload demo runs the same cases for the CLI demo (configs/demo.yaml, 8 nodes: `qgossip launch`
+under scripts/cluster.sh), its blocking cases as the demo is (γ 0.8) and its overlapped ones at
+--demo-overlap-consensus-step (the one-round-late consensus needs γ (1 - λ_n) < 1); for each, the
+rounds per second (the rounds over the slowest node's wall_s) and the test accuracy after the same
+rounds (worst and mean node), every run verified.
+
     sudo /usr/bin/python3 bench/overlap_bench.py --build build --rate 4mbit   (about 10 minutes)
+    sudo /usr/bin/python3 bench/overlap_bench.py --build build --workload demo --rate 500kbit
 """
 import argparse
 import json
@@ -45,7 +56,39 @@ def write_config(path, out, args, train_extra):
         """))
 
 
+def demo_sets(train_extra):
+    """The --set arguments of a case (train_extra as write_config's: ", overlap: true, ...")."""
+    sets = []
+    for item in filter(None, (x.strip() for x in train_extra.split(","))):
+        key, value = (x.strip() for x in item.split(":", 1))
+        sets += ["--set", f"train.{key}={value}"]
+    return sets
+
+
+def run_demo_case(args, tmp, label, rate, train_extra, index):
+    out = os.path.join(tmp, f"{label}-{index}".replace("@", "-").replace("+", "-"))
+    sets = demo_sets(train_extra) + ["--set", f"output.dir={out}", "--set", "network.transport=tcp"]
+    if "overlap" in train_extra:
+        sets += ["--set", f"algorithm.consensus_step={args.demo_overlap_consensus_step}"]
+    cmd = ["bash", os.path.join(REPO, "scripts", "cluster.sh"), "--prefix", "qo",
+           "--qgossip", os.path.join(os.path.abspath(args.build), "qgossip")]
+    if rate:
+        cmd += ["--rate", rate]
+    cmd += [os.path.join(REPO, "configs", "demo.yaml"), "--plain", "--no-plot"] + sets
+    r = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO)
+    if r.returncode != 0:
+        sys.exit(f"{label}: exit {r.returncode}\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
+    nodes = [json.load(open(os.path.join(out, "demo", f"node-{k}.json"))) for k in range(8)]
+    accuracy = [x["test_acc"] for x in nodes]
+    v = subprocess.run([os.path.join(args.build, "qgossip"), "verify", os.path.join(out, "demo")],
+                       capture_output=True, text=True)
+    return {"steps_per_s": min(x["rounds"] / x["wall_s"] for x in nodes), "worst": min(accuracy),
+            "mean": sum(accuracy) / len(accuracy), "verified": v.returncode == 0}
+
+
 def run_case(args, tmp, label, rate, train_extra, index):
+    if args.workload == "demo":
+        return run_demo_case(args, tmp, label, rate, train_extra, index)
     out = os.path.join(tmp, f"{label}-{index}".replace("@", "-").replace("+", "-"))
     cfg = Path(out + ".yaml")
     write_config(cfg, out, args, train_extra)
@@ -85,14 +128,20 @@ def main():
     p.add_argument("--algorithm", choices=["choco", "diloco"], default="choco",
                    help="choco: CHOCO-SGD on the ring; diloco: allreduce of the round's change with DiLoCo's outer "
                         "Nesterov (lr 0.7, momentum 0.9), overlapped as DiLoCo with a delayed outer step; 3-bit QSGD either way")
+    p.add_argument("--workload", choices=["lm", "demo"], default="lm",
+                   help="lm: four Python nodes of examples/python/lm.py; demo: the CLI demo (configs/demo.yaml, 8 nodes)")
+    p.add_argument("--demo-overlap-consensus-step", type=float, default=0.6,
+                   help="--workload demo: CHOCO-SGD's gamma of the overlapped cases (the blocking ones keep the demo's 0.8)")
     p.add_argument("--cases", default="unshaped,blocking,overlap,overlap-stale")
     p.add_argument("--out", help="write the results as JSON here")
     args = p.parse_args()
     cases = {"unshaped": ("", ""), "unshaped-overlap": ("", ", overlap: true"), "blocking": (args.rate, ""), "overlap": (args.rate, ", overlap: true"),
-             "overlap-stale": (args.rate, f", overlap: true, max_staleness: {args.staleness}")}
+             "overlap-stale": (args.rate, f", overlap: true, max_staleness: {args.staleness}"),
+             "overlap-skip": (args.rate, ", overlap: true, max_staleness: unbounded"),
+             "skip": (args.rate, ", max_staleness: unbounded")}
     chosen = args.cases.split(",")
-    if args.algorithm == "diloco" and "overlap-stale" in chosen:
-        chosen.remove("overlap-stale")  # the all-reduce has no asynchronous form (refused at load)
+    if args.algorithm == "diloco":  # the all-reduce has no asynchronous form (refused at load)
+        chosen = [c for c in chosen if c not in ("overlap-stale", "overlap-skip", "skip")]
     results = {c: [] for c in chosen}
     with tempfile.TemporaryDirectory(prefix="qgossip-overlap-") as tmp:
         for i in range(args.repeats):  # interleaved: every case once per repeat
@@ -102,7 +151,8 @@ def main():
                 print(c, i, json.dumps(results[c][-1]), file=sys.stderr, flush=True)
     base = statistics.median(r["steps_per_s"] for r in results[chosen[0]])
     summary = {}
-    print(f"{'case':<16} {'steps/s':>8} {'x ' + chosen[0]:>12} {'worst val':>10} {'mean val':>9} verified")
+    pace, score = ("rounds/s", "acc") if args.workload == "demo" else ("steps/s", "val")
+    print(f"{'case':<16} {pace:>8} {'x ' + chosen[0]:>12} {'worst ' + score:>10} {'mean ' + score:>9} verified")
     for c in chosen:
         sps = statistics.median(r["steps_per_s"] for r in results[c])
         worst = statistics.median(r["worst"] for r in results[c])

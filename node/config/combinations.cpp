@@ -43,8 +43,14 @@ void check_external(yaml_reader& r, const run_config& c) {
   if (c.train.consensus_every > 0)
     throw r.error(why + "train.consensus_every evaluates the average model on the node's test data, which the "
                         "program keeps; set it to 0");
-  if (c.train.max_staleness == kUnboundedStaleness)
-    throw r.error(why + "train.max_staleness: unbounded needs a run length the node knows; give a bound");
+  // Unbounded, a node may run any number of rounds ahead of a neighbour. Where its rounds skip a busy
+  // link (choco, dpsgd, naive: docs/algorithms.md, "A busy uplink") its queues hold a message or so
+  // per link; dcd's and ecd's rounds send on every link, so their queues would hold the whole run's.
+  if (c.train.max_staleness == kUnboundedStaleness &&
+      (c.algorithm == algorithm_kind::dcd || c.algorithm == algorithm_kind::ecd))
+    throw r.error(why + "train.max_staleness: unbounded: " + to_text(c.algorithm) +
+                  " sends every round on every link, so a node ahead of a slow neighbour would queue messages "
+                  "without end (a run length, which bounds them, is the program's); give a bound, or use choco");
   if (c.algorithm_params.robust.screen)
     throw r.error(why +
                   "algorithm.robust.screen evaluates neighbours' copies on the node's own data, which the "

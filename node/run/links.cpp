@@ -5,12 +5,16 @@
 #include "algorithms/capabilities.hpp"
 #include "gossip/exchange/state_chunks.hpp"
 #include "node/run/pattern_factory.hpp"
+#include "node/run/plan.hpp"
 #include "node/run/run_control.hpp"
 #include "node/run/start_up.hpp"
 
 namespace qgossip {
 
 namespace {
+
+// A program's node with τ unbounded: the rounds of messages a link's queues hold (messages_in_flight).
+constexpr std::uint64_t kProgramUnboundedInFlight = 8;
 
 std::vector<int> sorted_union(std::vector<int> a, const std::vector<int>& b) {
   a.insert(a.end(), b.begin(), b.end());
@@ -72,9 +76,12 @@ bool rejoins(const run_config& c, const node_links& l) {
 
 // How many of a peer's messages may be in flight to or from this node at once (the transport's
 // queues): a couple per round of lookahead; asynchronous gossip, every round a neighbour may run ahead
-// (all of the run's when unbounded).
+// (all of the run's when unbounded). A program's node, whose run has no length, with τ unbounded: its
+// rounds skip a busy link (check_external refuses the algorithms whose rounds do not), so a link holds
+// a message or so of its and a full queue is a busy link; kProgramUnboundedInFlight bounds the queues.
 std::uint64_t messages_in_flight(const node_links& l, std::uint64_t rounds) {
   if (l.shape.max_staleness == 0) return l.shape.lookahead;
+  if (rounds == kProgramRounds && l.shape.max_staleness == kUnboundedStaleness) return kProgramUnboundedInFlight;
   return std::min(l.shape.max_staleness, rounds) + 1;
 }
 

@@ -347,6 +347,11 @@ def test_bad_inputs_each_give_their_error(build, tmp_path):
         qgossip.Node(tmp_path / "ckpt.yaml", rank=0)
     with pytest.raises(ValueError, match="QGOSSIP_RANK"):
         qgossip.Node(tmp_path / "one.yaml")
+    # Unbounded staleness where every round sends on every link: queues without end, refused.
+    (tmp_path / "dcd.yaml").write_text(one.replace("log_every: 5}", "log_every: 5, max_staleness: unbounded}")
+                                          .replace("{name: choco, consensus_step: 0.8}", "{name: dcd}"))
+    with pytest.raises(ValueError, match="max_staleness: unbounded: dcd sends every round on every link"):
+        qgossip.Node(tmp_path / "dcd.yaml", rank=0)
 
 
 def test_the_programs_own_metrics_are_columns_of_the_csv_and_keys_of_the_summary(build, tmp_path):

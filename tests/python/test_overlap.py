@@ -200,8 +200,9 @@ def test_blocking_rounds_match_the_blocking_reference(build, tmp_path):
         assert np.max(np.abs(finals[i] - blocking[i])) < 1e-4
 
 
-# A model that learns, 3-bit messages: synchronous and asynchronous, every copy exact.
-@pytest.mark.parametrize("extra", ["", ", max_staleness: 2"])
+# A model that learns, 3-bit messages: synchronous and asynchronous (bounded, and unbounded: rounds that
+# skip a busy link, a public copy per edge), every copy exact.
+@pytest.mark.parametrize("extra", ["", ", max_staleness: 2", ", max_staleness: unbounded"])
 def test_overlapped_python_nodes_learn_and_every_copy_is_exact(build, tmp_path, extra):
     from test_node import WORKER  # the classifier loop of test_node.py
     config = write_config(tmp_path, "{name: choco, consensus_step: 0.8}", "{name: qsgd, bits: 3, bucket: 128, norm: max}",
