@@ -110,11 +110,13 @@ std::map<std::string, int> check_curve_keys(int rank, const zmq_curve_keys& k) {
 
 int ms(std::chrono::milliseconds d) { return static_cast<int>(std::min<std::int64_t>(d.count(), INT32_MAX)); }
 
-// Over ipc our PING waits behind the message being written, and the neighbour answers only once it
-// has read (and, under CURVE, decrypted) that message: the timeout is heartbeat_timeout plus the
-// largest message's time at kSlowestMessageBytesPerS (40 MB messages of a 100 M-parameter model
-// closed every link at 1 s on a 2-core host).
-std::chrono::milliseconds ipc_heartbeat_timeout(const zmq_options& o) {
+// Our PING waits behind the message being written, and the neighbour answers only once it has read
+// (and, under CURVE, decrypted) that message, and what its one I/O thread reads from its other links
+// meanwhile: the timeout is heartbeat_timeout plus the largest message's time at
+// kSlowestMessageBytesPerS. Over ipc 40 MB messages of a 100 M-parameter model closed every link at
+// 1 s on a 2-core host; over tcp a joiner taking two neighbours' 64 MiB state chunks at once shut its
+// window to one of them past 1 s, and that neighbour dropped it.
+std::chrono::milliseconds heartbeat_timeout_for(const zmq_options& o) {
   return o.heartbeat_timeout + slowest_message_time(o.max_payload_bytes);
 }
 
@@ -510,13 +512,14 @@ void zmq_transport::connect(int peer, const std::string& endpoint) {
       // behind our data (TTL 0: none).
       s.set(zmq::sockopt::heartbeat_timeout, 0);
       s.set(zmq::sockopt::heartbeat_ttl, 0);
-      liveness.emplace(o.heartbeat_timeout, std::max(o.heartbeat_timeout, o.send_timeout));
+      const auto timeout = heartbeat_timeout_for(o);
+      liveness.emplace(timeout, std::max(timeout, o.send_timeout));
       if (!impl_->paths) impl_->paths.emplace(o.heartbeat_timeout, std::max(o.heartbeat_timeout, o.send_timeout));
     } else {
-      // ipc: ZeroMQ's own timeout serves (widened: ipc_heartbeat_timeout), and the TTL sent in each
+      // ipc: ZeroMQ's own timeout serves (widened: heartbeat_timeout_for), and the TTL sent in each
       // PING (deciseconds, at most 6553.5 s) has the neighbour drop our connection when it hears
       // nothing from us that long.
-      const auto timeout = ipc_heartbeat_timeout(o);
+      const auto timeout = heartbeat_timeout_for(o);
       s.set(zmq::sockopt::heartbeat_timeout, ms(timeout));
       s.set(zmq::sockopt::heartbeat_ttl, std::min(ms(timeout), 6553500));
     }

@@ -15,15 +15,16 @@ bool reweights(const run_config& c) {
 
 node_membership::node_membership(const run_config& c, const topology& topo, int rank, std::vector<int> peers,
                                  std::vector<int> train_peers, bool rejoins, std::uint64_t rounds,
-                                 std::uint64_t model_size, algorithm& alg, run_log& log)
+                                 std::uint64_t model_size, std::uint64_t message_bytes, algorithm& alg,
+                                 run_log& log)
     : members(topo, rank, reweights(c)),
       board(rank, topo.n(), members),
       left(c, rank, members, std::move(peers), rejoins, alg, log, board),
       start(left, board),
       halt(rank, members, left, board) {
   if (rejoins)
-    back = std::make_unique<returns>(rank, rounds, model_size, topo, reweights(c), members, std::move(train_peers),
-                                     left, alg, log, board);
+    back = std::make_unique<returns>(rank, rounds, model_size, message_bytes, topo, reweights(c), members,
+                                     std::move(train_peers), left, alg, log, board);
 }
 
 }  // namespace qgossip

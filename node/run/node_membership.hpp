@@ -29,10 +29,11 @@ struct run_config;
 
 struct node_membership {
   // peers: every rank the node's exchange talks to; train_peers: its graph neighbours; rejoins:
-  // nodes come back (then rounds and model_size are the run's last round and the model's size).
+  // nodes come back (then rounds, model_size and message_bytes are the run's last round, the model's
+  // size and the largest train message: returns.hpp).
   node_membership(const run_config& c, const topology& topo, int rank, std::vector<int> peers,
                   std::vector<int> train_peers, bool rejoins, std::uint64_t rounds, std::uint64_t model_size,
-                  algorithm& alg, run_log& log);
+                  std::uint64_t message_bytes, algorithm& alg, run_log& log);
   node_membership(const node_membership&) = delete;
   node_membership& operator=(const node_membership&) = delete;
 

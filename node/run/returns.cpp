@@ -10,6 +10,7 @@
 #include "algorithms/capabilities.hpp"
 #include "algorithms/remix.hpp"
 #include "core/errors.hpp"
+#include "gossip/transport.hpp"
 #include "node/log/run_log.hpp"
 #include "node/membership/join_state.hpp"
 #include "node/membership/notice.hpp"
@@ -36,12 +37,13 @@ rejoinable& rejoinable_or_refuse(algorithm& alg) {
 
 }  // namespace
 
-returns::returns(int rank, std::uint64_t rounds, std::uint64_t model_size, const topology& topo, bool reweight,
-                 membership& members, std::vector<int> neighbours, departures& news, algorithm& alg, run_log& log,
-                 notice_board& board)
+returns::returns(int rank, std::uint64_t rounds, std::uint64_t model_size, std::uint64_t message_bytes,
+                 const topology& topo, bool reweight, membership& members, std::vector<int> neighbours, departures& news,
+                 algorithm& alg, run_log& log, notice_board& board)
     : rank_(rank),
       rounds_(rounds),
       model_size_(model_size),
+      offer_wait_(slowest_message_time(2 * message_bytes * std::max<std::size_t>(1, neighbours.size()))),
       initial_(topo, rank, reweight),
       members_(members),
       neighbours_(std::move(neighbours)),
@@ -262,14 +264,15 @@ status returns::install(int peer, std::uint64_t t, const inbound_message& theirs
 }
 
 // An offer holds this node at the start of its offered round until the joiner accepts or refuses
-// (milliseconds: it answers at once), so that the round it accepts has not begun here; after
-// kOfferHold the offer is withdrawn and the round goes on.
+// (milliseconds, once it has every offer), so that the round it accepts has not begun here; after
+// kOfferHold and twice offer_wait_ (the joiner waits up to one for its other neighbours' offers, a
+// busy neighbour's round of large messages) the offer is withdrawn and the round goes on.
 status returns::hold_for_offers(std::uint64_t t, exchange& ex) {
   auto open = [&] {
     return std::any_of(offered_.begin(), offered_.end(), [&](const auto& o) { return o.second <= t; });
   };
   if (!open()) return status::ok();
-  const status s = ex.wait_until(clock::now() + kOfferHold, [&] { return !open(); });
+  const status s = ex.wait_until(clock::now() + kOfferHold + 2 * offer_wait_, [&] { return !open(); });
   if (!s && s.code() != errc::timeout) return s;
   for (auto it = offered_.begin(); it != offered_.end();) {
     if (it->second > t) {

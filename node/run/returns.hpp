@@ -9,7 +9,8 @@
 //                                 left <rank> ... items        had heard from means R restarted: a
 //                                                              departure); P = its round + 2, which it
 //                                                              will not begin before R answers (at
-//                                                              most 2 s); the departures j knows
+//                                                              most 2 s, and longer for large
+//                                                              messages); the departures j knows
 //   R -> each offering j          accept <T> <degree>        T = the largest P; R's degree from T =
 //                                                            the number of offers
 //   j, on accept                  joined R T and its new degree to its other neighbours (forwarded
@@ -53,11 +54,13 @@ class run_log;
 
 class returns final : public notice_part {
  public:
-  // rounds: the run's last round; model_size: this node's model, in floats; members: this node's
+  // rounds: the run's last round; model_size: this node's model, in floats; message_bytes: its largest
+  // train message (the codec's bound), which times the offers' waits (offer_wait); members: this node's
   // view of the run (written here as nodes come back); news: the departures part, which tells the
   // live peers and knows who left. Registers for joined notices and every join-message item.
   // Throws invariant_error for an algorithm that cannot rejoin (algorithms/capabilities.hpp).
-  returns(int rank, std::uint64_t rounds, std::uint64_t model_size, const topology& topo, bool reweight,
+  returns(int rank, std::uint64_t rounds, std::uint64_t model_size, std::uint64_t message_bytes, const topology& topo,
+          bool reweight,
           membership& members, std::vector<int> neighbours, departures& news, algorithm& alg, run_log& log,
           notice_board& board);
 
@@ -137,6 +140,10 @@ class returns final : public notice_part {
   int rank_;
   std::uint64_t rounds_;
   std::uint64_t model_size_;
+  // A round's train messages on this node's links (one to and one from each neighbour) at the slowest
+  // a message moves (gossip/transport.hpp): how late a busy neighbour's offer may come, beyond the
+  // fixed waits that serve small models (kOfferWindow, kOfferHold).
+  std::chrono::milliseconds offer_wait_;
   const membership initial_;  // the topology's, for a node that rejoins after a cut
   membership& members_;
   std::vector<int> neighbours_;

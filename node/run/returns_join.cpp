@@ -19,8 +19,9 @@ namespace {
 
 using clock = std::chrono::steady_clock;
 
-// How long a joiner waits for the other neighbours' offers after the first one arrived, how many
-// times it tries, and how long it waits for an offer.
+// How long a joiner waits for the other neighbours' offers after the first one arrived (and
+// offer_wait_: a neighbour in a round of large messages answers after it), how many times it tries,
+// and how long it waits for an offer.
 constexpr auto kOfferWindow = std::chrono::milliseconds(500);
 constexpr int kAttempts = 8;
 constexpr auto kOfferDeadline = std::chrono::seconds(30);
@@ -58,7 +59,7 @@ status returns::gather_offers(std::uint64_t current, exchange& ex) {
   };
   if (status s = wait(ex, clock::now() + kOfferDeadline, [&] { return !offers_.empty() || answered(); }); !s)
     return s.code() == errc::timeout ? status::error(errc::timeout, "no neighbour offered to admit this node") : s;
-  if (status s = wait(ex, clock::now() + kOfferWindow, answered); !s && s.code() != errc::timeout) return s;
+  if (status s = wait(ex, clock::now() + kOfferWindow + offer_wait_, answered); !s && s.code() != errc::timeout) return s;
   return status::ok();
 }
 

@@ -60,6 +60,9 @@ struct setup {
     zmq_options o;
     o.linger = 200ms;  // tests must not wait 10 s for messages to ranks that are gone
     o.send_timeout = 2000ms;
+    // As a node sets it (its largest message): the heartbeat timeout grows by its time at 10 MiB/s
+    // (heartbeat_timeout_for), 0.1 s here, where the default 256 MiB would add 25.6 s.
+    o.max_payload_bytes = 1u << 20;
     if (heartbeats) {
       o.heartbeat_interval = 200ms;
       o.heartbeat_timeout = 800ms;

@@ -46,7 +46,7 @@ struct ring_node {
         topo(make_topology(qgossip::ring(8), weight_kind::uniform)),
         alg(make_algorithm(algorithm_kind::dpsgd, starting_row(config, topo, rank), std::vector<float>(4, 0.5f))),
         log(dir.dir, rank, false),
-        m(config, topo, rank, neighbours(rank), neighbours(rank), !stop, 5000, 4, *alg, log) {}
+        m(config, topo, rank, neighbours(rank), neighbours(rank), !stop, 5000, 4, 16, *alg, log) {}
 
   static std::vector<int> neighbours(int rank) {
     std::vector<int> both{(rank + 7) % 8, (rank + 1) % 8};
