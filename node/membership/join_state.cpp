@@ -18,13 +18,21 @@ status parse_join_state(std::uint64_t count, std::span<const std::byte> payload,
   if (payload.size() != bytes && payload.size() != 2 * bytes)
     return status::error(errc::corrupt, "a state of " + std::to_string(payload.size()) + " bytes, expected " +
                                             std::to_string(bytes) + " or " + std::to_string(2 * bytes));
-  std::vector<float> values(payload.size() / sizeof(float));
-  if (!values.empty()) std::memcpy(values.data(), payload.data(), payload.size());
-  const auto bad = std::find_if(values.begin(), values.end(), [](float v) { return !std::isfinite(v); });
-  if (bad != values.end())
-    return status::error(errc::corrupt, "value " + std::to_string(bad - values.begin()) + " of the state is not finite");
-  out.model.assign(values.begin(), values.begin() + model_size);
-  out.public_state.assign(values.begin() + model_size, values.end());
+  // Straight into the two vectors, no copy of the whole (at 1 B parameters a state is 8 GB).
+  out.model.resize(model_size);
+  out.public_state.resize(payload.size() == bytes ? 0 : model_size);
+  if (bytes > 0) std::memcpy(out.model.data(), payload.data(), bytes);
+  if (!out.public_state.empty()) std::memcpy(out.public_state.data(), payload.data() + bytes, bytes);
+  auto first_bad = [](const std::vector<float>& v) {
+    return static_cast<std::size_t>(std::find_if(v.begin(), v.end(), [](float x) { return !std::isfinite(x); }) - v.begin());
+  };
+  std::size_t bad = first_bad(out.model);
+  if (bad == out.model.size()) bad += first_bad(out.public_state);
+  if (bad < out.model.size() + out.public_state.size()) {
+    out.model = {};
+    out.public_state = {};
+    return status::error(errc::corrupt, "value " + std::to_string(bad) + " of the state is not finite");
+  }
   return status::ok();
 }
 

@@ -233,12 +233,16 @@ std::vector<float> returns::own_state() const {
 }
 
 status returns::admit(int peer, std::uint64_t t, exchange& ex) {
-  const std::vector<float> mine = own_state();
-  if (status s = ex.send_state(peer, t, model_size_, mine); !s) return s;
+  std::uint64_t state_bytes = 0;
+  {  // sent (the transport holds its own copy of each chunk), then let go before theirs arrives
+    const std::vector<float> mine = own_state();
+    state_bytes = mine.size() * sizeof(float);
+    if (status s = ex.send_state(peer, t, model_size_, mine); !s) return s;
+  }
   inbound_message theirs;
   // The joiner first takes every admitting neighbour's state (as many as this node's degree), at the
   // slowest a message moves (gossip/transport.hpp), before it sends its own.
-  const std::uint64_t before_ours = mine.size() * sizeof(float) * std::max<std::size_t>(1, neighbours_.size());
+  const std::uint64_t before_ours = state_bytes * std::max<std::size_t>(1, neighbours_.size());
   const auto first_quiet =
       std::chrono::duration_cast<std::chrono::milliseconds>(kStateQuiet) + slowest_message_time(before_ours);
   if (status s = wait_for_states(ex, first_quiet, [&](clock::time_point deadline) {

@@ -90,27 +90,37 @@ status returns::exchange_states(std::uint64_t T, const std::vector<int>& accepte
       !s && s.code() != errc::timeout)
     return s;
   if (states.empty()) return status::error(errc::timeout, "no neighbour sent its state for round " + std::to_string(T));
-  const auto& [donor, donor_state] = *states.begin();
-  join_state from_donor;
-  if (status s = parse_join_state(donor_state.header.count, donor_state.payload, model_size_, from_donor); !s)
-    return status::error(errc::corrupt, "rank " + std::to_string(donor) + "'s state: " + s.message());
-  const std::vector<float>& model = from_donor.model;
-  rejoin_.restart(model);
+  const int donor = states.begin()->first;
+  std::string model_hash;
+  {  // the donor's parsed state lives only until restart has copied it (at size, each copy is GBs)
+    join_state from_donor;
+    if (status s = parse_join_state(states.begin()->second.header.count, states.begin()->second.payload, model_size_,
+                                    from_donor);
+        !s)
+      return status::error(errc::corrupt, "rank " + std::to_string(donor) + "'s state: " + s.message());
+    rejoin_.restart(from_donor.model);
+    model_hash = hash_text(from_donor.model);
+  }
   std::vector<std::pair<int, int>> admitted;
   for (const auto& [j, state] : states) admitted.emplace_back(j, offers_[j].degree);
   joined_at(T, admitted, ex);
-  const std::vector<float> mine = own_state();
   ex.restart_at(T);
-  for (const auto& [j, state] : states) {
-    ex.readmit(j, T);
-    if (status s = ex.send_state(j, T, model_size_, mine); !s) return s;
-    if (status s = install(j, T, state); !s) return s;
+  {  // this node's state goes to every neighbour first, then is let go before the installs
+    const std::vector<float> mine = own_state();
+    for (const auto& [j, state] : states) {
+      ex.readmit(j, T);
+      if (status s = ex.send_state(j, T, model_size_, mine); !s) return s;
+    }
   }
-  say(rank_, "rejoined the run at round " + std::to_string(T) + " from rank " + std::to_string(states.begin()->first) +
-                 "'s model (model hash " + hash_text(model) + "), with ranks " + list_of(admitted));
-  log_.rejoined(T, states.begin()->first);
+  for (auto& [j, state] : states) {
+    if (status s = install(j, T, state); !s) return s;
+    state.payload = {};  // installed: its bytes are not kept beside the copy made of them
+  }
+  say(rank_, "rejoined the run at round " + std::to_string(T) + " from rank " + std::to_string(donor) +
+                 "'s model (model hash " + model_hash + "), with ranks " + list_of(admitted));
+  log_.rejoined(T, donor);
   note("this node from round " + std::to_string(T));
-  account_ += ", from rank " + std::to_string(states.begin()->first) + "'s model)";
+  account_ += ", from rank " + std::to_string(donor) + "'s model)";
   return status::ok();
 }
 

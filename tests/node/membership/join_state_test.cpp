@@ -41,5 +41,12 @@ TEST_CASE("join_state: another model size, another payload size or a value that 
     CHECK(s.code() == errc::corrupt);
     CHECK(s.message() == "value 2 of the state is not finite");
     CHECK(out.model.empty());
+    // In the public state: counted from the state's start, and nothing of the model kept either.
+    std::vector<float> both = model;
+    both.insert(both.end(), {3.0f, 4.0f, bad, 6.0f});
+    s = parse_join_state(4, bytes_of(both), 4, out);
+    CHECK(s.message() == "value 6 of the state is not finite");
+    CHECK(out.model.empty());
+    CHECK(out.public_state.empty());
   }
 }
