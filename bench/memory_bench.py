@@ -23,15 +23,10 @@ import sys
 import tempfile
 import textwrap
 
+import linear_stack
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DTYPES = {"fp32": ("float32", 4), "bf16": ("bfloat16", 2), "fp16": ("float16", 2)}
-
-
-def shape(params):
-    """L layers of W x W with L·W² close to params: W = 8192 (67 M a layer) above 200 M, else 4 layers."""
-    layers = 4 if params < 200e6 else max(1, round(params / 8192 ** 2))
-    width = int(round((params / layers) ** 0.5))
-    return layers, width
 
 
 def worker(a):
@@ -40,8 +35,7 @@ def worker(a):
     torch.set_num_threads(1)
     torch.manual_seed(0)
     dtype = getattr(torch, DTYPES[a.dtype][0])
-    model = torch.nn.Sequential(*[torch.nn.Linear(a.width, a.width, bias=False, dtype=dtype)
-                                  for _ in range(a.layers)])
+    model = linear_stack.build(torch, a.layers, a.width, dtype)
     node = None
     if a.node:
         import qgossip
@@ -84,8 +78,8 @@ def write_run(folder, outer):
 def run_case(a, folder, case, index):
     out = os.path.join(folder, f"{case}-{index}")
     os.makedirs(out)
-    program = [sys.executable, os.path.abspath(__file__), "--worker", "--layers", str(a.layers), "--width",
-               str(a.width), "--dtype", a.dtype, "--steps", str(a.steps), "--out", out]
+    program = linear_stack.worker_command(os.path.abspath(__file__), a.layers, a.width, out) + [
+        "--dtype", a.dtype, "--steps", str(a.steps)]
     if case == "alone":
         done = subprocess.run(program, capture_output=True, text=True)
         ranks = ["alone"]
@@ -108,15 +102,12 @@ def main():
     p.add_argument("--steps", type=int, default=4)
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--cases", default="alone,node,node+outer")
-    p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    linear_stack.add_worker_arguments(p)
     p.add_argument("--node", action="store_true", help=argparse.SUPPRESS)
-    p.add_argument("--layers", type=int, help=argparse.SUPPRESS)
-    p.add_argument("--width", type=int, help=argparse.SUPPRESS)
-    p.add_argument("--out", help=argparse.SUPPRESS)
     a = p.parse_args()
     if a.worker:
         return worker(a)
-    a.layers, a.width = shape(a.params)
+    a.layers, a.width = linear_stack.shape(a.params)
     params = a.layers * a.width ** 2
     model_bytes = params * DTYPES[a.dtype][1]
     cases = a.cases.split(",")

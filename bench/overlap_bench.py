@@ -65,51 +65,53 @@ def demo_sets(train_extra):
     return sets
 
 
+def case_dir(tmp, label, index):
+    return os.path.join(tmp, f"{label}-{index}".replace("@", "-").replace("+", "-"))
+
+
+def cluster(label, rate, options, run, env=None):
+    """scripts/cluster.sh (--rate when rate) with its options, then the run's arguments; exits on failure."""
+    cmd = ["bash", os.path.join(REPO, "scripts", "cluster.sh"), "--prefix", "qo"] + options
+    if rate:
+        cmd += ["--rate", rate]
+    r = subprocess.run(cmd + run, env=env, capture_output=True, text=True, cwd=REPO)
+    if r.returncode != 0:
+        sys.exit(f"{label}: exit {r.returncode}\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
+
+
+def verified(args, run_dir):
+    return subprocess.run([os.path.join(args.build, "qgossip"), "verify", run_dir], capture_output=True).returncode == 0
+
+
 def run_demo_case(args, tmp, label, rate, train_extra, index):
-    out = os.path.join(tmp, f"{label}-{index}".replace("@", "-").replace("+", "-"))
+    out = case_dir(tmp, label, index)
     sets = demo_sets(train_extra) + ["--set", f"output.dir={out}", "--set", "network.transport=tcp"]
     if "overlap" in train_extra:
         sets += ["--set", f"algorithm.consensus_step={args.demo_overlap_consensus_step}"]
-    cmd = ["bash", os.path.join(REPO, "scripts", "cluster.sh"), "--prefix", "qo",
-           "--qgossip", os.path.join(os.path.abspath(args.build), "qgossip")]
-    if rate:
-        cmd += ["--rate", rate]
-    cmd += [os.path.join(REPO, "configs", "demo.yaml"), "--plain", "--no-plot"] + sets
-    r = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO)
-    if r.returncode != 0:
-        sys.exit(f"{label}: exit {r.returncode}\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
+    cluster(label, rate, ["--qgossip", os.path.join(os.path.abspath(args.build), "qgossip")],
+            [os.path.join(REPO, "configs", "demo.yaml"), "--plain", "--no-plot"] + sets)
     nodes = [json.load(open(os.path.join(out, "demo", f"node-{k}.json"))) for k in range(8)]
     accuracy = [x["test_acc"] for x in nodes]
-    v = subprocess.run([os.path.join(args.build, "qgossip"), "verify", os.path.join(out, "demo")],
-                       capture_output=True, text=True)
     return {"steps_per_s": min(x["rounds"] / x["wall_s"] for x in nodes), "worst": min(accuracy),
-            "mean": sum(accuracy) / len(accuracy), "verified": v.returncode == 0}
+            "mean": sum(accuracy) / len(accuracy), "verified": verified(args, os.path.join(out, "demo"))}
 
 
 def run_case(args, tmp, label, rate, train_extra, index):
     if args.workload == "demo":
         return run_demo_case(args, tmp, label, rate, train_extra, index)
-    out = os.path.join(tmp, f"{label}-{index}".replace("@", "-").replace("+", "-"))
+    out = case_dir(tmp, label, index)
     cfg = Path(out + ".yaml")
     write_config(cfg, out, args, train_extra)
     lm = (f"/usr/bin/python3 {REPO}/examples/python/lm.py --size {args.size} --steps {args.steps} "
           f"--batch {args.batch} --context {args.context}")
-    cmd = ["bash", os.path.join(REPO, "scripts", "cluster.sh"), "--prefix", "qo"]
-    if rate:
-        cmd += ["--rate", rate]
-    cmd += [str(cfg), "--exec", lm, "--plain", "--no-plot"]
     env = dict(os.environ, PATH=os.path.join(os.path.abspath(args.build)) + os.pathsep + os.environ["PATH"],
                PYTHONPATH=os.path.join(os.path.abspath(args.build), "python"), OMP_NUM_THREADS="1")
-    r = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=REPO)
-    if r.returncode != 0:
-        sys.exit(f"{label}: exit {r.returncode}\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
+    cluster(label, rate, [], [str(cfg), "--exec", lm, "--plain", "--no-plot"], env)
     ranks = [json.load(open(os.path.join(out, "overlap", f"lm-{k}.json"))) for k in range(4)]
     slowest = max(x["train_s"] for x in ranks)
     losses = [x["val_loss"] for x in ranks]
-    v = subprocess.run([os.path.join(args.build, "qgossip"), "verify", os.path.join(out, "overlap")],
-                       capture_output=True, text=True)
     return {"steps_per_s": args.steps / slowest, "worst": max(losses), "mean": sum(losses) / 4,
-            "verified": v.returncode == 0}
+            "verified": verified(args, os.path.join(out, "overlap"))}
 
 
 def main():

@@ -3,8 +3,7 @@
 mid-run and started again, rejoins from a neighbour's state in chunks of network.max_message_mib, and
 every copy ends exact.
 
-The program: a stack of L bias-free Linear(W, W) layers (L·W² parameters, float32; bench/memory_bench.py's
-shape), trained with plain SGD on one random batch, a round every step. Three Python nodes on a ring
+The program: a stack of L bias-free Linear(W, W) layers (L·W² parameters, float32; bench/linear_stack.py), trained with plain SGD on one random batch, a round every step. Three Python nodes on a ring
 (CHOCO-SGD, 3-bit QSGD, network.on_peer_failure: continue, CURVE as rejoining needs, TCP on loopback), each its own
 process started by hand; rank 1 kills itself (SIGKILL) at step --die-at and is started again with the
 same command at once. Reported: the state's bytes and chunks, the time from the restart to the end of the
@@ -27,13 +26,9 @@ import textwrap
 import threading
 import time
 
+import linear_stack
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def shape(params):
-    """L layers of W x W with L·W² close to params (as bench/memory_bench.py)."""
-    layers = 4 if params < 200e6 else max(1, round(params / 8192 ** 2))
-    return layers, int(round((params / layers) ** 0.5))
 
 
 def worker(a):
@@ -42,7 +37,7 @@ def worker(a):
 
     torch.set_num_threads(1)
     torch.manual_seed(0)  # the same initial model on every node
-    model = torch.nn.Sequential(*[torch.nn.Linear(a.width, a.width, bias=False) for _ in range(a.layers)])
+    model = linear_stack.build(torch, a.layers, a.width)
     node = qgossip.Node(a.config, rank=a.rank)
     started = time.time()
     node.attach(model)  # a restarted node asks to be admitted here; its first step() installs the state
@@ -87,8 +82,8 @@ def write_run(folder, n, mib, transport, network_extra):
 
 def start(a, folder, run, rank, die_at, life):
     out = os.path.join(folder, f"result-{rank}-{life}.json")
-    cmd = [sys.executable, os.path.abspath(__file__), "--worker", "--layers", str(a.layers), "--width", str(a.width),
-           "--rounds", str(a.rounds), "--die-at", str(die_at), "--config", run, "--rank", str(rank), "--out", out]
+    cmd = linear_stack.worker_command(os.path.abspath(__file__), a.layers, a.width, out) + [
+        "--rounds", str(a.rounds), "--die-at", str(die_at), "--config", run, "--rank", str(rank)]
     python_path = os.pathsep.join(filter(None, [os.path.join(os.path.abspath(a.build), "python"),
                                                 os.environ.get("PYTHONPATH")]))
     env = dict(os.environ, PYTHONPATH=python_path)
@@ -134,16 +129,13 @@ def main():
     p.add_argument("--max-message-mib", type=float, default=64, help="network.max_message_mib (default 64)")
     p.add_argument("--transport", choices=["tcp", "ipc"], default="tcp", help="network.transport (default tcp, loopback)")
     p.add_argument("--heartbeat-s", type=float, help="network.heartbeat_s (default: the config's default)")
-    p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
-    p.add_argument("--layers", type=int, help=argparse.SUPPRESS)
-    p.add_argument("--width", type=int, help=argparse.SUPPRESS)
+    linear_stack.add_worker_arguments(p)
     p.add_argument("--config", help=argparse.SUPPRESS)
     p.add_argument("--rank", type=int, help=argparse.SUPPRESS)
-    p.add_argument("--out", help=argparse.SUPPRESS)
     a = p.parse_args()
     if a.worker:
         return worker(a)
-    a.layers, a.width = shape(a.params)
+    a.layers, a.width = linear_stack.shape(a.params)
     params = a.layers * a.width ** 2
     state = 8 * params  # a model and its public copy, float32
     chunk = int(a.max_message_mib * 2 ** 20)
