@@ -60,7 +60,7 @@ status ring_allreduce::sum_raw(std::span<float> data, std::uint64_t first_iterat
     std::span<float> out = chunk(data, rs.send_chunk);
     std::memcpy(payload_.data(), out.data(), out.size_bytes());
     std::fill(payload_.begin() + static_cast<std::ptrdiff_t>(out.size_bytes()), payload_.end(), std::byte{0});
-    if (status st = step(first_iteration + static_cast<std::uint64_t>(s), static_cast<std::uint64_t>(per)); !st)
+    if (status st = step(first_iteration + static_cast<std::uint64_t>(s), per); !st)
       return st;
     std::span<float> into = chunk(data, rs.recv_chunk);
     const auto& got = in_[0].payload;
@@ -103,7 +103,7 @@ status ring_allreduce::sum_coded(std::span<float> data, std::uint64_t first_iter
         std::copy(decoded_.begin(), decoded_.begin() + static_cast<std::ptrdiff_t>(out.size()), out.begin());
       }
     }  // else: forward the code received at the previous step, unchanged (payload_ holds it)
-    if (status st = step(iteration, static_cast<std::uint64_t>(per)); !st) return st;
+    if (status st = step(iteration, per); !st) return st;
     const auto encoder = static_cast<std::uint32_t>(rs.reducing ? left_ : (rs.recv_chunk + n_ - 1) % n_);
     const std::uint64_t coded_at = rs.reducing ? iteration : gather_start;
     if (status st = codec_->decode(in_[0].payload, encoder, coded_at, recv_c, decoded_); !st)

@@ -506,20 +506,19 @@ void zmq_transport::connect(int peer, const std::string& endpoint) {
   std::optional<link_liveness> liveness;
   if (impl_->heartbeats()) {
     s.set(zmq::sockopt::heartbeat_ivl, ms(o.heartbeat_interval));
+    const auto timeout = heartbeat_timeout_for(o);
     if (tcp) {
       // This node judges the link by its progress (link_liveness.hpp): ZeroMQ must not drop it for
       // a late PONG (timeout 0: none), nor ask the neighbour to drop it when our PINGs are late
       // behind our data (TTL 0: none).
       s.set(zmq::sockopt::heartbeat_timeout, 0);
       s.set(zmq::sockopt::heartbeat_ttl, 0);
-      const auto timeout = heartbeat_timeout_for(o);
       liveness.emplace(timeout, std::max(timeout, o.send_timeout));
       if (!impl_->paths) impl_->paths.emplace(o.heartbeat_timeout, std::max(o.heartbeat_timeout, o.send_timeout));
     } else {
       // ipc: ZeroMQ's own timeout serves (widened: heartbeat_timeout_for), and the TTL sent in each
       // PING (deciseconds, at most 6553.5 s) has the neighbour drop our connection when it hears
       // nothing from us that long.
-      const auto timeout = heartbeat_timeout_for(o);
       s.set(zmq::sockopt::heartbeat_timeout, ms(timeout));
       s.set(zmq::sockopt::heartbeat_ttl, std::min(ms(timeout), 6553500));
     }

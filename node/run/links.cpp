@@ -110,8 +110,7 @@ node_links open_links(const run_config& c, int rank, const topology& topo, node_
   if (l.shape.gossip)
     l.inbox = std::make_unique<message_inbox>(*learner.codec, c.seed, l.shape.train_peers, params, adding);
   l.membership = std::make_unique<node_membership>(c, topo, rank, l.peers, l.shape.train_peers, rejoins(c, l), rounds,
-                                                   static_cast<std::uint64_t>(params),
-                                                   learner.codec->max_encoded_bytes(), *learner.alg, log);
+                                                   params, learner.codec->max_encoded_bytes(), *learner.alg, log);
   allocating(
       [&] { return "allocating the exchange's buffers (" + std::to_string(l.peers.size()) + " peers, " + sizes + ")"; },
       [&] {
