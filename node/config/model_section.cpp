@@ -59,6 +59,16 @@ YAML::Node read_model(yaml_reader& r, run_config& c) {
   spec.buffers = get_choice(*m, "buffers", spec.buffers);
   if (!is_torch(spec.kind) && (m->has("threads") || m->has("buffers")))
     throw m->error("model.threads and model.buffers are for the libtorch models (" + kind + " is Eigen)");
+  spec.dtype = get_choice(*m, "dtype", spec.dtype);
+  if (!is_torch(spec.kind) && spec.dtype != model_dtype::fp32)
+    throw m->error("model.dtype " + std::string(name_of(spec.dtype)) + " is for the libtorch models (lenet5, "
+                   "resnet20, torchscript); " + kind + " computes in fp32" +
+                   (spec.kind == model_kind::external ? " here: a program's bf16 or fp16 parameters are its own "
+                                                        "(attach takes them, docs/python.md)"
+                                                      : ""));
+  if (spec.dtype != model_dtype::fp32 && spec.buffers == buffers_kind::average)
+    throw m->error("model.dtype " + std::string(name_of(spec.dtype)) + " with model.buffers: average: the "
+                   "averaged running statistics' pseudo-gradient needs fp32 (use buffers: local)");
   m->finish();
   return size_at;
 }
@@ -69,7 +79,8 @@ void emit_model(YAML::Emitter& y, const model_spec& m) {
   if (!is_torch(m.kind)) y << YAML::Key << "init" << YAML::Value << std::string(name_of(m.init));
   if (is_torch(m.kind))
     y << YAML::Key << "path" << YAML::Value << m.path << YAML::Key << "threads" << YAML::Value << m.threads << YAML::Key
-      << "buffers" << YAML::Value << std::string(name_of(m.buffers));
+      << "buffers" << YAML::Value << std::string(name_of(m.buffers)) << YAML::Key << "dtype" << YAML::Value
+      << std::string(name_of(m.dtype));
   y << YAML::EndMap;
 }
 

@@ -38,6 +38,14 @@ enum class buffers_kind { local, average };
 inline constexpr named<buffers_kind> kBuffersNames[] = {{buffers_kind::local, "local"}, {buffers_kind::average, "average"}};
 constexpr std::span<const named<buffers_kind>> names_of(buffers_kind) { return kBuffersNames; }
 
+// The dtype a libtorch model computes in (model.dtype): its parameters, gradients and activations.
+// The node's own vectors stay float32; each step copies the node's parameters into the module
+// (rounded to the nearest, ties to even) and its gradient back (exactly). Eigen models: fp32 only.
+enum class model_dtype { fp32, bf16, fp16 };
+inline constexpr named<model_dtype> kModelDtypeNames[] = {
+    {model_dtype::fp32, "fp32"}, {model_dtype::bf16, "bf16"}, {model_dtype::fp16, "fp16"}};
+constexpr std::span<const named<model_dtype>> names_of(model_dtype) { return kModelDtypeNames; }
+
 struct model_spec {
   model_kind kind = model_kind::mlp;
   std::vector<std::size_t> hidden{128};  // mlp: hidden widths (>= 1 layer); softmax: none
@@ -48,6 +56,7 @@ struct model_spec {
   int gpu = 0;
   int threads = 1;                       // libtorch intra-op threads of this node
   buffers_kind buffers = buffers_kind::local;
+  model_dtype dtype = model_dtype::fp32;  // libtorch models (see model_dtype)
   // mlp and softmax: he (He-normal hidden layers, Glorot-normal output, zero biases) or pytorch
   // (torch.nn.Linear's default: weights and biases uniform on ±1/sqrt(fan_in)). libtorch models
   // always use torch's own initialization.

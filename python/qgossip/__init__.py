@@ -1,13 +1,14 @@
 """qgossip for your own training loop: gossip as a step after your optimizer's (docs/python.md).
 
     node = qgossip.Node("run.yaml")        # rank from QGOSSIP_RANK or SLURM_PROCID, or rank=
-    node.attach(model)                      # a torch.nn.Module, or any contiguous float32 buffer
+    node.attach(model)                      # a torch.nn.Module (float32, bf16, fp16), or a float32 buffer
     for batch in data:
         loss = ...; loss.backward(); opt.step(); opt.zero_grad()
         node.step()                         # every train.local_steps calls: one gossip round
     node.close()
 
-The native part, qgossip._core, knows nothing of torch: a model is one float32 buffer. The torch side
+The native part, qgossip._core, knows nothing of torch: a model is one float32 buffer (a bf16 or fp16
+module's rounds work on a float32 host copy of its parameters). The torch side
 is qgossip.torch. Errors of the node (a neighbour that failed, a config it refuses) are
 qgossip.NodeError (its `exit` is the node's exit code) or ValueError (bad input); Ctrl-C during a round
 stops the node cleanly and raises KeyboardInterrupt.
@@ -76,7 +77,8 @@ class Node:
 
     def attach(self, model):
         """Makes the node's rounds move `model`'s parameters: a torch.nn.Module (its parameters then
-        live in one flat float32 tensor, each p.data a view of it), or a writable float32 buffer."""
+        live in one flat tensor of their dtype, float32, bfloat16 or float16, each p.data a view of it),
+        or a writable float32 buffer."""
         if self._core.attached:
             raise ValueError("attach: this node already has a model (attach once per node)")
         if hasattr(model, "parameters") and callable(model.parameters):

@@ -215,16 +215,22 @@ TEST_CASE("ResNet-20 trains on CIFAR-10-format files (standardized, cropped, fli
   }
 }
 
+// In fp32, and in bf16 (model.dtype: the module computes in bf16, the node's vectors stay float32,
+// so DCD's replicas are exact all the same).
 TEST_CASE("LeNet-5 trains on Fashion-MNIST images in a ring, replicas exact") {
   if (!fs::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz")) {
     MESSAGE("skipped: dataset-fashion-mnist is not installed");
     return;
   }
+  std::string dtype;
+  SUBCASE("fp32") { dtype = "fp32"; }
+  SUBCASE("bf16") { dtype = "bf16"; }
+  CAPTURE(dtype);
   temp_dir tmp;
   std::ostringstream y;
   y << "name: lenet\nseed: 1\n" << ring(4, free_port_range(4))
     << "algorithm: dcd\ncompressor: {name: qsgd, bits: 8, bucket: 128, norm: max}\n"
-    << "model: {kind: lenet5}\ndata: {dataset: fashion-mnist, standardize: true}\n"
+    << "model: {kind: lenet5, dtype: " << dtype << "}\ndata: {dataset: fashion-mnist, standardize: true}\n"
     << "train: {epochs: 0.02, batch: 32, lr: 0.05, momentum: 0.9, log_every: 2, eval_every: 100}\n"
     << kNetwork << "output: {dir: " << (tmp.path / "runs").string() << "}\n";
   write_file(tmp.path / "lenet.yaml", y.str());
@@ -234,6 +240,7 @@ TEST_CASE("LeNet-5 trains on Fashion-MNIST images in a ring, replicas exact") {
   const fs::path run = tmp.path / "runs" / "lenet";
   CHECK(check_replicas(run).ok());
   CHECK(contains(read_file(run / "node-0.log"), "61706 parameters"));
+  CHECK(contains(read_file(run / "node-0.log"), dtype == "bf16" ? "(torch, cpu, bf16)" : "(torch, cpu)"));
   // 0.02 epoch = 9 rounds of 32 images per node: from ~ln 10 = 2.3 the loss falls below 2.
   const auto [first, last] = first_and_last(run, 0, "train_loss");
   CHECK(last < first);

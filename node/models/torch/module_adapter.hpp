@@ -30,6 +30,8 @@ class module_adapter {
   virtual std::vector<torch::Tensor> buffers() = 0;
   virtual void train(bool on) = 0;
   virtual void to(const torch::Device& device) = 0;
+  // Converts its floating-point tensors to dtype (model.dtype other than fp32).
+  virtual void convert(torch::ScalarType dtype) = 0;
 };
 
 // A C++ module with `torch::Tensor forward(const torch::Tensor&)`.
@@ -42,6 +44,7 @@ class nn_adapter final : public module_adapter {
   std::vector<torch::Tensor> buffers() override { return m_->buffers(); }
   void train(bool on) override { m_->train(on); }
   void to(const torch::Device& device) override { m_->to(device); }
+  void convert(torch::ScalarType dtype) override { m_->to(dtype); }
 
  private:
   std::shared_ptr<Module> m_;

@@ -12,7 +12,8 @@ namespace {
 std::unique_ptr<qgossip::model> make(const qgossip::model_spec& spec, std::size_t dim, std::size_t classes,
                                      const qgossip::image_shape& shape) {
   using namespace qgossip;
-  const torch_options options{spec.device, spec.gpu, spec.threads, spec.buffers == buffers_kind::average};
+  const torch_options options{spec.device, spec.gpu, spec.threads, spec.buffers == buffers_kind::average,
+                              spec.dtype};
   if (spec.kind == model_kind::lenet5) return make_lenet5(shape, classes, options);
   if (spec.kind == model_kind::resnet20) return make_resnet20(shape, classes, options);
   if (spec.kind != model_kind::torchscript)

@@ -154,14 +154,31 @@ layout collect(module_adapter& m, bool buffers) {
   return l;
 }
 
-// Where t's data starts in `flat`, in floats; -1 when it does not lie inside.
+// Where t's data starts in `flat`, in elements; -1 when it does not lie inside.
 std::ptrdiff_t offset_in(const torch::Tensor& t, const torch::Tensor& flat) {
   const auto base = reinterpret_cast<std::uintptr_t>(flat.data_ptr());
   const auto at = reinterpret_cast<std::uintptr_t>(t.data_ptr());
   const std::uintptr_t end = base + static_cast<std::uintptr_t>(flat.nbytes());
-  if (at < base || at + static_cast<std::uintptr_t>(t.nbytes()) > end || (at - base) % sizeof(float) != 0)
-    return -1;
-  return static_cast<std::ptrdiff_t>((at - base) / sizeof(float));
+  const auto size = static_cast<std::uintptr_t>(flat.element_size());
+  if (at < base || at + static_cast<std::uintptr_t>(t.nbytes()) > end || (at - base) % size != 0) return -1;
+  return static_cast<std::ptrdiff_t>((at - base) / size);
+}
+
+torch::ScalarType scalar_type_of(model_dtype d) {
+  if (d == model_dtype::bf16) return torch::kBFloat16;
+  if (d == model_dtype::fp16) return torch::kHalf;
+  return torch::kFloat;
+}
+
+// The module's dtype on its device, or config_error for a pair this libtorch cannot run.
+torch::ScalarType check_dtype(const std::string& label, const torch_options& o, const torch::Device& device) {
+  if (o.dtype == model_dtype::fp16 && !device.is_cuda())
+    throw config_error(label + ": dtype fp16 needs device cuda (this libtorch has no fp16 matrix product on "
+                               "the CPU); use bf16 there");
+  if (o.dtype != model_dtype::fp32 && o.average_buffers)
+    throw config_error(label + ": dtype " + std::string(name_of(o.dtype)) +
+                       " with averaged buffers: their pseudo-gradient needs fp32 (use buffers: local)");
+  return scalar_type_of(o.dtype);
 }
 
 }  // namespace
@@ -170,9 +187,10 @@ struct torch_model::impl {
   torch_options options;
   image_shape shape;
   torch::Device device{torch::kCPU};
+  torch::ScalarType dtype = torch::kFloat;  // the module's (options.dtype)
   module_builder build;
   std::unique_ptr<module_adapter> module;
-  torch::Tensor flat;            // [num_params] float32 on device: the layout's tensors are views into it
+  torch::Tensor flat;            // [num_params] of dtype on device: the layout's tensors are views into it
   torch::Tensor flat_grad;       // the same for the parameters' .grad()s (the buffers' part: scratch)
   std::optional<bool> training;  // the module's mode once set
   std::optional<double> step_size;  // the last set_step_size(); unset before the first
@@ -195,14 +213,14 @@ struct torch_model::impl {
     if (l.parameters == 0) throw config_error(label + ": the module has no parameters to train");
     bounds = {0};
     for (std::size_t i = 0; i < l.tensors.size(); ++i) {
-      if (l.tensors[i].scalar_type() != torch::kFloat) {
+      if (l.tensors[i].scalar_type() != dtype) {
         throw config_error(label + ": " + (i < l.parameters ? "parameter " : "buffer ") + std::to_string(i) +
                            " is " + std::string(c10::toString(l.tensors[i].scalar_type())) +
                            ", expected float32 (convert the module with .float() before saving it)");
       }
       bounds.push_back(bounds.back() + static_cast<std::size_t>(l.tensors[i].numel()));
     }
-    const auto opts = torch::TensorOptions().dtype(torch::kFloat).device(device);
+    const auto opts = torch::TensorOptions().dtype(dtype).device(device);
     flat = torch::empty({static_cast<std::int64_t>(bounds.back())}, opts);
     flat_grad = torch::zeros({static_cast<std::int64_t>(bounds.back())}, opts);
     for (std::size_t i = 0; i < l.tensors.size(); ++i) {
@@ -232,25 +250,27 @@ struct torch_model::impl {
     traffic.bytes += bytes;
   }
 
-  // The caller's parameters into the flat tensor (one copy).
+  // The caller's parameters into the flat tensor (one copy, rounded to dtype).
   void load(std::span<const float> params) {
-    if (!on_cuda()) {
+    if (!on_cuda() && dtype == torch::kFloat) {
       std::memcpy(flat.data_ptr<float>(), params.data(), params.size_bytes());
       return;
     }
     const auto host = torch::from_blob(const_cast<float*>(params.data()),
                                        {static_cast<std::int64_t>(params.size())}, torch::kFloat);
-    timed(params.size_bytes(), [&] { flat.copy_(host); });
+    if (!on_cuda()) return void(flat.copy_(host));
+    timed(flat.nbytes(), [&] { flat.copy_(host.to(dtype)); });  // the dtype's bytes cross
   }
 
-  // The flat gradient into the caller's span (one copy).
+  // The flat gradient into the caller's span (one copy, widened from dtype).
   void store(std::span<float> grad) {
-    if (!on_cuda()) {
+    if (!on_cuda() && dtype == torch::kFloat) {
       std::memcpy(grad.data(), flat_grad.data_ptr<float>(), grad.size_bytes());
       return;
     }
     auto host = torch::from_blob(grad.data(), {static_cast<std::int64_t>(grad.size())}, torch::kFloat);
-    timed(grad.size_bytes(), [&] { host.copy_(flat_grad); });
+    if (!on_cuda()) return void(host.copy_(flat_grad));
+    timed(flat_grad.nbytes(), [&] { host.copy_(flat_grad.to(torch::kCPU)); });
   }
 
   torch::Tensor to_device(const torch::Tensor& host) {
@@ -277,7 +297,7 @@ struct torch_model::impl {
     const auto x =
         torch::from_blob(inputs.data(), torch_backend::batch_sizes(n, d.dim, shape), torch::kFloat);
     const auto y = torch::from_blob(labels.data(), {static_cast<std::int64_t>(n)}, torch::kUInt8);
-    return {to_device(x), to_device(y).to(torch::kLong)};
+    return {to_device(x).to(dtype), to_device(y).to(torch::kLong)};
   }
 };
 
@@ -305,9 +325,11 @@ torch_model::torch_model(std::string kind, std::string label, module_builder bui
   m.options = options;
   m.shape = shape;
   m.device = resolve_device(label_, options);
+  m.dtype = check_dtype(label_, options, m.device);
   m.build = std::move(build);
   m.module = m.build(0);
   m.module->to(m.device);
+  if (m.dtype != torch::kFloat) m.module->convert(m.dtype);  // fp32: another type is refused (lay_out)
   trainable_ = m.lay_out(label_, bounds_);
 }
 
@@ -321,7 +343,8 @@ void torch_model::init(std::span<float> params, std::uint64_t seed) const {
   QG_ENFORCE(l.tensors.size() + 1 == bounds_.size(), label_ << ": a new module has " << l.tensors.size()
                                                             << " tensors, the layout " << bounds_.size() - 1);
   for (std::size_t i = 0; i < l.tensors.size(); ++i) {
-    const torch::Tensor t = l.tensors[i].detach().to(torch::kCPU, torch::kFloat).contiguous();
+    // Rounded to the module's dtype first: x_1 is exactly the values the module computes with.
+    const torch::Tensor t = l.tensors[i].detach().to(torch::kCPU, impl_->dtype).to(torch::kFloat).contiguous();
     QG_ENFORCE(static_cast<std::size_t>(t.numel()) == bounds_[i + 1] - bounds_[i],
                label_ << ": tensor " << i);
     std::memcpy(params.data() + bounds_[i], t.data_ptr<float>(),
@@ -349,7 +372,7 @@ double torch_model::loss_and_grad(std::span<const float> params, const dataset& 
   m.set_training(true);
   const torch::Tensor logits = m.module->forward(x);
   check_logits(logits, batch.size(), classes_, label_);
-  const torch::Tensor loss = torch::cross_entropy_loss(logits, y);
+  const torch::Tensor loss = torch::cross_entropy_loss(logits.to(torch::kFloat), y);
   loss.backward();
   if (averaged > 0) {
     // A step of size 0 (a cosine schedule's end, a warm-up from 0) moves nothing, the buffers
@@ -383,7 +406,7 @@ eval_result torch_model::evaluate(std::span<const float> params, const dataset& 
     const std::size_t n = std::min(kTorchEvalChunk, total - start);
     const auto x = torch::from_blob(const_cast<float*>(d.features.data() + start * d.dim),
                                     torch_backend::batch_sizes(n, d.dim, m.shape), torch::kFloat);
-    const torch::Tensor logits = m.module->forward(m.to_device(x));
+    const torch::Tensor logits = m.module->forward(m.to_device(x).to(m.dtype));
     check_logits(logits, n, classes_, label_);
     const torch::Tensor z = m.to_host(logits.to(torch::kFloat));
     // Row-major [n, classes] is the column-major classes × n matrix softmax_xent_eval reads.
@@ -397,6 +420,7 @@ eval_result torch_model::evaluate(std::span<const float> params, const dataset& 
 
 std::string torch_model::describe() const {
   return label_ + " (torch, " + impl_->device.str() +
+         (impl_->dtype != torch::kFloat ? ", " + std::string(name_of(impl_->options.dtype)) : "") +
          (num_params() > trainable_ ? ", buffers averaged" : "") + ")";
 }
 

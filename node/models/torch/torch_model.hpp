@@ -26,6 +26,13 @@
 //     mode needs set_step_size() before loss_and_grad and plain SGD on those coordinates: the config
 //     loader requires momentum 0 and weight_decay 0 with `buffers: average`.
 //
+// dtype (torch_options::dtype, model.dtype): the module, its flat tensors and its activations are
+// in fp32, bf16 or fp16; the caller's vectors are float32 whatever it is. A call copies the caller's
+// parameters into the module rounded to the nearest (ties to even) and its gradient out exactly
+// (widened); the loss is taken in float32 from the logits. init gives the module's values rounded
+// to the dtype, so x_1 is exactly the module's. fp16 needs cuda (this libtorch has no fp16 matrix
+// product on the CPU); averaged buffers need fp32.
+//
 // Loss: mean softmax cross-entropy (torch's cross_entropy) of the module's training-mode forward.
 // evaluate: eval mode (BatchNorm uses its running statistics), no autograd, 500 examples at a time;
 // loss and accuracy come from the logits through the Eigen models' code (softmax_xent_eval), so they
@@ -66,6 +73,7 @@ struct torch_options {
   int gpu = 0;                   // the CUDA device's index
   int threads = 1;               // intra-op threads (per process, see above)
   bool average_buffers = false;  // buffers "average" (true) or "local" (false), see above
+  model_dtype dtype = model_dtype::fp32;  // what the module computes in (see below)
 };
 
 // Where one tensor of the flat layout actually lives, measured from the module's tensors (their data
@@ -92,7 +100,9 @@ class torch_model final : public model {
   // [n, C, H, W] for image data (shape.is_image()), [n, dim] otherwise.
   // Throws config_error for dim 0, classes outside 2..256, shape.size() != dim for image data, a
   // device other than cpu/cuda, cuda when this libtorch has no CUDA or sees no GPU, a gpu index out
-  // of range, a module without parameters, or a parameter (averaged buffer) that is not float32.
+  // of range, a module without parameters, a parameter (averaged buffer) of another floating-point
+  // type than float32 (before a conversion to options.dtype), fp16 on the CPU, or averaged buffers
+  // with a dtype other than fp32.
   torch_model(std::string kind, std::string label, module_builder build, std::size_t dim, std::size_t classes,
               const image_shape& shape, const torch_options& options);
   ~torch_model() override;

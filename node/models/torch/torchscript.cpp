@@ -34,6 +34,7 @@ class jit_adapter final : public torch_backend::module_adapter {
   }
   void train(bool on) override { m_.train(on); }
   void to(const torch::Device& device) override { m_.to(device); }
+  void convert(torch::ScalarType dtype) override { m_.to(dtype); }
 
  private:
   torch::jit::Module m_;

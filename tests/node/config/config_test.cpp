@@ -60,6 +60,16 @@ TEST_CASE("duplicate keys, non-finite numbers, wrong types and bad choices are e
   CHECK(load_run_config(f).algorithm_params.consensus_step == doctest::Approx(0.3));
   f = s.write("nochoco.yaml", "topology: {graph: ring, n: 4}\nalgorithm: {name: dcd, consensus_step: 0.3}\n");
   CHECK(error_of(f).find("consensus_step is only read by choco") != std::string::npos);
+  f = s.write("dtype.yaml", "topology: {graph: ring, n: 4}\nmodel: {kind: resnet20, dtype: bf16}\n"
+              "data: {dataset: cifar10, dir: /nonexistent}\n");
+  CHECK(load_run_config(f).model.dtype == model_dtype::bf16);
+  f = s.write("dtype_mlp.yaml", "topology: {graph: ring, n: 4}\nmodel: {kind: mlp, dtype: bf16}\n");
+  CHECK(error_of(f).find("model.dtype bf16 is for the libtorch models (lenet5, resnet20, torchscript); mlp "
+                         "computes in fp32") != std::string::npos);
+  f = s.write("dtype_avg.yaml", "topology: {graph: ring, n: 4}\nmodel: {kind: resnet20, dtype: bf16, buffers: average}\n"
+              "data: {dataset: cifar10, dir: /nonexistent}\ntrain: {momentum: 0}\n");
+  CHECK(error_of(f).find("with model.buffers: average: the averaged running statistics' pseudo-gradient needs "
+                         "fp32") != std::string::npos);
   f = s.write("range.yaml", "topology: {graph: ring, n: 4}\ntrain: {batch: 0}\n");
   CHECK(error_of(f).find("train.batch: 0 is out of range") != std::string::npos);
 }

@@ -57,6 +57,7 @@ TEST_CASE("docs/config.md lists every name of every choice") {
   check_listed<init_kind>("init");
   check_listed<lr_kind>("kind", 2);  // train.schedule.kind
   check_listed<buffers_kind>("buffers");
+  check_listed<model_dtype>("dtype");
   check_listed<dataset_kind>("dataset");
   check_listed<partition_kind>("partition");
   check_listed<transport_kind>("transport");
