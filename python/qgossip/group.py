@@ -12,6 +12,7 @@ node and hears it. What the speaker tells, after each boundary (and at attach an
 itself, its final model follows, no boundary after it is told). The group's collectives must carry
 CPU tensors: the node's own group is gloo (find_group), as is one passed to qgossip.Node(group=).
 """
+import atexit
 import os
 
 import torch
@@ -31,16 +32,36 @@ def find_group(way, nodes, group_size):
         return _launched_group()
     env = placement.torchrun_environment() if way == "torchrun" else placement.slurm_environment(group_size)
     mine, size = placement.group_of(env, nodes, group_size, "torchrun" if way == "torchrun" else "the Slurm step")
-    if not dist.is_initialized():
+    initialized = not dist.is_initialized()
+    if initialized:
         dist.init_process_group("gloo", rank=env["RANK"], world_size=env["WORLD_SIZE"])
     node_group = program_group = None
+    groups = []
     for g in range(nodes):  # every process makes every group, in the same order (new_group is collective)
         ranks = list(range(g * size, (g + 1) * size))
         made = dist.new_group(ranks, backend="gloo")
         made_program = made if dist.get_backend() == "gloo" else dist.new_group(ranks)
+        groups += [made] if made_program is made else [made, made_program]
         if g == mine:
             node_group, program_group = made, made_program
+    _destroy_at_exit(groups, initialized)
     return mine, size, node_group, program_group
+
+
+def _destroy_at_exit(groups, world):
+    """At the interpreter's exit, while it is still whole: destroys the groups made here (and the
+    world, when it was initialized here). A gloo group left to the process's teardown can abort it,
+    its worker threads destroyed joinable ("terminate called without an active exception")."""
+    def destroy():
+        if not dist.is_initialized():
+            return  # the program destroyed every group itself
+        for g in groups:
+            if g is not None and g in dist.distributed_c10d._pg_map:
+                dist.destroy_process_group(g)
+        if world:
+            dist.destroy_process_group()
+
+    atexit.register(destroy)
 
 
 def _launched_group():
@@ -50,14 +71,17 @@ def _launched_group():
     if env["WORLD_SIZE"] != size:
         raise ValueError(f"QGOSSIP_GROUP_SIZE={size} but WORLD_SIZE={env['WORLD_SIZE']}: a launched group's world "
                          "is the group (qgossip group-exec sets both)")
-    if not dist.is_initialized():
+    initialized = not dist.is_initialized()
+    if initialized:
         dist.init_process_group("gloo")
     if dist.get_world_size() != size:
         raise ValueError(f"the program's torch.distributed world has {dist.get_world_size()} processes, but the "
                          f"launched group {size}: initialize it from the environment (env://)")
     world = dist.group.WORLD
     rank = int(os.environ["QGOSSIP_RANK"])
-    return rank, size, world if dist.get_backend() == "gloo" else dist.new_group(backend="gloo"), world
+    node_group = world if dist.get_backend() == "gloo" else dist.new_group(backend="gloo")
+    _destroy_at_exit([] if node_group is world else [node_group], initialized)
+    return rank, size, node_group, world
 
 
 class _Group:

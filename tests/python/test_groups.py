@@ -39,6 +39,7 @@ WORKER = textwrap.dedent('''
     result = {"rank": dist.get_rank(), "gossip_rank": node.rank, "round": node.round,
               "hash": "0x%016x" % qgossip._core.model_hash(flat.numpy()), "exit": node.close()}
     json.dump(result, open(f"{out}-{node.rank}-{dist.get_rank()}.json", "w"))
+    dist.destroy_process_group()  # as torch asks of a program that initialized it
 ''')
 
 
