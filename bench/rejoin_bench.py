@@ -8,7 +8,8 @@ The program: a stack of L bias-free Linear(W, W) layers (L·W² parameters, floa
 process started by hand; rank 1 kills itself (SIGKILL) at step --die-at and is started again with the
 same command at once. Reported: the state's bytes and chunks, the time from the restart to the end of the
 joiner's first step() (admitted, the state received and installed, its first round run), each process's
-peak RSS, and `qgossip verify`'s verdict.
+peak RSS and its RSS at its last round (what it keeps for the rest of a run), and `qgossip verify`'s
+verdict.
 
     /usr/bin/python3 bench/rejoin_bench.py --build build --params 300e6      (about 3 minutes)
     /usr/bin/python3 bench/rejoin_bench.py --params 1e6 --max-message-mib 0.25 --rounds 40
@@ -56,7 +57,10 @@ def worker(a):
         node.step()
         if joined is None:  # the round the first step ended at: a joiner's is the round it was admitted at
             joined = {"round": node.round, "at": time.time()}
+    with open("/proc/self/statm") as f:  # resident pages now, the run's rounds done: what the node keeps
+        end_bytes = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
     result = {"rank": a.rank, "exit": node.close(), "round": node.round, "first_round": joined["round"],
+              "end_bytes": end_bytes,
               "attach_s": attached - started, "first_step_at": joined["at"],
               "peak_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
     with open(a.out, "w") as f:
@@ -160,7 +164,8 @@ def main():
     for r in range(3):
         res = results[r]
         print(f"  rank {r}: exit {res['exit']}, round {res['round']}, peak RSS {res['peak_bytes'] / 1e9:.2f} GB "
-              f"({res['peak_bytes'] / (4 * params):.2f} models)")
+              f"({res['peak_bytes'] / (4 * params):.2f} models), at the last round {res['end_bytes'] / 1e9:.2f} GB "
+              f"({res['end_bytes'] / (4 * params):.2f})")
     print(f"  joiner: admitted at round {joiner['first_round']}, its state installed and its first round done "
           f"{joiner['first_step_at'] - restarted:.1f} s after the restart (of which attach {joiner['attach_s']:.1f} s)")
     print("  verify: " + (verify.stdout + verify.stderr).strip().splitlines()[-1])

@@ -134,6 +134,14 @@ class transport_queues {
   // over); a flow-control wait whose links still drain is not a stall. nullopt: such a wait ends at
   // its deadline (a change from nullopt to 0 is progress).
   [[nodiscard]] virtual std::optional<std::uint64_t> bytes_acknowledged(int peer) const = 0;
+  // Bytes of this node's messages, to every peer, that the transport itself still holds (not yet
+  // handed to the operating system), and a wait until they are at most `bytes` (false: the deadline
+  // came first): a sender of many large messages (a rejoining state's chunks) keeps a few in flight
+  // so rather than all of them. Default: a transport that holds none (0, at once).
+  [[nodiscard]] virtual std::uint64_t held_bytes() const { return 0; }
+  [[nodiscard]] virtual bool wait_held_at_most(std::uint64_t /*bytes*/, transport_clock::time_point /*deadline*/) {
+    return true;
+  }
 };
 
 // Connections and messages a transport refused itself, so that they never reached receive()

@@ -96,6 +96,10 @@ class transport_wrapper : public transport,
   [[nodiscard]] std::optional<std::uint64_t> bytes_acknowledged(int peer) const override {
     return inner_queues_ ? inner_queues_->bytes_acknowledged(peer) : std::nullopt;
   }
+  [[nodiscard]] std::uint64_t held_bytes() const override { return inner_queues_ ? inner_queues_->held_bytes() : 0; }
+  [[nodiscard]] bool wait_held_at_most(std::uint64_t bytes, transport_clock::time_point deadline) override {
+    return !inner_queues_ || inner_queues_->wait_held_at_most(bytes, deadline);
+  }
 
   // transport_admission
   [[nodiscard]] transport_refusals refusals() const override {

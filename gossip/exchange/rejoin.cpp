@@ -71,7 +71,16 @@ status rejoin_messages::send_state(int peer, std::uint64_t iteration, std::uint6
   if (room <= kChunkHeaderBytes)
     return status::error(errc::invalid, "messages of at most " + std::to_string(room) + " bytes cannot carry a state");
   const std::size_t chunk = std::min(core_.options().max_chunk_bytes, room - kChunkHeaderBytes);
+  // A few chunks in flight, not the whole state queued in the transport (each chunk a copy there):
+  // before each, what the transport held when the state began plus kStateChunksInFlight − 1 chunks.
+  transport_queues* queues = core_.net().queues();
+  const std::uint64_t message = kWireHeaderBytes + kChunkHeaderBytes + chunk;
+  const std::uint64_t room_before_each = (queues ? queues->held_bytes() : 0) + (kStateChunksInFlight - 1) * message;
+  const auto patience = core_.options().round_deadline + slowest_message_time(kStateChunksInFlight * message);
   return send_chunks(std::as_bytes(values), chunk, [&](std::span<const std::byte> payload) {
+    if (queues && !queues->wait_held_at_most(room_before_each, transport_clock::now() + patience))
+      return status::error(errc::timeout, "rank " + std::to_string(peer) + " took none of this node's state for " +
+                                              std::to_string(patience.count()) + " ms (its link or the node stalls)");
     return send_to(peer, core_.header_for(message_kind::join_state, iteration, {.count = model_size, .payload = payload}),
                    payload);
   });

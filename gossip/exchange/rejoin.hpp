@@ -17,6 +17,10 @@ namespace qgossip {
 
 class rejoin_messages final : public exchange_protocol {
  public:
+  // A state's chunks queued in the transport at once (transport_queues::wait_held_at_most); the
+  // rest wait on this node's state, which send_state reads in place.
+  static constexpr std::uint64_t kStateChunksInFlight = 2;
+
   // Registers for join and join_state messages, from dropped neighbours too.
   explicit rejoin_messages(exchange_core& core);
 

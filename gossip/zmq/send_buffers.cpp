@@ -8,10 +8,31 @@
 namespace qgossip {
 
 void send_buffers::release(void* /*data*/, void* hint) {
-  static_cast<buffer*>(hint)->busy.store(false, std::memory_order_release);
+  buffer& b = *static_cast<buffer*>(hint);
+  send_buffers& pool = *b.pool;
+  {
+    std::lock_guard<std::mutex> lock(pool.released_lock_);
+    pool.busy_bytes_.fetch_sub(b.capacity, std::memory_order_acq_rel);
+    b.busy.store(false, std::memory_order_release);  // last: the sender may reuse or free it from here on
+  }
+  pool.released_.notify_all();
+}
+
+bool send_buffers::wait_held_at_most(std::uint64_t bytes, std::chrono::steady_clock::time_point deadline) {
+  std::unique_lock<std::mutex> lock(released_lock_);
+  return released_.wait_until(lock, deadline, [&] { return busy_bytes() <= bytes; });
+}
+
+// Only free buffers go: a busy one is still ZeroMQ's, and once free ZeroMQ holds no frame over it.
+void send_buffers::drop_idle() {
+  std::erase_if(buffers_, [&](const std::unique_ptr<buffer>& b) {
+    return !b->busy.load(std::memory_order_acquire) && messages_ - b->last_message > kIdleMessages;
+  });
 }
 
 send_buffers::buffer& send_buffers::take(std::size_t n) {
+  ++messages_;
+  drop_idle();
   buffer* fit = nullptr;
   buffer* small = nullptr;
   for (const auto& b : buffers_) {
@@ -34,6 +55,9 @@ send_buffers::buffer& send_buffers::take(std::size_t n) {
     fit->capacity = n;
   }
   fit->busy.store(true, std::memory_order_relaxed);
+  fit->last_message = messages_;
+  fit->pool = this;
+  busy_bytes_.fetch_add(fit->capacity, std::memory_order_acq_rel);
   return *fit;
 }
 

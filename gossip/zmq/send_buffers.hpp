@@ -8,10 +8,20 @@
 // where a copied 10 MB payload used to be allocated, faulted in and unmapped every round.
 // The header frame points into the same buffer with no call-back: ZeroMQ writes a multipart
 // message's frames in order and lets go of the header before the payload.
-// Thread safety: message() from one thread (the transport's); the call-backs from any.
+// A burst (a rejoining state's chunks, one buffer each: 0.8 GB per neighbour at 100 M parameters)
+// would otherwise stay in the pool for the rest of the run: a free buffer that the last
+// kIdleMessages messages did not use is let go when the next one is sent.
+// The bytes ZeroMQ still holds (the busy buffers' sizes) let a sender of many large messages keep
+// only a few in flight: wait_held_at_most blocks until ZeroMQ has let go of enough of them.
+// Thread safety: message() and wait_held_at_most() from one thread (the transport's); the
+// call-backs from any.
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <vector>
 
@@ -37,19 +47,34 @@ class send_buffers {
   [[nodiscard]] std::size_t held() const { return buffers_.size(); }
   // Buffers ZeroMQ still holds (for tests).
   [[nodiscard]] std::size_t busy() const;
+  // Bytes of the buffers ZeroMQ still holds (their sizes).
+  [[nodiscard]] std::uint64_t busy_bytes() const { return busy_bytes_.load(std::memory_order_acquire); }
+  // Waits until busy_bytes() <= bytes; false when the deadline came first.
+  [[nodiscard]] bool wait_held_at_most(std::uint64_t bytes, std::chrono::steady_clock::time_point deadline);
+  // A free buffer that this many messages since its last did not use is let go. Far above what a
+  // round keeps in flight (a message or two per round, a few rounds ahead), so a steady run's
+  // buffers stay and its sends allocate nothing.
+  static constexpr std::uint64_t kIdleMessages = 64;
 
  private:
   struct buffer {
     std::unique_ptr<std::byte[]> bytes;
     std::size_t capacity = 0;
     std::atomic<bool> busy{false};
+    std::uint64_t last_message = 0;  // messages_ when it was last taken
+    send_buffers* pool = nullptr;    // for release()
   };
   static void release(void* data, void* hint);
   // A free buffer of at least n bytes: the first free one that is big enough, else a free one made
-  // bigger, else a new one.
+  // bigger, else a new one. Lets go of the free buffers idle for kIdleMessages.
   buffer& take(std::size_t n);
+  void drop_idle();
 
   std::vector<std::unique_ptr<buffer>> buffers_;
+  std::uint64_t messages_ = 0;  // messages made, this one included
+  std::atomic<std::uint64_t> busy_bytes_{0};
+  std::mutex released_lock_;  // with released_: wait_held_at_most's wake-up
+  std::condition_variable released_;
 };
 
 }  // namespace qgossip

@@ -584,6 +584,12 @@ std::optional<std::uint64_t> zmq_transport::bytes_acknowledged(int peer) const {
   return p ? std::optional<std::uint64_t>(p->bytes_acked) : std::nullopt;
 }
 
+std::uint64_t zmq_transport::held_bytes() const { return impl_->send_pool.busy_bytes(); }
+
+bool zmq_transport::wait_held_at_most(std::uint64_t bytes, transport_clock::time_point deadline) {
+  return impl_->send_pool.wait_held_at_most(bytes, deadline);
+}
+
 std::optional<std::uint64_t> zmq_transport::bytes_heard(int peer) const {
   const auto p = link_progress(peer);
   return p ? std::optional<std::uint64_t>(p->bytes_received) : std::nullopt;

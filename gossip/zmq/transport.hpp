@@ -217,6 +217,9 @@ class zmq_transport final : public transport,
   [[nodiscard]] std::optional<std::uint64_t> bytes_taken(int peer) const override;
   // TCP_INFO's tcpi_bytes_acked of the connection to peer; nullopt as for queued_bytes.
   [[nodiscard]] std::optional<std::uint64_t> bytes_acknowledged(int peer) const override;
+  // The pooled send buffers ZeroMQ still holds (gossip/zmq/send_buffers.hpp).
+  [[nodiscard]] std::uint64_t held_bytes() const override;
+  [[nodiscard]] bool wait_held_at_most(std::uint64_t bytes, transport_clock::time_point deadline) override;
 
   // transport_admission: the connection guard's counts and log (gossip/zmq/connection_guard.hpp).
   [[nodiscard]] transport_refusals refusals() const override;

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "core/errors.hpp"
+#include "gossip/exchange/rejoin.hpp"
 #include "gossip/exchange/state_chunks.hpp"
 #include "gossip/faulty_transport.hpp"
 #include "gossip/inproc/transport.hpp"
@@ -1366,6 +1367,63 @@ TEST_CASE("exchange rejoining: a state goes in chunks of max_chunk_bytes and is 
   CHECK(waited.code() == errc::timeout);
   CHECK(b.ex.stats().rejected_for(reject_reason::state) == 1);
   CHECK(b.logged("whose hash is"));
+}
+
+// A transport that holds what it is sent until a wait lets it go (as ZeroMQ's send buffers do), and
+// records the bound each wait asked for and what it held then.
+struct holding_transport final : transport_wrapper {
+  using transport_wrapper::transport_wrapper;
+  std::uint64_t held = 100;  // something of an earlier message, still held when the state begins
+  bool drains = true;        // false: a link that takes nothing
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> waits;  // (bound, held then)
+  status send(int peer, std::span<const std::byte> header, std::span<const std::byte> payload) override {
+    held += header.size() + payload.size();
+    return transport_wrapper::send(peer, header, payload);
+  }
+  status send_all(std::span<const int> peers, std::span<const std::byte> header,
+                  std::span<const std::byte> payload) override {
+    held += header.size() + payload.size();  // one copy, whatever the peers (as ZeroMQ's pool)
+    return transport_wrapper::send_all(peers, header, payload);
+  }
+  std::uint64_t held_bytes() const override { return held; }
+  bool wait_held_at_most(std::uint64_t bytes, transport_clock::time_point) override {
+    waits.emplace_back(bytes, held);
+    if (drains && held > bytes) held = bytes;
+    return held <= bytes;
+  }
+};
+
+// A state's chunks go kStateChunksInFlight at a time: before each, the sender waits until the
+// transport holds at most what it held when the state began plus the chunks that may stay in
+// flight beside the next one; a link that takes none of them ends the send with a timeout.
+TEST_CASE("exchange rejoining: a state's chunks are sent a few at a time, not queued whole") {
+  by_hand b;
+  holding_transport t3(b.t3);
+  exchange_options o = options_for(3, {0}, 200ms);
+  o.max_chunk_bytes = 16;
+  const std::vector<float> state{1.0f, -2.0f, 0.5f, 0.0f, 3.0f, 7.0f, -1.0f, 2.5f, 9.0f};  // 36 bytes: 3 chunks
+  const std::uint64_t message = kWireHeaderBytes + kChunkHeaderBytes + 16;
+  const std::uint64_t bound = 100 + (rejoin_messages::kStateChunksInFlight - 1) * message;
+  SUBCASE("a link that drains") {
+    exchange sender(t3, o, nullptr);
+    REQUIRE(sender.send_state(0, 4, 9, state).is_ok());
+    REQUIRE(t3.waits.size() == 3);
+    for (const auto& [asked, held] : t3.waits) CHECK(asked == bound);
+    CHECK(t3.waits[0].second == 100);                     // the first chunk goes at once
+    CHECK(t3.waits[2].second == bound + message);         // the third waits for one to leave
+    inbound_message got;
+    REQUIRE(b.ex.wait_until(transport_clock::now() + 2s, [&] { return b.ex.take_state(3, 4, got); }).is_ok());
+    CHECK(std::memcmp(got.payload.data(), state.data(), 36) == 0);
+  }
+  SUBCASE("a link that takes nothing") {
+    t3.drains = false;
+    exchange sender(t3, o, nullptr);
+    const status sent = sender.send_state(0, 4, 9, state);
+    CHECK(sent.code() == errc::timeout);
+    CHECK(sent.message().find("rank 0 took none of this node's state") != std::string::npos);
+    CHECK(t3.waits.size() == 3);  // two chunks went, the third waited in vain
+    CHECK(t3.held == bound + message);
+  }
 }
 
 TEST_CASE("exchange rejoining: drop_silent drops a neighbour silent at the deadline, unless every neighbour is") {

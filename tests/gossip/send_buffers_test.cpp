@@ -5,7 +5,9 @@
 #include <doctest/doctest.h>
 
 #include <cstring>
+#include <chrono>
 #include <optional>
+#include <thread>
 #include <vector>
 
 using namespace qgossip;
@@ -44,4 +46,47 @@ TEST_CASE("send buffers: frames hold copies; a buffer is reused once every frame
   CHECK(pool.held() == 2);
   CHECK(same(again.payload, bigger));
   CHECK(same(again.header, header));
+}
+
+// A burst of large messages (a rejoining state's chunks) leaves buffers that later rounds, one
+// message at a time, do not need: each is let go once the kIdleMessages messages after its last use
+// did not use it, and the one buffer the steady sends reuse (the first) stays.
+TEST_CASE("send buffers: a burst's buffers are let go once unused for kIdleMessages messages") {
+  send_buffers pool;
+  const auto header = bytes_of(48, 1), chunk = bytes_of(1 << 16, 2), round = bytes_of(1000, 3);
+  {
+    std::vector<send_buffers::frames> burst;  // messages 1..8, one buffer each
+    for (int i = 0; i < 8; ++i) burst.push_back(pool.message(header, chunk));
+    CHECK(pool.held() == 8);
+  }
+  CHECK(pool.busy() == 0);
+  for (int i = 0; i < 56; ++i) (void)pool.message(header, round);  // messages 9..64: buffer 2 idle 62
+  CHECK(pool.held() == 8);
+  for (std::uint64_t i = 0; i < 8; ++i) (void)pool.message(header, round);  // 65..72: buffers 2..7 go
+  CHECK(pool.held() == 2);
+  (void)pool.message(header, round);  // 73: the burst's last, message 8, goes too
+  CHECK(pool.held() == 1);
+  CHECK(pool.busy() == 0);
+}
+
+// busy_bytes counts the buffers ZeroMQ holds; wait_held_at_most returns once a frame let go of
+// enough of them (here another thread, as ZeroMQ's I/O thread does), or false at its deadline.
+TEST_CASE("send buffers: wait_held_at_most waits for frames to let go of their buffers") {
+  send_buffers pool;
+  const auto header = bytes_of(48, 1), payload = bytes_of(1000, 2);
+  std::optional<send_buffers::frames> a = pool.message(header, payload);
+  std::optional<send_buffers::frames> b = pool.message(header, payload);
+  CHECK(pool.busy_bytes() == 2 * 1048);
+  const auto now = std::chrono::steady_clock::now;
+  CHECK_FALSE(pool.wait_held_at_most(1048, now() + std::chrono::milliseconds(20)));
+  CHECK(pool.wait_held_at_most(2 * 1048, now()));
+  std::thread releaser([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    a.reset();
+  });
+  CHECK(pool.wait_held_at_most(1048, now() + std::chrono::seconds(10)));
+  releaser.join();
+  CHECK(pool.busy_bytes() == 1048);
+  b.reset();
+  CHECK(pool.busy_bytes() == 0);
 }
