@@ -141,6 +141,19 @@ def node_output(tmp_path, rank):
     return (tmp_path / f"node-{rank}.out").read_text()
 
 
+def run_workers(tmp_path, name, source, config, n=4):
+    """n processes of the program `source` (written as NAME_worker.py), each given its rank, the run
+    YAML and its result file NAME-RANK.pt: waits for each to exit 0 and returns their results."""
+    worker = tmp_path / f"{name}_worker.py"
+    worker.write_text(source)
+    procs = [subprocess.Popen([sys.executable, str(worker), str(r), str(config), str(tmp_path / f"{name}-{r}.pt")],
+                              stdout=open(tmp_path / f"node-{r}.out", "w"), stderr=subprocess.STDOUT)
+             for r in range(n)]
+    for r, p in enumerate(procs):
+        assert p.wait(timeout=120) == 0, node_output(tmp_path, r)
+    return [torch.load(tmp_path / f"{name}-{r}.pt") for r in range(n)]
+
+
 def test_four_python_nodes_train_on_a_ring_and_every_copy_is_exact(build, tmp_path):
     results = run_nodes(build, tmp_path, 4, 200)
     for r in results:
@@ -191,14 +204,7 @@ FP16_WORKER = textwrap.dedent('''
 
 
 def test_an_fp16_models_copies_are_pulled_together_by_mix(build, tmp_path):
-    config = write_config(tmp_path, 4)
-    (tmp_path / "fp16_worker.py").write_text(FP16_WORKER)
-    procs = [subprocess.Popen([sys.executable, str(tmp_path / "fp16_worker.py"), str(r), str(config),
-                               str(tmp_path / f"fp16-{r}.pt")], stdout=open(tmp_path / f"node-{r}.out", "w"),
-                              stderr=subprocess.STDOUT) for r in range(4)]
-    for r, p in enumerate(procs):
-        assert p.wait(timeout=120) == 0, node_output(tmp_path, r)
-    ends = [torch.load(tmp_path / f"fp16-{r}.pt") for r in range(4)]
+    ends = run_workers(tmp_path, "fp16", FP16_WORKER, write_config(tmp_path, 4))
     assert all(e["dtypes"] == {"torch.float16"} for e in ends)
     spread = lambda key: max(float((e[key] - sum(f[key] for f in ends) / 4).norm()) for e in ends)
     print("spread before", spread("before"), "after", spread("after"))
@@ -692,13 +698,7 @@ MIX_WORKER = textwrap.dedent('''
 
 def test_mix_pulls_the_models_together_and_keeps_their_mean(build, tmp_path):
     config = write_config(tmp_path, 4, train=", outer: {lr: 0.7, momentum: 0.9, nesterov: true}")
-    (tmp_path / "mix_worker.py").write_text(MIX_WORKER)
-    procs = [subprocess.Popen([sys.executable, str(tmp_path / "mix_worker.py"), str(r), str(config),
-                               str(tmp_path / f"mix-{r}.pt")], stdout=open(tmp_path / f"node-{r}.out", "w"),
-                              stderr=subprocess.STDOUT) for r in range(4)]
-    for r, p in enumerate(procs):
-        assert p.wait(timeout=120) == 0, node_output(tmp_path, r)
-    ends = [torch.load(tmp_path / f"mix-{r}.pt") for r in range(4)]
+    ends = run_workers(tmp_path, "mix", MIX_WORKER, config)
     assert all(e["round"] == 18 for e in ends)  # 40 steps, a round every 4, then 8 that only mix
     assert "mix(): call it at a round boundary: 6 steps is not a multiple of train.local_steps (4)" in ends[0]["refused"]
     spread = lambda key: max(float((e[key] - mean(key)).norm()) for e in ends)
