@@ -11,7 +11,8 @@
 // So each host (its address) is stuck when no connection to or from it moved for window + twice the
 // retransmission timeout the moving connection had (TCP backs off from there; a slow path's RTO is
 // long, and so is its margin), at most `cap`. A host with no readable connection is never stuck: a
-// closed connection is the transport's own, quicker news.
+// closed connection is the transport's own, quicker news. The transport observes no loopback
+// connection: a path to its own host cannot be cut (gossip/zmq/transport.cpp, is_loopback).
 //
 // Pure bookkeeping on readings the transport takes, one pass at a time; no clock of its own.
 // Not thread-safe.

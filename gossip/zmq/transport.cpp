@@ -156,6 +156,12 @@ std::string peer_host(int fd) {
   return addr && inet_ntop(peer.ss_family, addr, text, sizeof text) ? std::string(text) : std::string();
 }
 
+// A loopback address (127.0.0.0/8, ::1, or 127.x mapped into IPv6): this host itself, whose path
+// no cable can cut. Every connection to it falls silent at once only when the whole host stalls.
+bool is_loopback(const std::string& host) {
+  return host.starts_with("127.") || host == "::1" || host.starts_with("::ffff:127.");
+}
+
 }  // namespace
 
 struct zmq_transport::impl {
@@ -349,14 +355,14 @@ void zmq_transport::impl::judge_links(transport_clock::time_point now) {
       continue;
     }
     l.sample = *p;
-    if (paths && !l.host.empty()) paths->observe(now, l.fd, l.host, *p);
+    if (paths && !l.host.empty() && !is_loopback(l.host)) paths->observe(now, l.fd, l.host, *p);
   }
   if (paths) {
     inbound_fds.clear();
     guard->open_connections(inbound_fds);
     for (int fd : inbound_fds) {
       const std::string host = peer_host(fd);
-      const auto p = host.empty() ? std::nullopt : read_tcp_progress(fd);
+      const auto p = host.empty() || is_loopback(host) ? std::nullopt : read_tcp_progress(fd);
       if (p) paths->observe(now, fd, host, *p);
     }
     paths->end_pass();
