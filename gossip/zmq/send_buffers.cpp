@@ -53,10 +53,10 @@ send_buffers::buffer& send_buffers::take(std::size_t n) {
     fit = buffers_.back().get();
     fit->bytes = std::make_unique_for_overwrite<std::byte[]>(n);
     fit->capacity = n;
+    fit->pool = this;
   }
   fit->busy.store(true, std::memory_order_relaxed);
   fit->last_message = messages_;
-  fit->pool = this;
   busy_bytes_.fetch_add(fit->capacity, std::memory_order_acq_rel);
   return *fit;
 }

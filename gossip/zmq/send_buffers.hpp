@@ -62,7 +62,7 @@ class send_buffers {
     std::size_t capacity = 0;
     std::atomic<bool> busy{false};
     std::uint64_t last_message = 0;  // messages_ when it was last taken
-    send_buffers* pool = nullptr;    // for release()
+    send_buffers* pool = nullptr;    // the pool that made it, for release()
   };
   static void release(void* data, void* hint);
   // A free buffer of at least n bytes: the first free one that is big enough, else a free one made

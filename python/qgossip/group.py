@@ -56,7 +56,7 @@ def _destroy_at_exit(groups, world):
         if not dist.is_initialized():
             return  # the program destroyed every group itself
         for g in groups:
-            if g is not None and g in dist.distributed_c10d._pg_map:
+            if g in dist.distributed_c10d._pg_map:  # not destroyed by the program already
                 dist.destroy_process_group(g)
         if world:
             dist.destroy_process_group()
