@@ -111,7 +111,7 @@ status ring_allreduce::sum_coded(std::span<float> data, std::uint64_t first_iter
                                               std::to_string(left_) + ": " + st.to_string());
     std::span<float> into = chunk(data, rs.recv_chunk);
     for (std::size_t i = 0; i < into.size(); ++i) into[i] = rs.reducing ? decoded_[i] + into[i] : decoded_[i];
-    if (!rs.reducing) std::swap(payload_, in_[0].payload);  // forwarded at the next step
+    if (!rs.reducing) payload_.assign(in_[0].payload.begin(), in_[0].payload.end());  // forwarded at the next step
   }
   return status::ok();
 }

@@ -33,12 +33,14 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "core/status.hpp"
+#include "gossip/received_bytes.hpp"
 
 namespace qgossip {
 
@@ -54,12 +56,13 @@ inline constexpr std::uint64_t kSlowestMessageBytesPerS = 10u << 20;
   return std::chrono::milliseconds(bytes * 1000 / kSlowestMessageBytesPerS);
 }
 
-// One received message. The buffers are reused across receive() calls (they keep their capacity),
-// so a steady stream of equal-sized messages allocates nothing.
+// One received message. The header's buffer is reused across receive() calls (it keeps its
+// capacity); the payload is handed over (received_bytes: the ZeroMQ transport's own buffer, no
+// copy), to be moved on by whoever keeps it.
 struct inbound_frames {
   int peer = -1;  // who sent it, as the transport identifies the link (-1: unknown)
   std::vector<std::byte> header;
-  std::vector<std::byte> payload;
+  received_bytes payload;
 };
 
 // Liveness: which links were found dead, and why. A backend has it when it watches its links (the
@@ -186,6 +189,13 @@ class transport {
   // copy of the payload between peers; the default calls send() for each, stopping at the first error.
   virtual status send_all(std::span<const int> peers, std::span<const std::byte> header,
                           std::span<const std::byte> payload);
+  // send_all of a payload that `owner` keeps valid past the call, so that a backend may send it
+  // without a copy and let go of owner once it is done (the ZeroMQ transport). The default, and every
+  // wrapper that does not override it, copies as send_all does (this->send_all: a wrapper's own).
+  virtual status send_all_kept(std::span<const int> peers, std::span<const std::byte> header,
+                               std::span<const std::byte> payload, std::shared_ptr<const void> owner) {
+    return send_all(peers, header, payload);
+  }
 
   // Waits until a message arrives or deadline passes. ok: out holds it. errc::timeout: deadline
   // passed with nothing received. errc::corrupt: a message arrived malformed (e.g. wrong number of

@@ -32,7 +32,7 @@ async_gather::async_gather(exchange_core& core) : core_(core), queues_(queue_fig
   core_.handle_kind(message_kind::train, *this);
 }
 
-void async_gather::on_message(std::size_t k, const wire_header& h, std::vector<std::byte>& payload) {
+void async_gather::on_message(std::size_t k, const wire_header& h, received_bytes& payload) {
   auto& last = core_.link(k).delivered[exchange_core::kind_index(message_kind::train)];
   const std::uint64_t expected = last ? *last + 1 : 1;
   const int peer = core_.peer(k);
@@ -53,7 +53,7 @@ void async_gather::on_message(std::size_t k, const wire_header& h, std::vector<s
   if (out_) {
     if (out_->size() <= delivered_) out_->resize(delivered_ + 1);
     (*out_)[delivered_].header = h;
-    std::swap((*out_)[delivered_].payload, payload);
+    (*out_)[delivered_].payload = std::move(payload);
   }
   ++delivered_;
   ++delivered_since_;
@@ -143,7 +143,10 @@ status async_gather::send_train(std::uint64_t iteration, const outgoing_message&
     h.skipped = static_cast<std::uint16_t>(iteration - last_sent_[k].value_or(0) - 1);
     encode_header(h, m.payload, header_);
     taken_at_send_[k] = queues_.bytes_taken(m.peer);
-    sent = core_.net().send_all(std::span<const int>(&m.peer, 1), header_, m.payload);
+    const std::span<const int> to(&m.peer, 1);
+    const bool kept = msg.payload_owner && m.payload.data() == msg.payload.data();
+    sent = kept ? core_.net().send_all_kept(to, header_, m.payload, msg.payload_owner)
+                : core_.net().send_all(to, header_, m.payload);
     if (!sent) break;
     last_sent_[k] = iteration;
     last_sent_bytes_[k] = kWireHeaderBytes + m.payload.size();

@@ -36,7 +36,7 @@ class async_gather final : public exchange_protocol {
   // How many train messages were delivered since the last call (exchange::finish's late ones).
   std::size_t take_delivered();
 
-  void on_message(std::size_t k, const wire_header& h, std::vector<std::byte>& payload) override;
+  void on_message(std::size_t k, const wire_header& h, received_bytes& payload) override;
   void on_readmit(std::size_t k, std::uint64_t iteration) override;
 
  private:

@@ -166,7 +166,7 @@ status exchange_core::fail(status s) {
   return s;
 }
 
-bool exchange_core::accept(std::size_t k, const wire_header& h, std::span<const std::byte> payload,
+bool exchange_core::accept(std::size_t k, const wire_header& h, received_bytes& payload,
                            const codec_expectation& codec) {
   wire_check c = wire_check::ok;
   if (status s = check_codec(h, codec, &c); !s) {
@@ -315,6 +315,7 @@ status exchange_core::receive_one(transport_clock::time_point until, bool& got) 
   ++stats_.messages_received;
   stats_.bytes_received += rx_.header.size() + rx_.payload.size();
   handle();
+  rx_.payload.clear();  // what no protocol took: nothing of a frame is kept between receives
   return status::ok();
 }
 

@@ -37,8 +37,8 @@ class exchange_protocol {
  public:
   virtual ~exchange_protocol() = default;
   // A message from neighbour k that passed parse_header (not yet its codec): the protocol may take
-  // the payload (swap it out: the core's buffer comes back empty or with the protocol's old one).
-  virtual void on_message(std::size_t k, const wire_header& h, std::vector<std::byte>& payload) = 0;
+  // the payload (move it out: the core's comes back empty).
+  virtual void on_message(std::size_t k, const wire_header& h, received_bytes& payload) = 0;
   // Neighbour k was dropped (no round waits for it any more), finished its run (its last round:
   // link(k).finished), or was taken back from round `iteration`.
   virtual void on_drop(std::size_t k) {}
@@ -127,7 +127,7 @@ class exchange_core {
   // The codec check and the node's train_message of a message to deliver: false when it was
   // rejected (counted; its sender's failure when the node refused it, or when a train message
   // counts other than this node's values: its model differs, and it will never send one that fits).
-  [[nodiscard]] bool accept(std::size_t k, const wire_header& h, std::span<const std::byte> payload,
+  [[nodiscard]] bool accept(std::size_t k, const wire_header& h, received_bytes& payload,
                             const codec_expectation& codec);
 
   // Sending: the header of this node's message; a message outside the rounds (notices, join

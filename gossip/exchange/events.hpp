@@ -13,6 +13,7 @@
 
 #include "core/status.hpp"
 #include "gossip/exchange/link_control.hpp"
+#include "gossip/received_bytes.hpp"
 #include "gossip/wire.hpp"
 
 namespace qgossip {
@@ -32,10 +33,11 @@ class exchange_events {
   // errc::cancelled. The node passes its SIGINT/SIGTERM flag here. Default: never.
   virtual bool stop_requested() { return false; }
 
-  // A train message that passed every check of the wire: the node decodes and keeps it (its inbox)
-  // or refuses it (then it is rejected, reason payload, and is a failure of its sender: peer_failed).
+  // A train message that passed every check of the wire: the node decodes and keeps it (its inbox,
+  // which may take the payload: move it out, leaving it empty for a caller that collects too) or
+  // refuses it (then it is rejected, reason payload, and is a failure of its sender: peer_failed).
   // This is where a node's train messages go. Default: accepted (the caller collects them).
-  virtual status train_message(const wire_header& header, std::span<const std::byte> payload) {
+  virtual status train_message(const wire_header& header, received_bytes& payload) {
     return status::ok();
   }
   // A failed or misbehaving neighbour (docs/failures.md): its link was lost (the transport's

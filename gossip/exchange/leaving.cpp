@@ -12,7 +12,7 @@ leaving::leaving(exchange_core& core, async_gather* async) : core_(core), async_
   core_.handle_kind(message_kind::finished_ack, *this);
 }
 
-void leaving::on_message(std::size_t k, const wire_header& h, std::vector<std::byte>&) {
+void leaving::on_message(std::size_t k, const wire_header& h, received_bytes&) {
   core_.stats().notice_bytes_received += kWireHeaderBytes;
   ++core_.stats().messages_delivered;
   if (h.kind == message_kind::finished) {

@@ -28,7 +28,7 @@ class leaving final : public exchange_protocol {
   [[nodiscard]] bool finished(int peer) const;  // exchange::finished
   [[nodiscard]] bool all_finished() const;      // exchange::all_finished
 
-  void on_message(std::size_t k, const wire_header& h, std::vector<std::byte>& payload) override;
+  void on_message(std::size_t k, const wire_header& h, received_bytes& payload) override;
   void on_readmit(std::size_t k, std::uint64_t iteration) override;
 
  private:

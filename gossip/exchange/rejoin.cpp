@@ -14,7 +14,7 @@ rejoin_messages::rejoin_messages(exchange_core& core) : core_(core) {
   core_.handle_kind(message_kind::join_state, *this, /*even_dropped=*/true);
 }
 
-void rejoin_messages::on_message(std::size_t k, const wire_header& h, std::vector<std::byte>& payload) {
+void rejoin_messages::on_message(std::size_t k, const wire_header& h, received_bytes& payload) {
   core_.stats().notice_bytes_received += kWireHeaderBytes + h.payload_bytes;
   ++core_.stats().messages_delivered;
   if (h.kind == message_kind::join_state) {
@@ -42,7 +42,7 @@ void rejoin_messages::on_chunk(std::size_t k, const wire_header& h, std::span<co
   if (states_[k]) ++core_.stats().duplicates;  // superseded before anyone took it
   inbound_message& held = states_[k].emplace();
   held.header = h;
-  held.payload = a.take();
+  held.payload = received_bytes(a.take());
 }
 
 status rejoin_messages::send_to(int peer, const wire_header& h, std::span<const std::byte> payload) {

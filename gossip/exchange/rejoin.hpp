@@ -34,7 +34,7 @@ class rejoin_messages final : public exchange_protocol {
   // this grows.
   [[nodiscard]] std::uint64_t state_bytes_received() const { return state_bytes_; }
 
-  void on_message(std::size_t k, const wire_header& h, std::vector<std::byte>& payload) override;
+  void on_message(std::size_t k, const wire_header& h, received_bytes& payload) override;
 
  private:
   status send_to(int peer, const wire_header& h, std::span<const std::byte> payload);

@@ -19,7 +19,7 @@ sync_round::sync_round(exchange_core& core) : core_(core) {
   if (!core_.options().asynchronous) core_.handle_kind(message_kind::train, *this);
 }
 
-void sync_round::on_message(std::size_t k, const wire_header& h, std::vector<std::byte>& payload) {
+void sync_round::on_message(std::size_t k, const wire_header& h, received_bytes& payload) {
   const int from = core_.peer(k);
   if (h.skipped != 0) {  // synchronous rounds skip none
     core_.reject(reject_reason::skipped, from,
@@ -60,7 +60,7 @@ void sync_round::on_message(std::size_t k, const wire_header& h, std::vector<std
   deliver(k, h, payload);
 }
 
-void sync_round::buffer(std::size_t k, const wire_header& h, std::vector<std::byte>& payload) {
+void sync_round::buffer(std::size_t k, const wire_header& h, received_bytes& payload) {
   auto& slots = buffered_[k][exchange_core::kind_index(h.kind)];
   for (const slot& s : slots)
     if (s.used && s.header.iteration == h.iteration) {
@@ -74,15 +74,15 @@ void sync_round::buffer(std::size_t k, const wire_header& h, std::vector<std::by
   QG_ENFORCE(free != slots.end(), "no free buffer slot for rank " << h.sender);
   free->used = true;
   free->header = h;
-  std::swap(free->payload, payload);
+  free->payload = std::move(payload);
 }
 
-void sync_round::deliver(std::size_t k, const wire_header& h, std::vector<std::byte>& payload) {
+void sync_round::deliver(std::size_t k, const wire_header& h, received_bytes& payload) {
   if (!core_.accept(k, h, payload, codec_)) return;
   if (out_) {
     inbound_message& m = (*out_)[static_cast<std::size_t>(out_index_[k])];
     m.header = h;
-    std::swap(m.payload, payload);  // the caller's old buffer goes back to the pool
+    m.payload = std::move(payload);
   }
   core_.link(k).delivered[exchange_core::kind_index(h.kind)] = h.iteration;
   filled_[k] = true;
@@ -98,7 +98,7 @@ void sync_round::vacate(std::size_t k) {
 
 void sync_round::on_drop(std::size_t k) {
   for (auto& per_kind : buffered_[k])
-    for (slot& s : per_kind) s.used = false;
+    for (slot& s : per_kind) s.release();
   if (out_index_[k] >= 0) vacate(k);  // a round under way stops waiting for it, and forgets what it delivered
 }
 
@@ -109,7 +109,7 @@ void sync_round::on_finished(std::size_t k) {
 
 void sync_round::on_readmit(std::size_t k, std::uint64_t) {
   for (auto& per_kind : buffered_[k])
-    for (slot& s : per_kind) s.used = false;
+    for (slot& s : per_kind) s.release();
 }
 
 void sync_round::compact() {
@@ -128,7 +128,7 @@ void sync_round::expire_before(std::uint64_t iteration) {
     for (auto& per_kind : buffered_[k])
       for (slot& s : per_kind)
         if (s.used && s.header.iteration < iteration) {
-          s.used = false;
+          s.release();
           ++core_.stats().expired;
           core_.note("dropped the buffered " + exchange_core::describe(s.header.kind, s.header.iteration) +
                      " from rank " + std::to_string(core_.peer(k)) + ": this node ran no such round");
@@ -226,7 +226,9 @@ status sync_round::send_payload(message_kind kind, std::uint64_t iteration, cons
   one.payload = payload;
   encode_header(core_.header_for(kind, iteration, one), payload, header_);
   exchange_stats& stats = core_.stats();
-  status sent = core_.net().send_all(to, header_, payload);
+  const bool kept = msg.payload_owner && payload.data() == msg.payload.data();
+  status sent = kept ? core_.net().send_all_kept(to, header_, payload, msg.payload_owner)
+                     : core_.net().send_all(to, header_, payload);
   stats.send_time += transport_clock::now() - start;
   if (!sent) return sent;
   const std::uint64_t bytes = to.size() * (kWireHeaderBytes + payload.size());
@@ -251,13 +253,14 @@ std::size_t sync_round::expect_round(std::uint64_t iteration, std::span<const in
   for (std::size_t k = 0; k < core_.size(); ++k)
     for (slot& s : buffered_[k][exchange_core::kind_index(kind_)])
       if (s.used && s.header.iteration == iteration) {
-        s.used = false;
+        received_bytes payload = std::move(s.payload);
+        s.release();
         if (out_index_[k] < 0)
           core_.reject(reject_reason::sender, core_.peer(k),
                        exchange_core::describe(kind_, iteration) + ": rank " + std::to_string(core_.peer(k)) +
                            " is not expected to send in this round");
         else
-          deliver(k, s.header, s.payload);
+          deliver(k, s.header, payload);
       }
   return expected;
 }

@@ -27,7 +27,7 @@ class sync_round final : public exchange_protocol {
   status round(message_kind kind, std::uint64_t iteration, const outgoing_message& msg,
                std::vector<inbound_message>* out, const round_peers& peers);
 
-  void on_message(std::size_t k, const wire_header& h, std::vector<std::byte>& payload) override;
+  void on_message(std::size_t k, const wire_header& h, received_bytes& payload) override;
   void on_drop(std::size_t k) override;
   void on_finished(std::size_t k) override;
   void on_readmit(std::size_t k, std::uint64_t iteration) override;
@@ -36,7 +36,11 @@ class sync_round final : public exchange_protocol {
   struct slot {  // a message buffered for a later round
     bool used = false;
     wire_header header;
-    std::vector<std::byte> payload;
+    received_bytes payload;
+    void release() {  // the payload's memory too: a slot keeps nothing between messages
+      used = false;
+      payload.clear();
+    }
   };
   [[nodiscard]] status check_round(message_kind kind, std::uint64_t iteration, const outgoing_message& msg,
                                    const round_peers& peers) const;
@@ -58,8 +62,8 @@ class sync_round final : public exchange_protocol {
   // (dropped where drop_silent, else the round's time-out in `s`).
   bool wait_for_live(transport_clock::time_point start, wait_plan& plan, std::uint64_t iteration,
                      std::size_t expected, status& s);
-  void buffer(std::size_t k, const wire_header& h, std::vector<std::byte>& payload);
-  void deliver(std::size_t k, const wire_header& h, std::vector<std::byte>& payload);
+  void buffer(std::size_t k, const wire_header& h, received_bytes& payload);
+  void deliver(std::size_t k, const wire_header& h, received_bytes& payload);
   // Leaves peer k's entry of the round under way: no longer waited for, its message not delivered.
   void vacate(std::size_t k);
   void compact();

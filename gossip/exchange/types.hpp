@@ -3,10 +3,12 @@
 // what it delivers.
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <vector>
 
+#include "gossip/received_bytes.hpp"
 #include "gossip/wire.hpp"
 
 namespace qgossip {
@@ -74,6 +76,9 @@ struct outgoing_message {
   std::uint32_t codec_tag = 0;
   std::uint64_t count = 0;
   std::span<const std::byte> payload;
+  // Set: keeps `payload` valid past the round, so that the transport may send it without a copy
+  // (transport::send_all_kept); the sender encodes anew into it only once nothing else holds it.
+  std::shared_ptr<const void> payload_owner{};
   // A train round's message per edge, in both protocols (round() and gather()): each listed peer
   // gets its own payload in place of `payload`, with the same codec fields; every other peer the
   // round sends to gets `payload`. A listed peer must be one the round sends to, at most once.
@@ -89,7 +94,7 @@ struct round_peers {
 // A validated message from one neighbour, for a caller that collects its round's messages.
 struct inbound_message {
   wire_header header;
-  std::vector<std::byte> payload;  // reused across rounds: pass the same vector to round() each time
+  received_bytes payload;  // handed over by the exchange (moved, not copied)
 };
 
 }  // namespace qgossip

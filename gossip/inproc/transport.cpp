@@ -104,8 +104,8 @@ status inproc_transport::receive(transport_clock::time_point deadline, inbound_f
   --box.count;
   out.peer = q.from;
   std::swap(out.header, q.header);
-  std::swap(out.payload, q.payload);
-  box.spare.push_back(std::move(q));  // the caller's previous buffers, for the next sender
+  out.payload = received_bytes(std::move(q.payload));
+  box.spare.push_back(std::move(q));  // the caller's previous header buffer, for the next sender
   return status::ok();
 }
 

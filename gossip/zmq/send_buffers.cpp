@@ -18,6 +18,17 @@ void send_buffers::release(void* /*data*/, void* hint) {
   pool.released_.notify_all();
 }
 
+void send_buffers::release_adopted(void* /*data*/, void* hint) {
+  std::unique_ptr<adopted> a(static_cast<adopted*>(hint));
+  send_buffers& pool = *a->pool;
+  {
+    std::lock_guard<std::mutex> lock(pool.released_lock_);
+    pool.busy_bytes_.fetch_sub(a->bytes, std::memory_order_acq_rel);
+    a->owner.reset();  // the owner's last reference may go here: it may reuse the payload from now on
+  }
+  pool.released_.notify_all();
+}
+
 bool send_buffers::wait_held_at_most(std::uint64_t bytes, std::chrono::steady_clock::time_point deadline) {
   std::unique_lock<std::mutex> lock(released_lock_);
   return released_.wait_until(lock, deadline, [&] { return busy_bytes() <= bytes; });
@@ -68,6 +79,21 @@ send_buffers::frames send_buffers::message(std::span<const std::byte> header, st
   std::memcpy(at, header.data(), header.size());
   std::memcpy(at + header.size(), payload.data(), payload.size());
   frames f{zmq::message_t(at, header.size(), nullptr), zmq::message_t(at + header.size(), payload.size(), &release, &b)};
+  return f;
+}
+
+send_buffers::frames send_buffers::adopt(std::span<const std::byte> header, std::span<const std::byte> payload,
+                                         std::shared_ptr<const void> owner) {
+  QG_ENFORCE(!payload.empty() && owner, "an adopted payload needs bytes and an owner");
+  ++messages_;  // a message all the same: the pool's idle buffers age by it
+  drop_idle();
+  auto hint = std::make_unique<adopted>(adopted{this, payload.size(), std::move(owner)});
+  // ZeroMQ's signature takes a mutable pointer; it never writes a message it sends.
+  void* data = const_cast<std::byte*>(payload.data());
+  frames f{zmq::message_t(header.data(), header.size()),
+           zmq::message_t(data, payload.size(), &release_adopted, hint.get())};
+  (void)hint.release();  // ZeroMQ's now: release_adopted deletes it, once f's frames are let go
+  busy_bytes_.fetch_add(payload.size(), std::memory_order_acq_rel);
   return f;
 }
 

@@ -7,13 +7,17 @@
 // the 40-byte record ZeroMQ keeps for a frame it calls back for (libzmq's zmq_msg_init_data),
 // where a copied 10 MB payload used to be allocated, faulted in and unmapped every round.
 // The header frame points into the same buffer with no call-back: ZeroMQ writes a multipart
-// message's frames in order and lets go of the header before the payload.
+// message's frames in order and lets go of the header before the payload. A payload whose owner
+// keeps it alive until ZeroMQ is done (adopt: a node's own train message) is sent with no copy and
+// no buffer of the pool; what it allocates is small: the call-back's record, the header's frame
+// (56 bytes, above ZeroMQ's inline 33) and ZeroMQ's record. An adopted message ages the pool's
+// idle buffers as any other.
 // A burst (a rejoining state's chunks, one buffer each: 0.8 GB per neighbour at 100 M parameters)
 // would otherwise stay in the pool for the rest of the run: a free buffer that the last
 // kIdleMessages messages did not use is let go when the next one is sent.
 // The bytes ZeroMQ still holds (the busy buffers' sizes) let a sender of many large messages keep
 // only a few in flight: wait_held_at_most blocks until ZeroMQ has let go of enough of them.
-// Thread safety: message() and wait_held_at_most() from one thread (the transport's); the
+// Thread safety: message(), adopt() and wait_held_at_most() from one thread (the transport's); the
 // call-backs from any.
 #include <atomic>
 #include <chrono>
@@ -42,6 +46,12 @@ class send_buffers {
     zmq::message_t header, payload;
   };
   [[nodiscard]] frames message(std::span<const std::byte> header, std::span<const std::byte> payload);
+  // Frames over a payload that `owner` keeps alive, adopted without a copy and without a buffer of
+  // the pool (a node's own train message, which it encodes anew only once ZeroMQ has let go of the
+  // last): the header is a small message of its own, and ZeroMQ lets go of owner once it is done
+  // with the last frame over the payload. Counted in busy_bytes() until then.
+  [[nodiscard]] frames adopt(std::span<const std::byte> header, std::span<const std::byte> payload,
+                             std::shared_ptr<const void> owner);
 
   // Buffers held, free or not (for tests and the log).
   [[nodiscard]] std::size_t held() const { return buffers_.size(); }
@@ -65,6 +75,12 @@ class send_buffers {
     send_buffers* pool = nullptr;    // the pool that made it, for release()
   };
   static void release(void* data, void* hint);
+  struct adopted {  // adopt()'s call-back's hint
+    send_buffers* pool;
+    std::size_t bytes;
+    std::shared_ptr<const void> owner;
+  };
+  static void release_adopted(void* data, void* hint);
   // A free buffer of at least n bytes: the first free one that is big enough, else a free one made
   // bigger, else a new one. Lets go of the free buffers idle for kIdleMessages.
   buffer& take(std::size_t n);

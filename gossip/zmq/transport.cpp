@@ -695,6 +695,16 @@ status zmq_transport::send(int peer, std::span<const std::byte> header, std::spa
 
 status zmq_transport::send_all(std::span<const int> peers, std::span<const std::byte> header,
                                std::span<const std::byte> payload) {
+  return send_frames(peers, header, payload, nullptr);
+}
+
+status zmq_transport::send_all_kept(std::span<const int> peers, std::span<const std::byte> header,
+                                    std::span<const std::byte> payload, std::shared_ptr<const void> owner) {
+  return send_frames(peers, header, payload, std::move(owner));
+}
+
+status zmq_transport::send_frames(std::span<const int> peers, std::span<const std::byte> header,
+                                  std::span<const std::byte> payload, std::shared_ptr<const void> owner) {
   for (int peer : peers)
     if (!impl_->links.count(peer))
       return status::error(errc::invalid,
@@ -714,9 +724,11 @@ status zmq_transport::send_all(std::span<const int> peers, std::span<const std::
       }
     }
     // The one copy of header and payload, into a pooled buffer (gossip/zmq/send_buffers.hpp) that
-    // each neighbour's frames share; a header-only message is copied as it is.
+    // each neighbour's frames share, or none (a payload its owner keeps); a header-only message is
+    // copied as it is.
     send_buffers::frames shared;
-    if (!payload.empty()) shared = impl_->send_pool.message(header, payload);
+    if (!payload.empty())
+      shared = owner ? impl_->send_pool.adopt(header, payload, std::move(owner)) : impl_->send_pool.message(header, payload);
     for (int peer : peers) {
       impl::link& l = impl_->links.at(peer);
       zmq::message_t h, b;
@@ -788,9 +800,18 @@ std::optional<status> zmq_transport::impl::read_message(inbound_frames& out) {
                              ": expected 2 frames (header, payload), received " + std::to_string(frames));
   }
   const auto* h = static_cast<const std::byte*>(m.header.data());
-  const auto* p = static_cast<const std::byte*>(m.payload.data());
   out.header.assign(h, h + m.header.size());
-  out.payload.assign(p, p + m.payload.size());
+  // The payload as ZeroMQ received it, adopted (no copy): it lives as long as its last holder. A small
+  // one that ZeroMQ placed inside its shared receive buffer at an odd offset is copied instead.
+  if (!received_bytes::aligned(m.payload.data())) {
+    const auto* p = static_cast<const std::byte*>(m.payload.data());
+    out.payload.assign(p, p + m.payload.size());
+    m.payload.rebuild();
+    return status::ok();
+  }
+  auto frame = std::make_shared<zmq::message_t>(std::move(m.payload));
+  const std::span<const std::byte> bytes(static_cast<const std::byte*>(frame->data()), frame->size());
+  out.payload = received_bytes(bytes, std::move(frame));
   return status::ok();
 }
 

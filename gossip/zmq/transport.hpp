@@ -2,7 +2,8 @@
 // The ZeroMQ transport: each node binds ONE inbound ROUTER socket at its endpoint and connects one
 // outbound DEALER per neighbour; the receiver learns who sent a message from the link itself (the
 // exchange checks it against the header's sender). A message is two frames, header then payload;
-// the payload is copied once per send_all() into a ZeroMQ message that every neighbour's copy shares.
+// the payload is copied once per send_all() into a ZeroMQ message that every neighbour's copy shares
+// (send_all_kept: not copied at all).
 //
 // Security (docs/security.md), chosen by zmq_options::curve:
 //  - CURVE (set; network.security: curve, the default): every connection is authenticated and
@@ -184,6 +185,9 @@ class zmq_transport final : public transport,
   status send(int peer, std::span<const std::byte> header, std::span<const std::byte> payload) override;
   status send_all(std::span<const int> peers, std::span<const std::byte> header,
                   std::span<const std::byte> payload) override;
+  // The payload adopted, not copied (send_buffers::adopt).
+  status send_all_kept(std::span<const int> peers, std::span<const std::byte> header,
+                       std::span<const std::byte> payload, std::shared_ptr<const void> owner) override;
   // With CURVE, out.peer is the rank the connection authenticated as.
   status receive(transport_clock::time_point deadline, inbound_frames& out) override;
   [[nodiscard]] std::string peer_address(int peer) const override;
@@ -235,6 +239,9 @@ class zmq_transport final : public transport,
   [[nodiscard]] std::optional<std::uint64_t> pacing_rate(int peer);
 
  private:
+  // send_all and send_all_kept: the payload copied into the pool, or adopted (owner set).
+  status send_frames(std::span<const int> peers, std::span<const std::byte> header,
+                     std::span<const std::byte> payload, std::shared_ptr<const void> owner);
   // The counters of the current TCP connection to peer; nullopt as for queued_bytes.
   [[nodiscard]] std::optional<tcp_progress> link_progress(int peer) const;
   struct impl;

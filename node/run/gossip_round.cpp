@@ -1,6 +1,9 @@
 #include "node/run/gossip_round.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <memory>
+#include <optional>
 #include <string>
 
 #include "algorithms/algorithm.hpp"
@@ -23,25 +26,47 @@ additive_messages* own_adding(algorithm& alg, const message_codec& codec) {
 
 own_message::own_message(const round_pattern_parts& p)
     : alg_(p.alg), codec_(p.codec), rank_(p.rank), seed_(p.seed), values_(p.alg.model().size()),
-      adding_(own_adding(p.alg, p.codec)), own_decoded_(adding_ ? 0 : values_) {
-  encoded_.reserve(codec_.max_encoded_bytes());
+      adding_(own_adding(p.alg, p.codec)), own_decoded_(adding_ ? 0 : values_) {}
+
+std::vector<std::byte>& own_message::free_buffer() {
+  // The latest message's buffer if the transport let go of it (a synchronous round: only ever one),
+  // else another it let go of; else a new one in an empty place or in the oldest's.
+  std::optional<std::size_t> pick, empty;
+  for (std::size_t k = 0; k < kBuffers && !pick; ++k) {
+    const std::size_t i = (current_ + k) % kBuffers;
+    if (!buffers_[i])
+      empty = empty.value_or(i);
+    else if (buffers_[i].use_count() == 1)
+      pick = i;
+  }
+  if (!pick) {
+    pick = empty.value_or((current_ + 1) % kBuffers);
+    buffers_[*pick] = std::make_shared<std::vector<std::byte>>();
+    buffers_[*pick]->reserve(codec_.max_encoded_bytes());
+  }
+  // The transport's last read of a reused message happens before this round's writes: its release
+  // of the buffer (an acq_rel decrement of the count read above) synchronizes with this fence.
+  std::atomic_thread_fence(std::memory_order_acquire);
+  current_ = *pick;
+  return *buffers_[current_];
 }
 
 void own_message::encode(std::span<const float> outgoing, std::uint64_t t) {
+  std::vector<std::byte>& encoded = free_buffer();
   if (difference_message* d = difference_message_of(alg_); d && outgoing.empty()) {
     // x_{t+1/2} - x^_i encoded as it is read, and added into x^_i (learner.cpp sets both up together).
     QG_ENFORCE(adding_, "a difference message whose codec does not decode into a sum");
-    encode_own_difference_adding(codec_, d->minuend(), d->subtrahend(), seed_, rank_, t, encoded_,
+    encode_own_difference_adding(codec_, d->minuend(), d->subtrahend(), seed_, rank_, t, encoded,
                                  adding_->own_sum());
     adding_->absorbed_own(t);
   } else if (adding_) {
-    encode_own_message_adding(codec_, outgoing, seed_, rank_, t, encoded_, adding_->own_sum());
+    encode_own_message_adding(codec_, outgoing, seed_, rank_, t, encoded, adding_->own_sum());
     adding_->absorbed_own(t);
   } else {
-    encode_own_message(codec_, outgoing, seed_, rank_, t, encoded_, own_decoded_);
+    encode_own_message(codec_, outgoing, seed_, rank_, t, encoded, own_decoded_);
     alg_.absorb_own(own_decoded_, t);
   }
-  payload_ = encoded_;
+  payload_ = encoded;
   per_link_ = {};
 }
 
@@ -55,6 +80,7 @@ outgoing_message own_message::wire() const {
           .codec_tag = codec_.tag(),
           .count = values_,
           .payload = payload_,
+          .payload_owner = buffers_[current_] && payload_.data() == buffers_[current_]->data() ? buffers_[current_] : nullptr,
           .per_link = per_link_};
 }
 

@@ -6,7 +6,9 @@
 // decentralized algorithms gossip on the topology's graph; allgather on the complete graph.
 // (Asynchronous gossip, train.max_staleness > 0: node/run/async_gossip_round.hpp.)
 // Not thread-safe: the node's one thread.
+#include <array>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -42,8 +44,18 @@ class own_message {
   std::uint64_t seed_;
   std::size_t values_;
 
+  // A buffer to encode into: one of encoded_ that the transport no longer sends from, else a new one
+  // in the place of the longest used (the transport lets go of that one when it is done).
+  std::vector<std::byte>& free_buffer();
+
   additive_messages* adding_;  // the own message decoded straight into the algorithm's own_sum, or null
-  std::vector<std::byte> encoded_;
+  // The encoded messages, each shared with the transport while it sends it without a copy (wire()'s
+  // payload_owner): one message fewer on the host than a copy into a buffer of the transport's.
+  // A synchronous round uses one; rounds whose messages are still queued when the next is encoded
+  // (asynchronous gossip, overlap) take turns over up to kBuffers, and allocate nothing more.
+  static constexpr std::size_t kBuffers = 3;
+  std::array<std::shared_ptr<std::vector<std::byte>>, kBuffers> buffers_;
+  std::size_t current_ = 0;  // the buffer of the latest message
   float_vector own_decoded_;    // not adding: the own message decoded
   std::span<const std::byte> payload_;         // what the round sends: encoded_, or send_instead's
   std::span<const link_message> per_link_;     // send_instead's

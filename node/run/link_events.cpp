@@ -18,7 +18,7 @@ void link_events::waiting(std::span<const int> peers, std::chrono::milliseconds 
 // A message the inbox refuses (it does not decode, or is not finite) is the exchange's to reject and
 // count, and a failure of its sender (exchange_events::kUndecodable in the cause, which makes it
 // proven hostile: departures::proven_hostile).
-status link_events::train_message(const wire_header& header, std::span<const std::byte> payload) {
+status link_events::train_message(const wire_header& header, received_bytes& payload) {
   return inbox_ ? inbox_->accept(header, payload) : status::ok();
 }
 

@@ -16,13 +16,15 @@ message_inbox::message_inbox(const message_codec& codec, std::uint64_t seed, std
 }
 
 void message_inbox::grow(entry& e) const {
-  if (adding_)
-    e.payload.reserve(codec_.max_encoded_bytes());
-  else
-    e.values.resize(values_);
+  if (!adding_) e.values.resize(values_);
 }
 
-status message_inbox::accept(const wire_header& h, std::span<const std::byte> payload) {
+void message_inbox::clear() {
+  for (std::size_t i = 0; i < count_; ++i) entries_[i].payload.clear();
+  count_ = 0;
+}
+
+status message_inbox::accept(const wire_header& h, received_bytes& payload) {
   const int from = static_cast<int>(h.sender);
   if (!std::binary_search(peers_.begin(), peers_.end(), from))
     return status::error(errc::invalid, "rank " + std::to_string(from) + " is not a train peer");
@@ -34,9 +36,9 @@ status message_inbox::accept(const wire_header& h, std::span<const std::byte> pa
   entry& e = entries_[count_];
   const codec_context ctx{.seed = seed_, .rank = h.sender, .iteration = h.iteration, .stream = 0};
   if (adding_) {
-    if (status st = codec_.validate(payload, ctx, values_); !st) return st;
-    e.payload.assign(payload.begin(), payload.end());
-  } else if (status st = codec_.decode(payload, ctx, e.values); !st) {
+    if (status st = codec_.validate(payload.bytes(), ctx, values_); !st) return st;
+    e.payload = std::move(payload);
+  } else if (status st = codec_.decode(payload.bytes(), ctx, e.values); !st) {
     return st;
   }
   e.from = from;
@@ -61,7 +63,7 @@ void message_inbox::add_to(std::size_t i, std::span<float> sum) const {
   QG_ENFORCE(adding_ && i < count_, "add_to message " << i << " of " << count_ << (adding_ ? "" : ", not adding"));
   const entry& e = entries_[i];
   const codec_context ctx{.seed = seed_, .rank = static_cast<std::uint32_t>(e.from), .iteration = e.iteration, .stream = 0};
-  codec_.decode_add(e.payload, ctx, sum);
+  codec_.decode_add(e.payload.bytes(), ctx, sum);
 }
 
 }  // namespace qgossip

@@ -9,7 +9,8 @@
 // dozens of messages in one round, and each would need a model-sized vector of its own.
 // Adding (the algorithm's messages add into its copies and the codec decodes into a sum: algorithms/
 // capabilities.hpp additive_messages): a message is checked on arrival (validate) and kept encoded,
-// and add_to() decodes it into the copy it adds to, with no model-sized vector of its own.
+// as the transport received it (its payload taken, not copied), and add_to() decodes it into the copy
+// it adds to, with no model-sized vector of its own; clear() lets go of it.
 // Not thread-safe: the node's one thread.
 #include <cstdint>
 #include <functional>
@@ -18,6 +19,7 @@
 
 #include "core/aligned.hpp"
 #include "core/status.hpp"
+#include "gossip/received_bytes.hpp"
 #include "gossip/wire.hpp"
 #include "node/run/message_codec.hpp"
 
@@ -30,9 +32,10 @@ class message_inbox {
   message_inbox(const message_codec& codec, std::uint64_t seed, std::vector<int> peers, std::size_t values,
                 bool adding = false);
 
-  // exchange_events::train_message: decodes a train message and keeps it. errc::corrupt when it does not
-  // decode; errc::invalid for a sender that is not a train peer.
-  [[nodiscard]] status accept(const wire_header& h, std::span<const std::byte> payload);
+  // exchange_events::train_message: decodes a train message and keeps it (adding: takes the payload,
+  // leaving it empty). errc::corrupt when it does not decode; errc::invalid for a sender that is not
+  // a train peer.
+  [[nodiscard]] status accept(const wire_header& h, received_bytes& payload);
 
   struct message {
     int from;
@@ -45,7 +48,7 @@ class message_inbox {
   // The messages accepted since the last clear(), in delivery order.
   [[nodiscard]] std::size_t size() const { return count_; }
   [[nodiscard]] message at(std::size_t i) const;
-  void clear() { count_ = 0; }
+  void clear();
 
   // At most `capacity` messages held (> 0): accept() first calls `flush`, which must hand the held
   // messages to the algorithm and clear() the inbox, when it holds that many. Asynchronous gossip
@@ -58,9 +61,9 @@ class message_inbox {
     int from = -1;
     std::uint64_t iteration = 0;
     float_vector values;            // decoded (not adding)
-    std::vector<std::byte> payload;  // encoded, checked (adding)
+    received_bytes payload;  // encoded, checked (adding)
   };
-  void grow(entry& e) const;  // sized for a message: its values or its payload's room
+  void grow(entry& e) const;  // sized for a message's values (not adding)
 
   const message_codec& codec_;
   std::uint64_t seed_;

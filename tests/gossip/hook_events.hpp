@@ -25,8 +25,8 @@ struct hook_events final : exchange_events {
     if (on_log) on_log(line);
   }
   bool stop_requested() override { return on_stop && on_stop(); }
-  status train_message(const wire_header& h, std::span<const std::byte> p) override {
-    return on_train ? on_train(h, p) : status::ok();
+  status train_message(const wire_header& h, received_bytes& p) override {
+    return on_train ? on_train(h, p.bytes()) : status::ok();
   }
   bool peer_failed(int peer, const std::string& why, link_control&) override {
     return on_peer_failed && on_peer_failed(peer, why);

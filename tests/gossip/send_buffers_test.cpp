@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <cstring>
+#include <memory>
 #include <chrono>
 #include <optional>
 #include <thread>
@@ -46,6 +47,36 @@ TEST_CASE("send buffers: frames hold copies; a buffer is reused once every frame
   CHECK(pool.held() == 2);
   CHECK(same(again.payload, bigger));
   CHECK(same(again.header, header));
+}
+
+// A payload its owner keeps (a node's own train message) is sent with no copy and no buffer of the
+// pool: the frames read the owner's bytes, count in busy_bytes while any frame over them lives, and
+// the owner's reference goes with the last of them.
+TEST_CASE("send buffers: an adopted payload is read in place and its owner let go with the last frame") {
+  send_buffers pool;
+  const auto header = bytes_of(48, 1);
+  auto owner = std::make_shared<std::vector<std::byte>>(bytes_of(10000, 2));
+  std::optional<send_buffers::frames> f = pool.adopt(header, *owner, owner);
+  CHECK(same(f->header, header));
+  CHECK(f->payload.data() == owner->data());  // no copy
+  CHECK(pool.held() == 0);                   // no buffer of the pool
+  CHECK(pool.busy_bytes() == 10000);
+  CHECK(owner.use_count() == 2);
+  zmq::message_t second;
+  second.copy(f->payload);  // a second neighbour's frame
+  f.reset();
+  CHECK(owner.use_count() == 2);  // the copy still holds it
+  CHECK(pool.busy_bytes() == 10000);
+  second.rebuild();
+  CHECK(owner.use_count() == 1);
+  CHECK(pool.busy_bytes() == 0);
+  // Adopted messages age the pool's idle buffers as any other: a burst's buffer goes after
+  // kIdleMessages of them (a gossip node's train messages are all adopted).
+  { const auto burst = pool.message(header, bytes_of(1 << 16, 3)); }
+  CHECK(pool.held() == 1);
+  for (std::uint64_t i = 0; i <= send_buffers::kIdleMessages; ++i) (void)pool.adopt(header, *owner, owner);
+  CHECK(pool.held() == 0);
+  CHECK(owner.use_count() == 1);
 }
 
 // A burst of large messages (a rejoining state's chunks) leaves buffers that later rounds, one

@@ -13,7 +13,7 @@ inline constexpr const char* kAnyPort = "tcp://127.0.0.1:*";
 
 inline std::span<const std::byte> bytes(std::string_view s) { return std::as_bytes(std::span(s.data(), s.size())); }
 
-inline std::string text(const std::vector<std::byte>& v) {
+inline std::string text(std::span<const std::byte> v) {
   return std::string(reinterpret_cast<const char*>(v.data()), v.size());
 }
 

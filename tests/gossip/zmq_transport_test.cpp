@@ -112,6 +112,26 @@ TEST_CASE("zmq: three ranks on a ring exchange messages larger than 1 MB") {
   for (const auto& r : results) CHECK(r == "");
 }
 
+// A payload its owner keeps (a node's own train message) goes out with no copy: it arrives whole at
+// every peer, and the transport lets go of the owner once ZeroMQ has sent it.
+TEST_CASE("zmq: a kept payload arrives whole at each peer and its owner is let go once sent") {
+  auto t = ring(3);
+  auto owner = std::make_shared<std::vector<std::byte>>(test::pattern(0, 5, message_kind::train, 300000));
+  const std::vector<std::byte> expected = *owner;
+  const int peers[] = {1, 2};
+  REQUIRE(t[0]->send_all_kept(peers, bytes("kept-header"), *owner, owner).is_ok());
+  for (int r : peers) {
+    inbound_frames in;
+    REQUIRE(t[static_cast<std::size_t>(r)]->receive(transport_clock::now() + 5s, in).is_ok());
+    CHECK(in.peer == 0);
+    CHECK(text(in.header) == "kept-header");
+    CHECK(in.payload == expected);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (owner.use_count() > 1 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
+  CHECK(owner.use_count() == 1);
+}
+
 TEST_CASE("zmq: ipc:// endpoints work as tcp:// ones") {
   auto t = ring(2, "ipc://*");  // ZeroMQ makes up a unique path
   CHECK(t[0]->bound_endpoint().starts_with("ipc://"));

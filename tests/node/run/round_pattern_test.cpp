@@ -91,7 +91,7 @@ exchange_options options(int rank, const pattern_shape& shape) {
 // Train messages into the inbox, as node/run/link_events.hpp puts them (none: the ring collects its own).
 struct inbox_events final : exchange_events {
   explicit inbox_events(message_inbox* in) : inbox(in) {}
-  status train_message(const wire_header& h, std::span<const std::byte> p) override {
+  status train_message(const wire_header& h, received_bytes& p) override {
     return inbox ? inbox->accept(h, p) : status::ok();
   }
   message_inbox* inbox;
@@ -468,13 +468,15 @@ TEST_CASE("message_inbox: hold_at_most bounds the messages held, flushing them i
     for (std::size_t i = 0; i < inbox.size(); ++i) flushed.emplace_back(inbox.at(i).from, inbox.at(i).iteration);
     inbox.clear();
   });
-  std::vector<std::byte> payload;
-  codec.encode(std::vector<float>(truncating_codec::kValues, 1.0f), {}, payload);
+  std::vector<std::byte> encoded;
+  codec.encode(std::vector<float>(truncating_codec::kValues, 1.0f), {}, encoded);
+  received_bytes payload;  // taken by each accept: a fresh copy each time
   for (std::uint64_t t = 1; t <= 4; ++t)
     for (std::uint32_t from : {1u, 2u}) {
       wire_header h;
       h.sender = from;
       h.iteration = t;
+      payload.assign(encoded.begin(), encoded.end());
       REQUIRE(inbox.accept(h, payload).is_ok());
     }
   // Eight messages: two flushes of three, two left.
@@ -489,6 +491,7 @@ TEST_CASE("message_inbox: hold_at_most bounds the messages held, flushing them i
   h.sender = 1;
   for (std::uint64_t t = 1; t <= 5; ++t) {
     h.iteration = t;
+    payload.assign(encoded.begin(), encoded.end());
     REQUIRE(inbox.accept(h, payload).is_ok());
   }
   CHECK(inbox.size() == 5);
