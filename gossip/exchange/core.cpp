@@ -178,13 +178,26 @@ bool exchange_core::accept(std::size_t k, const wire_header& h, received_bytes& 
   }
   if (h.kind != message_kind::train) return true;
   if (status v = events_.train_message(h, payload); !v) {
-    reject(reject_reason::payload, static_cast<int>(h.sender),
-           describe(h.kind, h.iteration) + ": " + v.message());
-    peer_failed(k, "sent a " + describe(h.kind, h.iteration) + " " +
-                       std::string(exchange_events::kUndecodable) + " (" + v.message() + ")");
+    refused_train(k, h, v);
     return false;
   }
   return true;
+}
+
+bool exchange_core::check_early(std::size_t k, const wire_header& h, std::span<const std::byte> payload,
+                                const codec_expectation& codec) {
+  if (h.kind != message_kind::train || codec.count == 0 || !check_codec(h, codec).is_ok()) return true;
+  if (status v = events_.early_train_message(h, payload); !v) {
+    refused_train(k, h, v);
+    return false;
+  }
+  return true;
+}
+
+void exchange_core::refused_train(std::size_t k, const wire_header& h, const status& why) {
+  reject(reject_reason::payload, static_cast<int>(h.sender), describe(h.kind, h.iteration) + ": " + why.message());
+  peer_failed(k, "sent a " + describe(h.kind, h.iteration) + " " + std::string(exchange_events::kUndecodable) +
+                     " (" + why.message() + ")");
 }
 
 wire_header exchange_core::header_for(message_kind kind, std::uint64_t iteration,

@@ -115,6 +115,8 @@ class exchange_core {
   // sender's failure); a failed neighbour (dropped when the node says so, else pending); dropping.
   void reject(reject_reason reason, int peer, const std::string& detail);
   void peer_failed(std::size_t k, const std::string& why);
+  // A train message the node refused (why: its reason): rejected, reason payload, and its sender's failure.
+  void refused_train(std::size_t k, const wire_header& h, const status& why);
   void drop(std::size_t k);
   void mark_finished(std::size_t k, std::uint64_t last_iteration);
   void readmit(std::size_t k, std::uint64_t iteration);
@@ -129,6 +131,12 @@ class exchange_core {
   // counts other than this node's values: its model differs, and it will never send one that fits).
   [[nodiscard]] bool accept(std::size_t k, const wire_header& h, received_bytes& payload,
                             const codec_expectation& codec);
+  // The node's check of a train message of a later round as it arrives (exchange_events::
+  // early_train_message), when its codec fields are `codec`'s (else accept judges them in its
+  // round): false when the node refused it, which is then rejected and its sender's failure as in
+  // accept.
+  [[nodiscard]] bool check_early(std::size_t k, const wire_header& h, std::span<const std::byte> payload,
+                                 const codec_expectation& codec);
 
   // Sending: the header of this node's message; a message outside the rounds (notices, join
   // messages, states, finished), counted in send_time, messages_sent, bytes_sent, notice_bytes_sent.

@@ -40,6 +40,13 @@ class exchange_events {
   virtual status train_message(const wire_header& header, received_bytes& payload) {
     return status::ok();
   }
+  // A train message of a later round, checked as it arrives and kept until its round (a
+  // synchronous round's neighbour one round ahead): an error is its refusal, as train_message's,
+  // at once, so that nothing its sender sends after it (a notice) is read before it is refused.
+  // train_message still takes it in its round. Default: accepted (checked then).
+  virtual status early_train_message(const wire_header& header, std::span<const std::byte> payload) {
+    return status::ok();
+  }
   // A failed or misbehaving neighbour (docs/failures.md): its link was lost (the transport's
   // heartbeats or a closed connection: transport_liveness::take_lost_peers), a train message of it
   // was refused (it cannot send that round's message again), or max_rejected of the messages on its

@@ -48,6 +48,9 @@ void sync_round::on_message(std::size_t k, const wire_header& h, received_bytes&
   }
   if (h.kind == message_kind::probe) core_.stats().probe_bytes_received += kWireHeaderBytes + h.payload_bytes;
   if (h.kind != kind_ || h.iteration != base) {  // early: the next iteration, or another kind's round
+    // A train message is checked now (during a train round, whose codec it must have): a sender
+    // whose message is refused must not be heard first in what it sends after it (its notices).
+    if (kind_ == message_kind::train && !core_.check_early(k, h, payload.bytes(), codec_)) return;
     buffer(k, h, payload);
     return;
   }

@@ -22,6 +22,10 @@ status link_events::train_message(const wire_header& header, received_bytes& pay
   return inbox_ ? inbox_->accept(header, payload) : status::ok();
 }
 
+status link_events::early_train_message(const wire_header& header, std::span<const std::byte> payload) {
+  return inbox_ ? inbox_->check(header, payload) : status::ok();
+}
+
 // Every pattern tells its peers why it stops, so that they stop naming the node that failed first
 // (the centralized algorithms need every node: the config allows them only `stop`).
 bool link_events::peer_failed(int peer, const std::string& why, link_control& links) {

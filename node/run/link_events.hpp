@@ -25,6 +25,7 @@ class link_events final : public exchange_events {
   void log(const std::string& line) override;
   bool stop_requested() override;
   status train_message(const wire_header& header, received_bytes& payload) override;
+  status early_train_message(const wire_header& header, std::span<const std::byte> payload) override;
   bool peer_failed(int peer, const std::string& why, link_control& links) override;
   status notice(int from, std::span<const std::byte> payload, link_control& links) override;
   status join(int from, const wire_header& header, std::span<const std::byte> payload, link_control& links) override;

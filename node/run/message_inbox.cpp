@@ -24,6 +24,30 @@ void message_inbox::clear() {
   count_ = 0;
 }
 
+status message_inbox::check(const wire_header& h, std::span<const std::byte> payload) {
+  const int from = static_cast<int>(h.sender);
+  if (!std::binary_search(peers_.begin(), peers_.end(), from))
+    return status::error(errc::invalid, "rank " + std::to_string(from) + " is not a train peer");
+  if (!adding_) return status::ok();
+  const codec_context ctx{.seed = seed_, .rank = h.sender, .iteration = h.iteration, .stream = 0};
+  if (status st = codec_.validate(payload, ctx, values_); !st) return st;
+  // A round holds a message or two per peer ahead (the exchange's lookahead): the oldest go first.
+  if (checked_.size() >= 4 * peers_.size() + 4) checked_.erase(checked_.begin());
+  checked_.emplace_back(from, h.iteration);
+  return status::ok();
+}
+
+// Whether check() passed (from, iteration); forgets it, and any older one of from's.
+bool message_inbox::take_checked(int from, std::uint64_t iteration) {
+  bool found = false;
+  std::erase_if(checked_, [&](const std::pair<int, std::uint64_t>& c) {
+    if (c.first != from || c.second > iteration) return false;
+    found = found || c.second == iteration;
+    return true;
+  });
+  return found;
+}
+
 status message_inbox::accept(const wire_header& h, received_bytes& payload) {
   const int from = static_cast<int>(h.sender);
   if (!std::binary_search(peers_.begin(), peers_.end(), from))
@@ -36,7 +60,8 @@ status message_inbox::accept(const wire_header& h, received_bytes& payload) {
   entry& e = entries_[count_];
   const codec_context ctx{.seed = seed_, .rank = h.sender, .iteration = h.iteration, .stream = 0};
   if (adding_) {
-    if (status st = codec_.validate(payload.bytes(), ctx, values_); !st) return st;
+    if (!take_checked(from, h.iteration))
+      if (status st = codec_.validate(payload.bytes(), ctx, values_); !st) return st;
     e.payload = std::move(payload);
   } else if (status st = codec_.decode(payload.bytes(), ctx, e.values); !st) {
     return st;

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <functional>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "core/aligned.hpp"
@@ -36,6 +37,10 @@ class message_inbox {
   // leaving it empty). errc::corrupt when it does not decode; errc::invalid for a sender that is not
   // a train peer.
   [[nodiscard]] status accept(const wire_header& h, received_bytes& payload);
+  // exchange_events::early_train_message: a message of a later round checked as it arrives, as
+  // accept() will (adding: what validate checks; not adding: nothing, accept() decodes it then).
+  // accept() does not check a message that passed here again.
+  [[nodiscard]] status check(const wire_header& h, std::span<const std::byte> payload);
 
   struct message {
     int from;
@@ -64,6 +69,7 @@ class message_inbox {
     received_bytes payload;  // encoded, checked (adding)
   };
   void grow(entry& e) const;  // sized for a message's values (not adding)
+  [[nodiscard]] bool take_checked(int from, std::uint64_t iteration);
 
   const message_codec& codec_;
   std::uint64_t seed_;
@@ -71,6 +77,7 @@ class message_inbox {
   std::size_t values_;
   bool adding_;
   std::vector<entry> entries_;  // the first count_ are in use
+  std::vector<std::pair<int, std::uint64_t>> checked_;  // (from, iteration) that check() passed, not yet accepted
   std::size_t count_ = 0;
   std::size_t capacity_ = 0;  // hold_at_most; 0: none
   std::function<void()> flush_;

@@ -649,6 +649,35 @@ TEST_CASE("exchange: a train message that does not validate is rejected and is i
   CHECK(w.failures[0].second.find("does not decode (cannot decode)") != std::string::npos);
 }
 
+// A neighbour one round ahead whose next message the node refuses is failed as that message
+// arrives, not in its round: what it sends after it (here news that rank 3 left, from a hostile
+// node whose other neighbour closed its link on it) is then from a dropped peer, and rejected.
+// Before, the message waited in the round's buffer unchecked and the news was believed first.
+TEST_CASE("exchange: a refused train message of the next round fails its sender on arrival, before its later news") {
+  with_failures w(16, /*validating=*/true);
+  w.events.on_early_train = w.events.on_train;
+  send_as(w.t1, 1, message_kind::train, 0);
+  // Round 1's, one round early, with round 0's codec fields (a node's count is its model's size; this
+  // file's rounds vary theirs, which an early check leaves to the message's round).
+  wire_header early = header_of(1, message_kind::train, 1);
+  early.count = header_of(1, message_kind::train, 0).count;
+  std::vector<std::byte> junk(train_bytes(1), std::byte{0});
+  inject(w.t1, early, junk);
+  w.notice(w.t1, 1, "drop 3");                                // sent after it
+  send_as(w.t3, 3, message_kind::train, 0);
+  REQUIRE(w.round(0).is_ok());
+  REQUIRE(w.failures.size() == 1);
+  CHECK(w.failures[0].first == 1);
+  CHECK(w.failures[0].second.find("train message for iteration 1 that does not decode (cannot decode)") !=
+        std::string::npos);
+  CHECK(w.ex->dropped(1));
+  CHECK(!w.ex->dropped(3));
+  CHECK(w.notices.empty());
+  CHECK(w.ex->stats().rejected_for(reject_reason::payload) == 1);
+  CHECK(w.ex->stats().rejected_for(reject_reason::departed) == 1);
+  CHECK(check_delivery({3}, message_kind::train, 0, w.out) == "");
+}
+
 // A train message counting other than this node's values comes from a neighbour with another model:
 // it will never send one that fits, so it is its sender's failure at once, naming both sizes.
 TEST_CASE("exchange: a train message of another size is its sender's failure at once, both sizes named") {

@@ -15,6 +15,7 @@ struct hook_events final : exchange_events {
   std::function<void(const std::string&)> on_log;
   std::function<bool()> on_stop;
   std::function<status(const wire_header&, std::span<const std::byte>)> on_train;
+  std::function<status(const wire_header&, std::span<const std::byte>)> on_early_train;
   std::function<bool(int, const std::string&)> on_peer_failed;
   std::function<status(int, std::span<const std::byte>)> on_notice;
   std::function<status(int, const wire_header&, std::span<const std::byte>)> on_join;
@@ -27,6 +28,9 @@ struct hook_events final : exchange_events {
   bool stop_requested() override { return on_stop && on_stop(); }
   status train_message(const wire_header& h, received_bytes& p) override {
     return on_train ? on_train(h, p.bytes()) : status::ok();
+  }
+  status early_train_message(const wire_header& h, std::span<const std::byte> p) override {
+    return on_early_train ? on_early_train(h, p) : status::ok();
   }
   bool peer_failed(int peer, const std::string& why, link_control&) override {
     return on_peer_failed && on_peer_failed(peer, why);
