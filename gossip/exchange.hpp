@@ -12,7 +12,8 @@
 //    kind, a bad checksum, a payload of the wrong size, or whose link (transport peer) is not the
 //    sender its header names, is rejected, counted per reason and logged, never returned.
 //  - The iteration is the per-edge sequence number (gossip/exchange/sync_round.hpp): a message one
-//    round early is buffered, a repeat is a duplicate, one further ahead is a gap. Patterns where a
+//    round early is buffered (a train message checked first: exchange_events::early_train_message),
+//    a repeat is a duplicate, one further ahead is a gap. Patterns where a
 //    peer may run further ahead (a ring all-reduce, probes from nodes several hops away) raise
 //    `lookahead`. Messages of different kinds (train, probe) may interleave within an iteration.
 //  - A train message has one way out: exchange_events::train_message (the node decodes it into

@@ -21,9 +21,11 @@
 #include "gossip/exchange.hpp"
 #include "gossip/faulty_transport.hpp"
 #include "gossip/inproc/transport.hpp"
+#include "gossip/transport_wrapper.hpp"
 #include "gossip/wire.hpp"
 #include "node/config/config.hpp"
 #include "node/run/async_gossip_round.hpp"
+#include "node/run/gossip_round.hpp"
 #include "node/run/hostile_round.hpp"
 #include "node/run/message_codec.hpp"
 #include "node/run/message_inbox.hpp"
@@ -159,6 +161,79 @@ TEST_CASE("gossip_round with a codec test double: every copy equals its owner, b
           CHECK(hash == own);
         }
   }
+}
+
+namespace {
+
+// A transport that, while `hold` is set, keeps each kept payload's owner as ZeroMQ does a message
+// still being sent (delivered at once through the inner transport's copy), with the bytes as sent.
+struct holding_sends final : transport_wrapper {
+  explicit holding_sends(transport& inner) : transport_wrapper(inner) {}
+  status send_all_kept(std::span<const int> peers, std::span<const std::byte> header,
+                       std::span<const std::byte> payload, std::shared_ptr<const void> owner) override {
+    if (hold) held.push_back({std::move(owner), payload, {payload.begin(), payload.end()}});
+    return send_all(peers, header, payload);
+  }
+  struct sent {
+    std::shared_ptr<const void> owner;
+    std::span<const std::byte> bytes;
+    std::vector<std::byte> as_sent;
+  };
+  bool hold = false;
+  std::vector<sent> held;
+};
+
+}  // namespace
+
+// The own message goes to the transport with its owner (send_all_kept), and the node encodes the
+// next one into a buffer the transport let go of: the same one round after round while each is sent
+// at once, another while the transport still holds it (up to three, then a new one in the oldest's
+// place), and never into bytes the transport holds. Copies stay exact throughout.
+TEST_CASE("gossip_round: the own message's buffer is reused once the transport lets go, never while held") {
+  constexpr int n = 2;
+  inproc_network net(n);
+  inproc_transport end0 = net.endpoint(0), end1 = net.endpoint(1);
+  holding_sends held0(end0);
+  std::thread peer([&] { (void)run_node(end1, "choco", 1, n, 9); });
+  const std::vector<float> x0(truncating_codec::kValues, 0.5f);
+  auto alg = make_algorithm("choco", ring_row(0, n), x0);
+  truncating_codec codec;
+  const pattern_shape shape = shape_of(alg->pattern(), 0, n, alg->row().neighbours);
+  message_inbox inbox(codec, 1, shape.train_peers, x0.size());
+  inbox_events events(&inbox);
+  exchange ex(held0, options(0, shape), &events);
+  auto pattern = make_round_pattern(shape, {.alg = *alg, .codec = codec, .ex = ex, .inbox = &inbox, .rank = 0,
+                                            .n = n, .seed = 1, .train_peers = shape.train_peers});
+  auto* gossip = dynamic_cast<gossip_round*>(pattern.get());
+  REQUIRE(gossip);
+  std::vector<const std::byte*> at;  // each round's encoded bytes
+  std::vector<float> grad(x0.size());
+  for (std::uint64_t t = 1; t <= 9; ++t) {
+    held0.hold = t >= 3 && t <= 6;  // the transport holds rounds 3..6's messages
+    if (t == 7) held0.held.clear();  // then lets go of them all
+    for (std::size_t i = 0; i < grad.size(); ++i) grad[i] = std::sin(float(t * 7 + i));
+    pattern->encode(alg->outgoing(grad, 0.1f, t), t);
+    const outgoing_message wire = gossip->message().wire();
+    CHECK(wire.payload_owner != nullptr);
+    at.push_back(wire.payload.data());
+    for (const auto& h : held0.held) {  // nothing held was written over
+      CHECK(h.bytes.data() != wire.payload.data());
+      CHECK(std::equal(h.bytes.begin(), h.bytes.end(), h.as_sent.begin(), h.as_sent.end()));
+    }
+    REQUIRE(pattern->exchange(t).is_ok());
+    pattern->absorb(t);
+    alg->finish(t);
+  }
+  peer.join();
+  CHECK(at[1] == at[0]);  // sent at once: one buffer
+  CHECK(at[2] == at[0]);  // round 3's own encode came before the hold
+  CHECK(at[3] != at[2]);  // 3's held: another
+  CHECK(at[4] != at[3]);
+  CHECK(at[4] != at[2]);  // 3's and 4's held: the third
+  CHECK(at[5] != at[4]);  // all three held: a new one in the oldest's place
+  CHECK(at[6] == at[5]);  // let go: the latest is reused again
+  CHECK(at[7] == at[6]);
+  CHECK(at[8] == at[6]);
 }
 
 // A hostile node (node/run/hostile_round.hpp) trains and mixes honestly: its own state after the
