@@ -24,12 +24,12 @@ status ring_allreduce::sum(std::span<float> data, std::uint64_t first_iteration)
   return codec_ ? sum_coded(data, first_iteration) : sum_raw(data, first_iteration);
 }
 
-status ring_allreduce::step(std::uint64_t iteration, std::uint64_t count) {
+status ring_allreduce::step(std::uint64_t iteration, std::uint64_t count, std::span<const std::byte> payload) {
   const int to[1] = {right_}, from[1] = {left_};
   // n = 2: left and right are the same rank, to which the exchange sends once and from which it
   // receives once per step, as wanted.
   const outgoing_message msg{.codec = codec_ ? codec_->id() : std::uint16_t{1}, .codec_tag = codec_ ? codec_->tag() : 0u,
-                             .count = count, .payload = payload_};
+                             .count = count, .payload = payload};
   return ex_.round(message_kind::train, iteration, msg, in_, round_peers{to, from});
 }
 
@@ -60,7 +60,7 @@ status ring_allreduce::sum_raw(std::span<float> data, std::uint64_t first_iterat
     std::span<float> out = chunk(data, rs.send_chunk);
     std::memcpy(payload_.data(), out.data(), out.size_bytes());
     std::fill(payload_.begin() + static_cast<std::ptrdiff_t>(out.size_bytes()), payload_.end(), std::byte{0});
-    if (status st = step(first_iteration + static_cast<std::uint64_t>(s), per); !st)
+    if (status st = step(first_iteration + static_cast<std::uint64_t>(s), per, payload_); !st)
       return st;
     std::span<float> into = chunk(data, rs.recv_chunk);
     const auto& got = in_[0].payload;
@@ -87,12 +87,16 @@ status ring_allreduce::sum_coded(std::span<float> data, std::uint64_t first_iter
   decoded_.assign(per, 0.0f);
   const std::uint64_t gather_start = first_iteration + static_cast<std::uint64_t>(n_ - 1);
   const int steps = static_cast<int>(ring_allreduce_steps(n_));
+  received_bytes forwarded;  // the all-gather: the code received at the previous step, sent on as it is
   for (int s = 0; s < steps; ++s) {
     const ring_step rs = step_of(s, rank_, n_);
     const auto iteration = first_iteration + static_cast<std::uint64_t>(s);
     const auto send_c = static_cast<std::uint32_t>(rs.send_chunk), recv_c = static_cast<std::uint32_t>(rs.recv_chunk);
     std::span<float> out = chunk(data, rs.send_chunk);
-    if (rs.reducing || iteration == gather_start) {  // a partial sum, or this rank's full sum: code it
+    // A partial sum, or this rank's full sum: coded here; else the code received at the previous
+    // step is sent on unchanged.
+    const bool coded_here = rs.reducing || iteration == gather_start;
+    if (coded_here) {
       std::copy(out.begin(), out.end(), padded_.begin());
       std::fill(padded_.begin() + static_cast<std::ptrdiff_t>(out.size()), padded_.end(), 0.0f);
       payload_.clear();
@@ -102,8 +106,9 @@ status ring_allreduce::sum_coded(std::span<float> data, std::uint64_t first_iter
           return status::error(errc::invalid, "ring all-reduce: the codec cannot decode its own code: " + st.to_string());
         std::copy(decoded_.begin(), decoded_.begin() + static_cast<std::ptrdiff_t>(out.size()), out.begin());
       }
-    }  // else: forward the code received at the previous step, unchanged (payload_ holds it)
-    if (status st = step(iteration, per); !st) return st;
+    }
+    if (status st = step(iteration, per, coded_here ? std::span<const std::byte>(payload_) : forwarded.bytes()); !st)
+      return st;
     const auto encoder = static_cast<std::uint32_t>(rs.reducing ? left_ : (rs.recv_chunk + n_ - 1) % n_);
     const std::uint64_t coded_at = rs.reducing ? iteration : gather_start;
     if (status st = codec_->decode(in_[0].payload, encoder, coded_at, recv_c, decoded_); !st)
@@ -111,7 +116,7 @@ status ring_allreduce::sum_coded(std::span<float> data, std::uint64_t first_iter
                                               std::to_string(left_) + ": " + st.to_string());
     std::span<float> into = chunk(data, rs.recv_chunk);
     for (std::size_t i = 0; i < into.size(); ++i) into[i] = rs.reducing ? decoded_[i] + into[i] : decoded_[i];
-    if (!rs.reducing) payload_.assign(in_[0].payload.begin(), in_[0].payload.end());  // forwarded at the next step
+    if (!rs.reducing) forwarded = std::move(in_[0].payload);
   }
   return status::ok();
 }

@@ -61,8 +61,8 @@ class ring_allreduce {
   std::span<float> chunk(std::span<float> data, int c) const;
   [[nodiscard]] status sum_raw(std::span<float> data, std::uint64_t first_iteration);
   [[nodiscard]] status sum_coded(std::span<float> data, std::uint64_t first_iteration);
-  // One step: sends payload_ to the right, receives the left's into in_[0].
-  [[nodiscard]] status step(std::uint64_t iteration, std::uint64_t count);
+  // One step: sends payload to the right, receives the left's into in_[0].
+  [[nodiscard]] status step(std::uint64_t iteration, std::uint64_t count, std::span<const std::byte> payload);
 
   exchange& ex_;
   int rank_, n_;

@@ -190,8 +190,9 @@ class transport {
   virtual status send_all(std::span<const int> peers, std::span<const std::byte> header,
                           std::span<const std::byte> payload);
   // send_all of a payload that `owner` keeps valid past the call, so that a backend may send it
-  // without a copy and let go of owner once it is done (the ZeroMQ transport). The default, and every
-  // wrapper that does not override it, copies as send_all does (this->send_all: a wrapper's own).
+  // without a copy and let go of owner once it is done (the ZeroMQ transport); a null owner is
+  // send_all. The default, and every wrapper that does not override it, copies as send_all does
+  // (this->send_all: a wrapper's own).
   virtual status send_all_kept(std::span<const int> peers, std::span<const std::byte> header,
                                std::span<const std::byte> payload, std::shared_ptr<const void> owner) {
     return send_all(peers, header, payload);

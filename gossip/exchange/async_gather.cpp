@@ -143,10 +143,7 @@ status async_gather::send_train(std::uint64_t iteration, const outgoing_message&
     h.skipped = static_cast<std::uint16_t>(iteration - last_sent_[k].value_or(0) - 1);
     encode_header(h, m.payload, header_);
     taken_at_send_[k] = queues_.bytes_taken(m.peer);
-    const std::span<const int> to(&m.peer, 1);
-    const bool kept = msg.payload_owner && m.payload.data() == msg.payload.data();
-    sent = kept ? core_.net().send_all_kept(to, header_, m.payload, msg.payload_owner)
-                : core_.net().send_all(to, header_, m.payload);
+    sent = core_.net().send_all_kept(std::span<const int>(&m.peer, 1), header_, m.payload, msg.owner_of(m.payload));
     if (!sent) break;
     last_sent_[k] = iteration;
     last_sent_bytes_[k] = kWireHeaderBytes + m.payload.size();

@@ -229,9 +229,7 @@ status sync_round::send_payload(message_kind kind, std::uint64_t iteration, cons
   one.payload = payload;
   encode_header(core_.header_for(kind, iteration, one), payload, header_);
   exchange_stats& stats = core_.stats();
-  const bool kept = msg.payload_owner && payload.data() == msg.payload.data();
-  status sent = kept ? core_.net().send_all_kept(to, header_, payload, msg.payload_owner)
-                     : core_.net().send_all(to, header_, payload);
+  status sent = core_.net().send_all_kept(to, header_, payload, msg.owner_of(payload));
   stats.send_time += transport_clock::now() - start;
   if (!sent) return sent;
   const std::uint64_t bytes = to.size() * (kWireHeaderBytes + payload.size());

@@ -83,6 +83,11 @@ struct outgoing_message {
   // gets its own payload in place of `payload`, with the same codec fields; every other peer the
   // round sends to gets `payload`. A listed peer must be one the round sends to, at most once.
   std::span<const link_message> per_link{};
+
+  // What a send of p may keep: payload_owner when p is `payload` itself, else none (a copy).
+  [[nodiscard]] std::shared_ptr<const void> owner_of(std::span<const std::byte> p) const {
+    return payload_owner && p.data() == payload.data() ? payload_owner : nullptr;
+  }
 };
 
 // Who a directed round talks to: sorted, unique subsets of the exchange's neighbours.

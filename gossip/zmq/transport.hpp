@@ -185,7 +185,7 @@ class zmq_transport final : public transport,
   status send(int peer, std::span<const std::byte> header, std::span<const std::byte> payload) override;
   status send_all(std::span<const int> peers, std::span<const std::byte> header,
                   std::span<const std::byte> payload) override;
-  // The payload adopted, not copied (send_buffers::adopt).
+  // The payload adopted, not copied (send_buffers::adopt); a null owner: send_all.
   status send_all_kept(std::span<const int> peers, std::span<const std::byte> header,
                        std::span<const std::byte> payload, std::shared_ptr<const void> owner) override;
   // With CURVE, out.peer is the rank the connection authenticated as.

@@ -19,6 +19,15 @@ void message_inbox::grow(entry& e) const {
   if (!adding_) e.values.resize(values_);
 }
 
+status message_inbox::train_peer(int from) const {
+  if (std::binary_search(peers_.begin(), peers_.end(), from)) return status::ok();
+  return status::error(errc::invalid, "rank " + std::to_string(from) + " is not a train peer");
+}
+
+codec_context message_inbox::context(std::uint32_t from, std::uint64_t iteration) const {
+  return {.seed = seed_, .rank = from, .iteration = iteration, .stream = 0};
+}
+
 void message_inbox::clear() {
   for (std::size_t i = 0; i < count_; ++i) entries_[i].payload.clear();
   count_ = 0;
@@ -26,11 +35,9 @@ void message_inbox::clear() {
 
 status message_inbox::check(const wire_header& h, std::span<const std::byte> payload) {
   const int from = static_cast<int>(h.sender);
-  if (!std::binary_search(peers_.begin(), peers_.end(), from))
-    return status::error(errc::invalid, "rank " + std::to_string(from) + " is not a train peer");
+  if (status st = train_peer(from); !st) return st;
   if (!adding_) return status::ok();
-  const codec_context ctx{.seed = seed_, .rank = h.sender, .iteration = h.iteration, .stream = 0};
-  if (status st = codec_.validate(payload, ctx, values_); !st) return st;
+  if (status st = codec_.validate(payload, context(h.sender, h.iteration), values_); !st) return st;
   // A round holds a message or two per peer ahead (the exchange's lookahead): the oldest go first.
   if (checked_.size() >= 4 * peers_.size() + 4) checked_.erase(checked_.begin());
   checked_.emplace_back(from, h.iteration);
@@ -50,15 +57,14 @@ bool message_inbox::take_checked(int from, std::uint64_t iteration) {
 
 status message_inbox::accept(const wire_header& h, received_bytes& payload) {
   const int from = static_cast<int>(h.sender);
-  if (!std::binary_search(peers_.begin(), peers_.end(), from))
-    return status::error(errc::invalid, "rank " + std::to_string(from) + " is not a train peer");
+  if (status st = train_peer(from); !st) return st;
   if (capacity_ > 0 && count_ == capacity_) {
     flush_();
     QG_ENFORCE(count_ == 0, "the inbox's flush left " << count_ << " messages in it");
   }
   if (count_ == entries_.size()) grow(entries_.emplace_back());
   entry& e = entries_[count_];
-  const codec_context ctx{.seed = seed_, .rank = h.sender, .iteration = h.iteration, .stream = 0};
+  const codec_context ctx = context(h.sender, h.iteration);
   if (adding_) {
     if (!take_checked(from, h.iteration))
       if (status st = codec_.validate(payload.bytes(), ctx, values_); !st) return st;
@@ -87,8 +93,7 @@ message_inbox::message message_inbox::at(std::size_t i) const {
 void message_inbox::add_to(std::size_t i, std::span<float> sum) const {
   QG_ENFORCE(adding_ && i < count_, "add_to message " << i << " of " << count_ << (adding_ ? "" : ", not adding"));
   const entry& e = entries_[i];
-  const codec_context ctx{.seed = seed_, .rank = static_cast<std::uint32_t>(e.from), .iteration = e.iteration, .stream = 0};
-  codec_.decode_add(e.payload.bytes(), ctx, sum);
+  codec_.decode_add(e.payload.bytes(), context(static_cast<std::uint32_t>(e.from), e.iteration), sum);
 }
 
 }  // namespace qgossip

@@ -70,6 +70,9 @@ class message_inbox {
   };
   void grow(entry& e) const;  // sized for a message's values (not adding)
   [[nodiscard]] bool take_checked(int from, std::uint64_t iteration);
+  [[nodiscard]] status train_peer(int from) const;  // errc::invalid for a sender that is not one
+  // The codec's context of a message from `from` in its round `iteration` (stream 0).
+  [[nodiscard]] codec_context context(std::uint32_t from, std::uint64_t iteration) const;
 
   const message_codec& codec_;
   std::uint64_t seed_;

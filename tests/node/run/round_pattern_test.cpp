@@ -171,7 +171,7 @@ struct holding_sends final : transport_wrapper {
   explicit holding_sends(transport& inner) : transport_wrapper(inner) {}
   status send_all_kept(std::span<const int> peers, std::span<const std::byte> header,
                        std::span<const std::byte> payload, std::shared_ptr<const void> owner) override {
-    if (hold) held.push_back({std::move(owner), payload, {payload.begin(), payload.end()}});
+    if (hold && owner) held.push_back({std::move(owner), payload, {payload.begin(), payload.end()}});
     return send_all(peers, header, payload);
   }
   struct sent {
