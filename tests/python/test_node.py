@@ -56,11 +56,15 @@ WORKER = textwrap.dedent('''
 
 
 # A node's program inside `with qgossip.Node(...)`, whose loop raises RAISE (RuntimeError or
-# KeyboardInterrupt) at step RAISE_AT; the time of the raise is written first.
+# KeyboardInterrupt) at step RAISE_AT; the time of the raise is written first. Each rank marks
+# <result>.up once its round 1 has landed (step 8, train.local_steps 4); with WAIT_UP=n the raising
+# rank waits for n marks first. Overlapped, a node's neighbours may otherwise train on before a slow
+# starter is up, and stop before it can hear why: it then learns only that their links closed.
 WITH_WORKER = textwrap.dedent('''
-    import json, os, sys, time, torch, qgossip
+    import glob, json, os, sys, time, torch, qgossip
     rank, steps, config, out = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
     raise_at, kind = int(os.environ.get("RAISE_AT", "0")), os.environ.get("RAISE", "RuntimeError")
+    wait_up = int(os.environ.get("WAIT_UP", "0"))
     pause_at, pause_s = int(os.environ.get("PAUSE_AT", "0")), float(os.environ.get("PAUSE_S", "0"))
     if os.environ.get("SPECIAL_RANK", str(rank)) != str(rank):  # under the launcher: every rank has the env
         raise_at = pause_at = 0
@@ -75,6 +79,8 @@ WITH_WORKER = textwrap.dedent('''
             opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
             for step in range(1, steps + 1):
                 if step == raise_at:
+                    while len(glob.glob(os.path.join(os.path.dirname(out), "*.up"))) < wait_up:
+                        time.sleep(0.02)  # every rank up, its links carrying messages, before the raise
                     result["raised_at"] = time.time()
                     json.dump(result, open(out, "w"))
                     raise KeyboardInterrupt() if kind == "KeyboardInterrupt" else RuntimeError(f"boom at step {step}")
@@ -86,6 +92,8 @@ WITH_WORKER = textwrap.dedent('''
                 loss = torch.nn.functional.cross_entropy(model(x), (x @ w).argmax(1))
                 opt.zero_grad(); loss.backward(); opt.step()
                 node.step()
+                if step == 8:  # round 1 landed, even overlapped: every neighbour's link to this node carries
+                    open(out + ".up", "w").close()
             result["exit"] = node.close()
     except qgossip.NodeError as e:
         result.update(error=str(e), error_exit=e.exit, error_at=time.time())
@@ -560,7 +568,8 @@ def summary_of(tmp_path, rank):
 @pytest.mark.parametrize("policy,train", [("continue", ""), ("stop", ""), ("continue", ", overlap: true"),
                                           ("stop", ", overlap: true")])
 def test_an_exception_inside_with_ends_the_node_failed_and_its_neighbours_learn_it(build, tmp_path, policy, train):
-    codes, results = run_with_worker(tmp_path, 4, 80, 2, {"RAISE_AT": "12"}, f", on_peer_failure: {policy}",
+    codes, results = run_with_worker(tmp_path, 4, 80, 2, {"RAISE_AT": "12", "WAIT_UP": "4"},
+                                     f", on_peer_failure: {policy}",
                                      train=train)
     assert codes[2] == 1, node_output(tmp_path, 2)  # Python's own exit for an uncaught exception
     failed = summary_of(tmp_path, 2)
