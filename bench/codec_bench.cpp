@@ -1,5 +1,6 @@
-// Codec throughput: encode and decode of a 16M-float vector on one thread, in bytes of float input
-// per second, for EVERY registered codec (codec_names(), each with a representative spec below),
+// Codec throughput: encode, decode and validate (a receiver's check) of a 16M-float vector on one
+// thread, in bytes of float input per second, for EVERY registered codec (codec_names(), each with a
+// representative spec below),
 // next to a memcpy of the same vector in the same run (the memory-bandwidth ceiling of this machine).
 //   build-dir/bench/codec_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 //   build-dir/bench/codec_bench --benchmark_filter='memcpy|/nuqsgd'   # one codec
@@ -82,6 +83,20 @@ void bm_decode(benchmark::State& state, const std::string& spec) {
   set_throughput(state);
 }
 
+// What a receiver does with each neighbour's message before it adds it: checks that it decodes.
+void bm_validate(benchmark::State& state, const std::string& spec) {
+  const auto codec = qgossip::make_compressor(qgossip::parse_codec_spec(spec));
+  const std::vector<float>& v = input();
+  std::vector<std::byte> bytes;
+  const qgossip::codec_context ctx{.seed = 1, .rank = 0, .iteration = 0, .stream = 0};
+  codec->encode(v, ctx, bytes);
+  for (auto _ : state) {
+    const qgossip::status st = codec->validate(bytes, ctx, v.size());
+    if (!st) state.SkipWithError(st.to_string().c_str());
+  }
+  set_throughput(state);
+}
+
 // The kernels alone at a forced SIMD level (AVX2 is what a CPU without AVX-512 runs).
 void bm_kernel_encode(benchmark::State& state, std::uint32_t levels, qgossip::kernels::simd_level simd) {
   using namespace qgossip::kernels;
@@ -151,7 +166,7 @@ const std::map<std::string, std::vector<std::string>> kRepresentative = {
     {"identity", {"identity"}},
     {"qsgd",
      {"qsgd:bits=8,bucket=512", "qsgd:bits=4,bucket=512", "qsgd:bits=8,bucket=512,norm=max",
-      "qsgd:bits=5,bucket=512", "qsgd:levels=22,bucket=512,coding=elias"}},
+      "qsgd:bits=5,bucket=512", "qsgd:levels=22,bucket=512,coding=elias", "qsgd:bits=3,bucket=128,norm=max"}},
     {"nuqsgd", {"nuqsgd:s=3,bucket=8192"}},
     {"mcgq", {"mcgq:K=1"}},
     {"dither", {"dither:K=7", "dither:K=127,bucket=512"}},
@@ -170,6 +185,9 @@ void register_codec(const std::string& spec) {
       ->Unit(benchmark::kMillisecond)
       ->UseRealTime();
   benchmark::RegisterBenchmark(("decode/" + label).c_str(), bm_decode, spec)
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime();
+  benchmark::RegisterBenchmark(("validate/" + label).c_str(), bm_validate, spec)
       ->Unit(benchmark::kMillisecond)
       ->UseRealTime();
 }

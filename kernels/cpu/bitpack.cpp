@@ -1,5 +1,6 @@
 #include "kernels/cpu/bitpack.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include "core/errors.hpp"
@@ -9,6 +10,39 @@ namespace {
 
 inline std::uint8_t byte_at(std::span<const std::byte> in, std::size_t i) {
   return std::to_integer<std::uint8_t>(in[i]);
+}
+
+// Eight codes of b < 8 bits, packed LSB first in the low 8b bits of v, spread one to a byte (code j
+// in byte j), and back, in three steps each way: in every block of 2L bits, the field of w bits at
+// its bottom stays and the one above it moves to (or from) bit L of the block. Spreading, (w, L)
+// is (4b, 32), (2b, 16), (b, 8); gathering, the reverse. Six shifts and masks in place of eight
+// shifts, masks and byte stores a group; plain integer arithmetic, the same on every CPU (BMI2's
+// pdep and pext do it in one instruction, but slowly on AMD's CPUs before Zen 3).
+inline std::uint64_t low_fields(unsigned w, std::uint64_t every) { return ((std::uint64_t{1} << w) - 1) * every; }
+
+inline std::uint64_t spread_step(std::uint64_t v, unsigned w, unsigned l, std::uint64_t every) {
+  const std::uint64_t low = low_fields(w, every);
+  return (v & low) | ((v << (l - w)) & (low << l));
+}
+
+inline std::uint64_t gather_step(std::uint64_t v, unsigned w, unsigned l, std::uint64_t every) {
+  const std::uint64_t low = low_fields(w, every);
+  return (v & low) | ((v >> (l - w)) & (low << w));
+}
+
+constexpr std::uint64_t kEvery64 = 1, kEvery32 = 0x0000000100000001ull, kEvery16 = 0x0001000100010001ull;
+
+inline std::uint64_t spread_codes(std::uint64_t v, unsigned b) {
+  v = spread_step(v & low_fields(8 * b, kEvery64), 4 * b, 32, kEvery64);
+  v = spread_step(v, 2 * b, 16, kEvery32);
+  return spread_step(v, b, 8, kEvery16);
+}
+
+// The inverse: v holds code j < 2^b in byte j; returns them packed in its low 8b bits.
+inline std::uint64_t gather_codes(std::uint64_t v, unsigned b) {
+  v = gather_step(v, b, 8, kEvery16);
+  v = gather_step(v, 2 * b, 16, kEvery32);
+  return gather_step(v, 4 * b, 32, kEvery64);
 }
 
 }  // namespace
@@ -63,17 +97,25 @@ void bit_writer::put(std::span<const std::uint8_t> codes, unsigned bits) {
     codes = codes.subspan(2 * pairs);
   }
   if (pending_ == 0 && bits < 8) {
-    // Whole groups of 8 codes fill exactly `bits` bytes: each group gathered into 64 bits, its
-    // `bits` low bytes written.
-    auto* out = reinterpret_cast<unsigned char*>(out_.data() + pos_);
-    const std::uint8_t* c = codes.data();
+    // Whole groups of 8 codes fill exactly `bits` bytes: the groups of a batch gathered together
+    // (a loop the compiler vectorizes), each written as 8 bytes, the next group's write covering
+    // the 8 - bits bytes too many, or byte by byte at the end of the buffer.
+    auto* out = reinterpret_cast<unsigned char*>(out_.data());
+    constexpr std::size_t kBatch = 32;
+    alignas(64) std::uint64_t words[kBatch];
     const std::size_t groups = codes.size() / 8;
-    for (std::size_t g = 0; g < groups; ++g, c += 8, out += bits) {
-      std::uint64_t v = 0;
-      for (unsigned j = 0; j < 8; ++j) v |= std::uint64_t{c[j]} << (bits * j);
-      for (unsigned b = 0; b < bits; ++b) out[b] = static_cast<unsigned char>(v >> (8 * b));
+    for (std::size_t g0 = 0; g0 < groups; g0 += kBatch) {
+      const std::size_t n = std::min(kBatch, groups - g0);
+      std::memcpy(words, codes.data() + 8 * g0, 8 * n);  // little-endian host (static_assert in the codecs)
+      for (std::size_t j = 0; j < n; ++j) words[j] = gather_codes(words[j], bits);
+      for (std::size_t j = 0; j < n; ++j, pos_ += bits) {
+        if (pos_ + 8 <= out_.size()) {
+          std::memcpy(out + pos_, &words[j], 8);
+        } else {
+          for (unsigned b = 0; b < bits; ++b) out[pos_ + b] = static_cast<unsigned char>(words[j] >> (8 * b));
+        }
+      }
     }
-    pos_ += groups * bits;
     codes = codes.subspan(groups * 8);
   }
   put_general(codes, bits);
@@ -143,14 +185,14 @@ void bit_reader::get(std::span<std::uint8_t> codes, unsigned bits) {
   }
   if (bit_ % 8 == 0 && bits < 8) {
     // Whole groups of 8 codes fill exactly `bits` bytes: one 64-bit load a group (while 8 bytes
-    // remain from its first), the codes shifted out of it.
-    const std::uint64_t mask = (1u << bits) - 1;
+    // remain from its first), its codes spread to a byte each.
     const auto* in = reinterpret_cast<const unsigned char*>(in_.data());
     std::size_t p = bit_ / 8, k = 0;
     for (; k + 8 <= codes.size() && p + 8 <= in_.size(); k += 8, p += bits) {
       std::uint64_t v;
       std::memcpy(&v, in + p, 8);  // little-endian host (static_assert in the codecs)
-      for (unsigned j = 0; j < 8; ++j) codes[k + j] = static_cast<std::uint8_t>((v >> (bits * j)) & mask);
+      v = spread_codes(v, bits);
+      std::memcpy(codes.data() + k, &v, 8);
     }
     bit_ = 8 * p;
     codes = codes.subspan(k);

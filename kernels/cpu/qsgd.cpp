@@ -105,6 +105,20 @@ QG_INLINE std::uint32_t dequantize_tile(const Code* codes, std::size_t m, float 
   return bad;
 }
 
+// Whether any code is out of range (a level above s, or a negative zero): no early exit, so the loop
+// vectorizes; first_bad_code then finds which.
+template <typename Code>
+QG_INLINE bool any_bad_code(const Code* codes, std::size_t m, std::uint32_t levels) {
+  const std::uint32_t sign_bit = 1u << (qsgd_code_bits(levels) - 1);
+  const std::uint32_t mask = sign_bit - 1;
+  std::uint32_t bad = 0;
+  for (std::size_t i = 0; i < m; ++i) {
+    const std::uint32_t c = codes[i];
+    bad |= static_cast<std::uint32_t>((c & mask) > levels) | static_cast<std::uint32_t>(c == sign_bit);
+  }
+  return bad != 0;
+}
+
 template <typename Code>
 std::size_t first_bad_code(const Code* codes, std::size_t m, std::uint32_t levels) {
   const std::uint32_t sign_bit = 1u << (qsgd_code_bits(levels) - 1);
@@ -201,8 +215,8 @@ QG_INLINE qsgd_decode_result decode_body(std::span<const std::byte> in, const qs
       const std::size_t m = std::min(kTile, len - t);
       reader.get(std::span<Code>(codes, m), bits);
       if constexpr (Mode == decode_mode::check) {
-        if (const std::size_t bad = first_bad_code(codes, m, layout.levels); bad != m)
-          return {qsgd_fault::code, start + t + bad};
+        if (any_bad_code(codes, m, layout.levels))
+          return {qsgd_fault::code, start + t + first_bad_code(codes, m, layout.levels)};
         continue;
       }
       float* to = Mode == decode_mode::write ? out.data() + start + t : values;

@@ -86,6 +86,33 @@ TEST_CASE("round trip for every width, streamed in pieces") {
   }
 }
 
+// The 8-bit API's whole-group paths (eight codes of b < 8 bits spread to, or gathered from, b bytes
+// at once) against the 16-bit API's code-by-code accumulator, over runs long enough to use them end to
+// end, up to the last bytes of the stream, where the reader falls back.
+TEST_CASE("whole groups of narrow codes: the same bytes and codes as the code-by-code path") {
+  std::mt19937 gen(7);
+  for (unsigned bits = 1; bits < 8; ++bits) {
+    CAPTURE(bits);
+    for (std::size_t count : {8u, 16u, 64u, 1024u, 1031u}) {
+      CAPTURE(count);
+      std::uniform_int_distribution<unsigned> code(0, (1u << bits) - 1);
+      std::vector<std::uint16_t> wide(count);
+      for (auto& c : wide) c = static_cast<std::uint16_t>(code(gen));
+      const std::vector<std::uint8_t> narrow(wide.begin(), wide.end());
+      const std::vector<std::byte> whole = pack(wide, bits);
+      std::vector<std::byte> fast(whole.size());
+      bit_writer w(fast);
+      w.put(narrow, bits);
+      w.finish();
+      CHECK(fast == whole);
+      std::vector<std::uint8_t> back(count);
+      bit_reader r(whole);
+      r.get(back, bits);
+      CHECK(back == narrow);
+    }
+  }
+}
+
 TEST_CASE("rest_is_zero sees any set padding bit") {
   std::vector<std::byte> b = pack({5, 3, 7}, 3);  // 9 bits used: 7 padding bits in byte 1
   for (int bit = 1; bit < 8; ++bit) {
