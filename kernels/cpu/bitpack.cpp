@@ -1,9 +1,14 @@
 #include "kernels/cpu/bitpack.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 
 #include "core/errors.hpp"
+
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
 
 namespace qgossip::kernels {
 namespace {
@@ -44,6 +49,48 @@ inline std::uint64_t gather_codes(std::uint64_t v, unsigned b) {
   v = gather_step(v, 2 * b, 16, kEvery32);
   return gather_step(v, 4 * b, 32, kEvery64);
 }
+
+#if defined(__AVX2__)
+// The byte shuffle of spread_four_groups for b = 1 .. 4: in each 128-bit half, lane 0 takes the
+// half's bytes 0 .. 7 and lane 1 its bytes b .. b + 7.
+constexpr auto kFourGroupOrder = [] {
+  std::array<std::array<std::int8_t, 32>, 5> order{};
+  for (unsigned b = 1; b <= 4; ++b)
+    for (unsigned half = 0; half < 2; ++half)
+      for (unsigned lane = 0; lane < 2; ++lane)
+        for (unsigned k = 0; k < 8; ++k) order[b][16 * half + 8 * lane + k] = static_cast<std::int8_t>(lane * b + k);
+  return order;
+}();
+
+inline __m256i spread_step4(__m256i v, unsigned w, unsigned l, std::uint64_t every) {
+  const __m256i low = _mm256_set1_epi64x(static_cast<long long>(low_fields(w, every)));
+  const __m256i high = _mm256_set1_epi64x(static_cast<long long>(low_fields(w, every) << l));
+  const __m256i moved = _mm256_sll_epi64(v, _mm_cvtsi32_si128(static_cast<int>(l - w)));
+  return _mm256_or_si256(_mm256_and_si256(v, low), _mm256_and_si256(moved, high));
+}
+
+// spread_codes on n groups of b <= 4 bits, four at a time (32 codes from 4b bytes): each 128-bit
+// half loads 16 bytes, from the first group's first byte and from the third's, a byte shuffle puts
+// each group's 8 bytes in a 64-bit lane, and spread_codes' three steps run on the four lanes.
+// Returns the groups done (a multiple of four). REQUIRES: every load's 16 bytes within `size`.
+inline std::size_t spread_groups_avx2(const unsigned char* in, std::size_t size, unsigned b, std::size_t groups,
+                                      std::uint8_t* codes) {
+  const __m256i order = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(kFourGroupOrder[b].data()));
+  const __m256i all = _mm256_set1_epi64x(static_cast<long long>(low_fields(8 * b, kEvery64)));
+  std::size_t g = 0;
+  for (; g + 4 <= groups && b * g + 2 * b + 16 <= size; g += 4) {
+    const unsigned char* at = in + b * g;
+    const __m256i bytes = _mm256_loadu2_m128i(reinterpret_cast<const __m128i*>(at + 2 * b),
+                                              reinterpret_cast<const __m128i*>(at));
+    __m256i v = _mm256_and_si256(_mm256_shuffle_epi8(bytes, order), all);
+    v = spread_step4(v, 4 * b, 32, kEvery64);
+    v = spread_step4(v, 2 * b, 16, kEvery32);
+    v = spread_step4(v, b, 8, kEvery16);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(codes + 8 * g), v);
+  }
+  return g;
+}
+#endif
 
 }  // namespace
 
@@ -188,6 +235,13 @@ void bit_reader::get(std::span<std::uint8_t> codes, unsigned bits) {
     // remain from its first), its codes spread to a byte each.
     const auto* in = reinterpret_cast<const unsigned char*>(in_.data());
     std::size_t p = bit_ / 8, k = 0;
+#if defined(__AVX2__)
+    if (bits <= 4) {
+      const std::size_t g = spread_groups_avx2(in + p, in_.size() - p, bits, codes.size() / 8, codes.data());
+      k = 8 * g;
+      p += bits * g;
+    }
+#endif
     for (; k + 8 <= codes.size() && p + 8 <= in_.size(); k += 8, p += bits) {
       std::uint64_t v;
       std::memcpy(&v, in + p, 8);  // little-endian host (static_assert in the codecs)
