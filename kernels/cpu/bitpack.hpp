@@ -4,8 +4,7 @@
 // So with b = 8 the stream is the codes as bytes, and with b = 4 code 2k is the low nibble of byte k.
 // Widths 1..16 are supported. Through the 8-bit API, from a byte boundary, 8 and 4 bits have fast
 // paths and the other widths below 8 move whole groups of eight codes (b bytes) at once (with AVX2,
-// four groups for widths up to 4); the rest
-// goes through a 64-bit accumulator, code by code.
+// four groups for widths up to 4); the rest goes through a 64-bit accumulator, code by code.
 //
 // bit_writer / bit_reader stream codes in pieces (the codecs feed them one tile at a time), so a
 // bucket need not start on a byte boundary. Thread safety: one writer/reader per thread.
