@@ -1,7 +1,7 @@
 // Codec throughput: encode, decode and validate (a receiver's check) of a 16M-float vector on one
 // thread, in bytes of float input per second, for EVERY registered codec (codec_names(), each with a
-// representative spec below),
-// next to a memcpy of the same vector in the same run (the memory-bandwidth ceiling of this machine).
+// representative spec below), next to a memcpy of the same vector in the same run (the
+// memory-bandwidth ceiling of this machine).
 //   build-dir/bench/codec_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 //   build-dir/bench/codec_bench --benchmark_filter='memcpy|/nuqsgd'   # one codec
 // The target of the QSGD issue: 8- and 4-bit, bucket 512, >= 1 GB/s for encode and for decode.
@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -67,15 +68,22 @@ void bm_encode(benchmark::State& state, const std::string& spec) {
   state.counters["bytes_out"] = static_cast<double>(out.size());
 }
 
-void bm_decode(benchmark::State& state, const std::string& spec) {
-  const auto codec = qgossip::make_compressor(qgossip::parse_codec_spec(spec));
-  const std::vector<float>& v = input();
-  std::vector<std::byte> bytes;
+// The input encoded once by spec's codec: what the decoding benchmarks read.
+struct encoded_input {
+  explicit encoded_input(const std::string& spec)
+      : codec(qgossip::make_compressor(qgossip::parse_codec_spec(spec))) {
+    codec->encode(input(), ctx, bytes);
+  }
+  std::unique_ptr<qgossip::compressor> codec;
   const qgossip::codec_context ctx{.seed = 1, .rank = 0, .iteration = 0, .stream = 0};
-  codec->encode(v, ctx, bytes);
-  std::vector<float> out(v.size());
+  std::vector<std::byte> bytes;
+};
+
+void bm_decode(benchmark::State& state, const std::string& spec) {
+  const encoded_input in(spec);
+  std::vector<float> out(input().size());
   for (auto _ : state) {
-    const qgossip::status st = codec->decode(bytes, ctx, out);
+    const qgossip::status st = in.codec->decode(in.bytes, in.ctx, out);
     if (!st) state.SkipWithError(st.to_string().c_str());
     benchmark::DoNotOptimize(out.data());
     benchmark::ClobberMemory();
@@ -85,13 +93,9 @@ void bm_decode(benchmark::State& state, const std::string& spec) {
 
 // What a receiver does with each neighbour's message before it adds it: checks that it decodes.
 void bm_validate(benchmark::State& state, const std::string& spec) {
-  const auto codec = qgossip::make_compressor(qgossip::parse_codec_spec(spec));
-  const std::vector<float>& v = input();
-  std::vector<std::byte> bytes;
-  const qgossip::codec_context ctx{.seed = 1, .rank = 0, .iteration = 0, .stream = 0};
-  codec->encode(v, ctx, bytes);
+  const encoded_input in(spec);
   for (auto _ : state) {
-    const qgossip::status st = codec->validate(bytes, ctx, v.size());
+    const qgossip::status st = in.codec->validate(in.bytes, in.ctx, input().size());
     if (!st) state.SkipWithError(st.to_string().c_str());
   }
   set_throughput(state);

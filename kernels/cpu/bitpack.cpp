@@ -23,7 +23,9 @@ inline std::uint8_t byte_at(std::span<const std::byte> in, std::size_t i) {
 // is (4b, 32), (2b, 16), (b, 8); gathering, the reverse. Six shifts and masks in place of eight
 // shifts, masks and byte stores a group; plain integer arithmetic, the same on every CPU (BMI2's
 // pdep and pext do it in one instruction, but slowly on AMD's CPUs before Zen 3).
-inline std::uint64_t low_fields(unsigned w, std::uint64_t every) { return ((std::uint64_t{1} << w) - 1) * every; }
+inline std::uint64_t low_fields(unsigned w, std::uint64_t every) {
+  return ((std::uint64_t{1} << w) - 1) * every;
+}
 
 inline std::uint64_t spread_step(std::uint64_t v, unsigned w, unsigned l, std::uint64_t every) {
   const std::uint64_t low = low_fields(w, every);
@@ -51,14 +53,15 @@ inline std::uint64_t gather_codes(std::uint64_t v, unsigned b) {
 }
 
 #if defined(__AVX2__)
-// The byte shuffle of spread_four_groups for b = 1 .. 4: in each 128-bit half, lane 0 takes the
-// half's bytes 0 .. 7 and lane 1 its bytes b .. b + 7.
+// The byte shuffle of spread_groups_avx2 for b = 1 .. 3 (4 bits have their own path): in each
+// 128-bit half, lane 0 takes the half's bytes 0 .. 7 and lane 1 its bytes b .. b + 7.
 constexpr auto kFourGroupOrder = [] {
-  std::array<std::array<std::int8_t, 32>, 5> order{};
-  for (unsigned b = 1; b <= 4; ++b)
+  std::array<std::array<std::int8_t, 32>, 4> order{};
+  for (unsigned b = 1; b <= 3; ++b)
     for (unsigned half = 0; half < 2; ++half)
       for (unsigned lane = 0; lane < 2; ++lane)
-        for (unsigned k = 0; k < 8; ++k) order[b][16 * half + 8 * lane + k] = static_cast<std::int8_t>(lane * b + k);
+        for (unsigned k = 0; k < 8; ++k)
+          order[b][16 * half + 8 * lane + k] = static_cast<std::int8_t>(lane * b + k);
   return order;
 }();
 
@@ -69,12 +72,12 @@ inline __m256i spread_step4(__m256i v, unsigned w, unsigned l, std::uint64_t eve
   return _mm256_or_si256(_mm256_and_si256(v, low), _mm256_and_si256(moved, high));
 }
 
-// spread_codes on n groups of b <= 4 bits, four at a time (32 codes from 4b bytes): each 128-bit
-// half loads 16 bytes, from the first group's first byte and from the third's, a byte shuffle puts
-// each group's 8 bytes in a 64-bit lane, and spread_codes' three steps run on the four lanes.
-// Returns the groups done (a multiple of four). REQUIRES: every load's 16 bytes within `size`.
-inline std::size_t spread_groups_avx2(const unsigned char* in, std::size_t size, unsigned b, std::size_t groups,
-                                      std::uint8_t* codes) {
+// spread_codes on up to `groups` groups of b <= 3 bits, four at a time (32 codes from 4b bytes):
+// each 128-bit half loads 16 bytes, from the first group's first byte and from the third's, a byte
+// shuffle puts each group's 8 bytes in a 64-bit lane, and spread_codes' three steps run on the four
+// lanes. Stops where a load would pass in[size); returns the groups done (a multiple of four).
+inline std::size_t spread_groups_avx2(const unsigned char* in, std::size_t size, unsigned b,
+                                      std::size_t groups, std::uint8_t* codes) {
   const __m256i order = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(kFourGroupOrder[b].data()));
   const __m256i all = _mm256_set1_epi64x(static_cast<long long>(low_fields(8 * b, kEvery64)));
   std::size_t g = 0;
@@ -151,18 +154,20 @@ void bit_writer::put(std::span<const std::uint8_t> codes, unsigned bits) {
     constexpr std::size_t kBatch = 32;
     alignas(64) std::uint64_t words[kBatch];
     const std::size_t groups = codes.size() / 8;
+    std::size_t pos = pos_;
     for (std::size_t g0 = 0; g0 < groups; g0 += kBatch) {
       const std::size_t n = std::min(kBatch, groups - g0);
       std::memcpy(words, codes.data() + 8 * g0, 8 * n);  // little-endian host (static_assert in the codecs)
       for (std::size_t j = 0; j < n; ++j) words[j] = gather_codes(words[j], bits);
-      for (std::size_t j = 0; j < n; ++j, pos_ += bits) {
-        if (pos_ + 8 <= out_.size()) {
-          std::memcpy(out + pos_, &words[j], 8);
+      for (std::size_t j = 0; j < n; ++j, pos += bits) {
+        if (pos + 8 <= out_.size()) {
+          std::memcpy(out + pos, &words[j], 8);
         } else {
-          for (unsigned b = 0; b < bits; ++b) out[pos_ + b] = static_cast<unsigned char>(words[j] >> (8 * b));
+          for (unsigned b = 0; b < bits; ++b) out[pos + b] = static_cast<unsigned char>(words[j] >> (8 * b));
         }
       }
     }
+    pos_ = pos;
     codes = codes.subspan(groups * 8);
   }
   put_general(codes, bits);
@@ -236,7 +241,7 @@ void bit_reader::get(std::span<std::uint8_t> codes, unsigned bits) {
     const auto* in = reinterpret_cast<const unsigned char*>(in_.data());
     std::size_t p = bit_ / 8, k = 0;
 #if defined(__AVX2__)
-    if (bits <= 4) {
+    if (bits <= 3) {
       const std::size_t g = spread_groups_avx2(in + p, in_.size() - p, bits, codes.size() / 8, codes.data());
       k = 8 * g;
       p += bits * g;

@@ -4,7 +4,7 @@
 // So with b = 8 the stream is the codes as bytes, and with b = 4 code 2k is the low nibble of byte k.
 // Widths 1..16 are supported. Through the 8-bit API, from a byte boundary, 8 and 4 bits have fast
 // paths and the other widths below 8 move whole groups of eight codes (b bytes) at once (with AVX2,
-// four groups for widths up to 4); the rest goes through a 64-bit accumulator, code by code.
+// four groups for widths up to 3); the rest goes through a 64-bit accumulator, code by code.
 //
 // bit_writer / bit_reader stream codes in pieces (the codecs feed them one tile at a time), so a
 // bucket need not start on a byte boundary. Thread safety: one writer/reader per thread.
@@ -21,7 +21,9 @@ constexpr std::size_t packed_size(std::size_t count, unsigned bits) { return (co
 
 class bit_writer {
  public:
-  // REQUIRES: out has room for every code put() will receive (checked: QG_ENFORCE).
+  // REQUIRES: out has room for every code put() will receive (checked: QG_ENFORCE). The writer owns
+  // out: past the bytes written so far it may write zeros (up to 7 bytes ahead) that later codes
+  // overwrite.
   explicit bit_writer(std::span<std::byte> out) : out_(out) {}
 
   // Appends codes; each must be < 2^bits (higher bits would corrupt neighbours; not checked).
