@@ -89,13 +89,16 @@ void raw_tcp(int port, const std::string& junk) {
   ::close(fd);
 }
 
-// A DEALER that can lie: any routing id, CURVE with any keypair or none.
+// A DEALER that can lie: any routing id, CURVE with any keypair or none. A send gives up after
+// 500 ms: once the node has refused the handshake, ZeroMQ leaves the DEALER no peer, and a send
+// without a time-out would wait for one for ever (seen: 1 run in 92 under load).
 struct raw_client {
   zmq::context_t ctx;
   zmq::socket_t s{ctx, zmq::socket_type::dealer};
   raw_client(const std::string& endpoint, const std::string& routing_id, const curve_keypair* keys = nullptr,
              const std::string& server_key = "") {
     s.set(zmq::sockopt::linger, 0);
+    s.set(zmq::sockopt::sndtimeo, 500);
     if (!routing_id.empty()) s.set(zmq::sockopt::routing_id, routing_id);
     if (keys) {
       s.set(zmq::sockopt::curve_serverkey, server_key);
@@ -105,8 +108,8 @@ struct raw_client {
     s.connect(endpoint);
   }
   void send(std::span<const std::byte> header, std::span<const std::byte> payload) {
-    (void)s.send(zmq::buffer(header.data(), header.size()), zmq::send_flags::sndmore);
-    (void)s.send(zmq::buffer(payload.data(), payload.size()), zmq::send_flags::none);
+    if (s.send(zmq::buffer(header.data(), header.size()), zmq::send_flags::sndmore))
+      (void)s.send(zmq::buffer(payload.data(), payload.size()), zmq::send_flags::none);
   }
 };
 
@@ -309,6 +312,16 @@ TEST_CASE("curve: a client with a listed key claiming another rank's routing id 
 
 namespace {
 
+// Sets *p (if any) once: at set(), or when it goes out of scope.
+struct set_once {
+  std::promise<void>* p;
+  void set() {
+    if (p) p->set_value();
+    p = nullptr;
+  }
+  ~set_once() { set(); }
+};
+
 // Ranks 0 and 1 run `rounds` exchange rounds (each sends pattern(rank, it) of 256 bytes). After
 // round 0, `attack(endpoint of rank 0)` runs while rank 1 waits; then the rounds go on. Returns the
 // exchange stats of rank 0, after checking that every payload it delivered is rank 1's own.
@@ -325,14 +338,17 @@ exchange_stats run_under_attack(zmq_options o0, zmq_options o1,
   std::shared_future<void> round0_done = round0.get_future().share();
   exchange_stats stats0;
   std::vector<std::string> log0;
+  // Whatever way a rank's body ends (a failed round, a REQUIRE thrown in the attack), what the
+  // others wait for is set, and every wait is bounded: a failure fails the case, it never hangs it.
   auto results = test::spawn(3, [&](int who) -> std::string {
     if (who == 2) {  // the attacker
-      round0_done.wait();
+      set_once done{&attacked};
+      if (round0_done.wait_for(30s) != std::future_status::ready) return "the attacker: no round 0 within 30 s";
       attack(t0.bound_endpoint());
       std::this_thread::sleep_for(200ms);  // its messages reach rank 0 before rank 1's next ones
-      attacked.set_value();
       return "";
     }
+    set_once first_round{who == 0 ? &round0 : nullptr};  // rank 0's round 0 over (or its body left)
     exchange_options eo;
     eo.rank = who;
     eo.neighbours = {1 - who};
@@ -343,14 +359,15 @@ exchange_stats run_under_attack(zmq_options o0, zmq_options o1,
     exchange ex(who == 0 ? static_cast<transport&>(t0) : t1, eo, &events);
     std::vector<inbound_message> out;
     for (int it = 0; it < rounds; ++it) {
-      if (it == 1 && who == 1) attack_done.wait();
+      if (it == 1 && who == 1 && attack_done.wait_for(30s) != std::future_status::ready)
+        return "rank 1: the attack did not end within 30 s";
       const auto mine = test::pattern(who, static_cast<std::uint64_t>(it), message_kind::train, kBytes);
       status s = ex.round(message_kind::train, static_cast<std::uint64_t>(it), {1, 0, kBytes / 4, mine}, out);
       if (!s) return "rank " + std::to_string(who) + " round " + std::to_string(it) + ": " + s.to_string();
       if (out[0].payload != test::pattern(1 - who, static_cast<std::uint64_t>(it), message_kind::train, kBytes))
         return "rank " + std::to_string(who) + " delivered a payload that is not rank " + std::to_string(1 - who) +
                "'s in round " + std::to_string(it);
-      if (it == 0 && who == 0) round0.set_value();
+      if (it == 0) first_round.set();
     }
     if (who == 0) {
       // What the attacker sent after the last round is still queued: let the exchange see it.
