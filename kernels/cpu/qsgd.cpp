@@ -95,12 +95,11 @@ QG_INLINE std::uint32_t dequantize_tile(const Code* codes, std::size_t m, float 
                                         float* out) {
   const std::uint32_t sign_shift = qsgd_code_bits(levels) - 1;
   const std::uint32_t sign_bit = 1u << sign_shift;
-  const std::uint32_t mask = sign_bit - 1;
   std::uint32_t bad = 0;
   for (std::size_t i = 0; i < m; ++i) {
     const std::uint32_t c = codes[i];
-    bad |= static_cast<std::uint32_t>((c & mask) > levels) | static_cast<std::uint32_t>(c == sign_bit);
-    out[i] = qsgd_dequantize_code(c, step, mask, sign_shift);
+    bad |= static_cast<std::uint32_t>(qsgd_code_invalid(c, levels, sign_bit));
+    out[i] = qsgd_dequantize_code(c, step, sign_bit - 1, sign_shift);
   }
   return bad;
 }
@@ -110,12 +109,9 @@ QG_INLINE std::uint32_t dequantize_tile(const Code* codes, std::size_t m, float 
 template <typename Code>
 QG_INLINE bool any_bad_code(const Code* codes, std::size_t m, std::uint32_t levels) {
   const std::uint32_t sign_bit = 1u << (qsgd_code_bits(levels) - 1);
-  const std::uint32_t mask = sign_bit - 1;
   std::uint32_t bad = 0;
-  for (std::size_t i = 0; i < m; ++i) {
-    const std::uint32_t c = codes[i];
-    bad |= static_cast<std::uint32_t>((c & mask) > levels) | static_cast<std::uint32_t>(c == sign_bit);
-  }
+  for (std::size_t i = 0; i < m; ++i)
+    bad |= static_cast<std::uint32_t>(qsgd_code_invalid(codes[i], levels, sign_bit));
   return bad != 0;
 }
 
@@ -123,7 +119,7 @@ template <typename Code>
 std::size_t first_bad_code(const Code* codes, std::size_t m, std::uint32_t levels) {
   const std::uint32_t sign_bit = 1u << (qsgd_code_bits(levels) - 1);
   for (std::size_t i = 0; i < m; ++i)
-    if ((codes[i] & (sign_bit - 1)) > levels || codes[i] == sign_bit) return i;
+    if (qsgd_code_invalid(codes[i], levels, sign_bit)) return i;
   return m;
 }
 

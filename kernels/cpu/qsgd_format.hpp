@@ -127,6 +127,13 @@ QG_HOST_DEVICE inline std::int32_t qsgd_quantize_value(float v, float scale, flo
   return qsgd_code_of(x, v_bits, u, levels, sign_shift);
 }
 
+// Whether a code is not one an encoder makes: a level above `levels`, or a negative zero (the sign
+// bit alone); sign_bit == 1 << (bits - 1). Every decoder refuses such a code.
+QG_HOST_DEVICE inline bool qsgd_code_invalid(std::uint32_t code, std::uint32_t levels,
+                                             std::uint32_t sign_bit) {
+  return (code & (sign_bit - 1)) > levels || code == sign_bit;
+}
+
 // The value of one *valid* code; step == fl(scale / levels). The magnitude fl(l * step) is clamped to
 // FLT_MAX: for scales near FLT_MAX the rounding of step could otherwise push s * step to infinity.
 QG_HOST_DEVICE inline float qsgd_dequantize_code(std::uint32_t code, float step, std::uint32_t magnitude_mask,

@@ -158,7 +158,7 @@ __global__ void decode_kernel(const std::uint8_t* in, std::size_t n, std::size_t
   const std::uint32_t code = (window >> (bit % 8)) & ((1u << bits) - 1);
   const std::uint32_t sign_shift = bits - 1;
   const std::uint32_t sign_bit = 1u << sign_shift;
-  if ((code & (sign_bit - 1)) > levels || code == sign_bit) {
+  if (kernels::qsgd_code_invalid(code, levels, sign_bit)) {
     atomicMin(&faults->code_index, static_cast<unsigned long long>(i));
     return;
   }
